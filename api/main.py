@@ -1,0 +1,51 @@
+"""`cairn-api`: the REST API."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import uvicorn
+from fastapi import FastAPI
+
+from api import errors
+from api.routers import backups, health, jobs, restore_points
+from services.db import Database
+from services.dispatch import Dispatcher, make_celery
+from services.settings import Settings, get_settings
+from services.storage.ceph import CephClusters
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        app.state.clusters.close()
+        app.state.db.dispose()
+
+    app = FastAPI(
+        title="Cairn",
+        version="1",
+        summary="Backup-as-a-service for OpenStack volumes on Ceph RBD",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.db = Database(settings.database_url, Dispatcher(make_celery(settings.redis_url)))
+    app.state.clusters = CephClusters(settings)
+    errors.install(app)
+    for module in (health, backups, jobs, restore_points):
+        app.include_router(module.router)
+    return app
+
+
+def run() -> None:
+    parser = argparse.ArgumentParser(prog="cairn-api")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8787)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO)
+    uvicorn.run("api.main:create_app", factory=True, host=args.host, port=args.port)

@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from api.deps import ClustersDep, ContextDep, SessionDep, SettingsDep
+from api.errors import error_responses
+from services.backups import service
+from services.backups.schemas import BackupCreate
+from services.jobs.schemas import JobPublic
+
+router = APIRouter(prefix="/v1/backups", tags=["backups"])
+
+
+@router.post("", status_code=202, response_model=JobPublic,
+             responses=error_responses(401, 404, 409, 422, 503),
+             summary="Back up a volume now")
+def create_backup(body: BackupCreate, session: SessionDep, ctx: ContextDep,
+                  settings: SettingsDep, clusters: ClustersDep) -> JobPublic:
+    """Queue a full backup of the volume. Answers with the job; poll `GET /v1/jobs/{id}`.
+    The restore point appears at once with status `creating`."""
+    job = service.create_backup(session, ctx, settings, clusters, body)
+    return JobPublic.of(job)

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from api.deps import ClustersDep, ContextDep, SessionDep, SettingsDep
+from api.errors import error_responses
+from services.jobs.schemas import JobPublic
+from services.restore_points import repository, service
+from services.restore_points.schemas import RestoreCreate, RestorePointList, RestorePointPublic
+from services.volumes import repository as volumes
+from services.volumes.refs import parse_image_ref
+
+router = APIRouter(prefix="/v1/restore-points", tags=["restore points"])
+
+
+@router.get("", response_model=RestorePointList, responses=error_responses(400, 401, 422),
+            summary="List restore points")
+def list_restore_points(
+    session: SessionDep, ctx: ContextDep,
+    volume: Annotated[str | None,
+                      Query(description="Only this volume (cluster/pool/image)")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Page size")] = 100,
+    marker: Annotated[str | None, Query(description="`next_marker` of the previous page")] = None,
+) -> RestorePointList:
+    """The project's restore points, newest first."""
+    volume_id = None
+    if volume is not None:
+        found = volumes.find_by_ref(session, ctx.project_id,
+                                    parse_image_ref(volume, field="volume"))
+        if found is None:
+            return RestorePointList(restore_points=[], next_marker=None)
+        volume_id = found.id
+    rows, next_marker = repository.list_page(session, ctx, volume_id=volume_id, limit=limit,
+                                             marker=marker)
+    return RestorePointList(restore_points=[RestorePointPublic.of(r) for r in rows],
+                            next_marker=next_marker)
+
+
+@router.get("/{restore_point_id}", response_model=RestorePointPublic,
+            responses=error_responses(401, 404), summary="Show a restore point")
+def get_restore_point(restore_point_id: str, session: SessionDep,
+                      ctx: ContextDep) -> RestorePointPublic:
+    return RestorePointPublic.of(repository.get(session, ctx, restore_point_id))
+
+
+@router.post("/{restore_point_id}/restore", status_code=202, response_model=JobPublic,
+             responses=error_responses(401, 404, 409, 422, 503),
+             summary="Restore into a new image")
+def restore(restore_point_id: str, body: RestoreCreate, session: SessionDep, ctx: ContextDep,
+            settings: SettingsDep, clusters: ClustersDep) -> JobPublic:
+    """Queue a restore of the restore point into a new RBD image (never over an existing
+    one). Answers with the job."""
+    job = service.start_restore(session, ctx, settings, clusters, restore_point_id, body)
+    return JobPublic.of(job)
+
+
+@router.delete("/{restore_point_id}", status_code=202, response_model=JobPublic,
+               responses=error_responses(401, 404, 409), summary="Delete a restore point")
+def delete_restore_point(restore_point_id: str, session: SessionDep, ctx: ContextDep,
+                         settings: SettingsDep) -> JobPublic:
+    """Queue the deletion of the restore point's backup snapshot (and of the backup image
+    when it was the volume's last restore point there). Any restore point can be deleted,
+    in any order; one being restored or created answers 409."""
+    job = service.delete_restore_point(session, ctx, settings, restore_point_id)
+    return JobPublic.of(job)

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs what the local stack and the test suite need, and only what is missing:
+# Debian packages, the project's virtualenv, its locked Python packages, and the
+# python-rbd / python-rados modules from Debian linked into that virtualenv.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+venv=${CAIRN_VENV:-$repo/.venv}
+
+apt_packages=(ceph-mon ceph-osd ceph-common python3-rbd python3-rados redis-server
+              postgresql python3-venv python3-dev)
+
+sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+for pkg in "${apt_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "bootstrap: installing Debian packages: ${missing[*]}"
+    sudo_if_needed apt-get update -qq
+    # Keep the packages from starting their own daemons on the default ports: the
+    # local stack runs its own copies on loopback with their own ports and data dirs.
+    policy=/usr/sbin/policy-rc.d
+    created_policy=0
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' | sudo_if_needed tee "$policy" >/dev/null
+        sudo_if_needed chmod +x "$policy"
+        created_policy=1
+    fi
+    trap '[ "$created_policy" = 1 ] && sudo_if_needed rm -f "$policy"' EXIT
+    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The venv uses Debian's python3: python3-rbd is built against exactly that interpreter.
+if [ ! -x "$venv/bin/python" ]; then
+    echo "bootstrap: creating virtualenv $venv"
+    /usr/bin/python3 -m venv "$venv"
+fi
+
+stamp="$venv/.cairn-installed"
+if [ ! -f "$stamp" ] || [ "$repo/requirements.lock" -nt "$stamp" ] || [ "$repo/pyproject.toml" -nt "$stamp" ]; then
+    echo "bootstrap: installing Python packages (requirements.lock)"
+    "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip
+    "$venv/bin/pip" install -q --disable-pip-version-check -c "$repo/requirements.lock" -e "$repo[dev]"
+    touch "$stamp"
+fi
+
+# Only the rados and rbd extension modules, not the rest of Debian's dist-packages.
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+for mod in rados rbd; do
+    src=$(ls /usr/lib/python3/dist-packages/$mod.cpython-*.so)
+    ln -sf "$src" "$site/$(basename "$src")"
+done
+"$venv/bin/python" -c 'import rados, rbd' || { echo "bootstrap: rados/rbd not importable" >&2; exit 1; }

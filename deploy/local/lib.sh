@@ -1,0 +1,41 @@
+# Shared helpers for the local stack scripts (sourced, not run).
+
+# pid_alive PIDFILE: true when the file names a running process.
+pid_alive() {
+    local pid
+    [ -f "$1" ] || return 1
+    pid=$(cat "$1" 2>/dev/null) || return 1
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+# stop_pidfile PIDFILE LABEL: TERM the process the file names, KILL it after 20 s.
+# Processes are stopped by PID, never by name, so other stacks on the machine survive.
+stop_pidfile() {
+    local file=$1 label=$2 pid i
+    pid_alive "$file" || { rm -f "$file"; return 0; }
+    pid=$(cat "$file")
+    kill "$pid" 2>/dev/null || true
+    for i in $(seq 1 200); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+        echo "$label: did not stop in 20 s, killing" >&2
+        kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$file"
+}
+
+# wait_for SECONDS LABEL CMD...: retry CMD until it succeeds or time runs out.
+wait_for() {
+    local seconds=$1 label=$2 deadline
+    shift 2
+    deadline=$((SECONDS + seconds))
+    until "$@" >/dev/null 2>&1; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "$label: not ready after ${seconds} s" >&2
+            return 1
+        fi
+        sleep 0.3
+    done
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The local stack, on loopback only: micro Ceph (cluster ceph-a, and ceph-b on request),
+# Redis, PostgreSQL and the Cairn processes. Idempotent: `up` starts what is not running,
+# `down` stops by PID file what is.
+#
+#   stack.sh up|down|status [infra|all]     (default: all)
+#
+# Environment: CAIRN_STATE_DIR (default <repo>/.state), CAIRN_SECOND_CLUSTER=1 to start
+# ceph-b as well, CAIRN_API_PORT (default 8787).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+export CAIRN_STATE_DIR=${CAIRN_STATE_DIR:-$repo/.state}
+state=$CAIRN_STATE_DIR
+venv=${CAIRN_VENV:-$repo/.venv}
+. "$here/lib.sh"
+. "$here/ports.sh"
+
+cmd=${1:-status}
+scope=${2:-all}
+second=${CAIRN_SECOND_CLUSTER:-0}
+mkdir -p "$state"
+
+# ---------------------------------------------------------------- Redis
+redis_pid="$state/redis/redis.pid"
+redis_up() {
+    mkdir -p "$state/redis"
+    if pid_alive "$redis_pid"; then echo "redis: already running (127.0.0.1:$REDIS_PORT)"; return; fi
+    redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --save "" \
+        --appendonly no --dir "$state/redis" --pidfile "$redis_pid" \
+        --logfile "$state/redis/redis.log" >/dev/null
+    wait_for 10 redis redis-cli -p "$REDIS_PORT" ping
+    echo "redis: up (127.0.0.1:$REDIS_PORT)"
+}
+
+# ---------------------------------------------------------------- PostgreSQL
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+pg_dir="$state/postgres"
+as_pg() {
+    # initdb and pg_ctl refuse to run as root: run them as the postgres user then.
+    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+pg_up() {
+    if [ ! -f "$pg_dir/data/PG_VERSION" ]; then
+        mkdir -p "$pg_dir"
+        [ "$(id -u)" = 0 ] && chown postgres: "$pg_dir"
+        as_pg "$pg_bin/initdb" -D "$pg_dir/data" -U postgres -A trust -E UTF8 >"$pg_dir/initdb.log"
+    fi
+    if as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" status >/dev/null 2>&1; then
+        echo "postgres: already running (127.0.0.1:$PG_PORT)"
+    else
+        as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/postgres.log" -w -t 60 start \
+            -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $pg_dir -c fsync=off -c max_connections=300" >/dev/null
+        echo "postgres: up (127.0.0.1:$PG_PORT)"
+    fi
+    for db in cairn cairn_test; do
+        psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "select 1 from pg_database where datname='$db'" | grep -q 1 \
+            || psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "create database $db" >/dev/null
+    done
+}
+pg_down() {
+    if [ -f "$pg_dir/data/PG_VERSION" ] && as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" status >/dev/null 2>&1; then
+        as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast -w stop >/dev/null
+    fi
+    echo "postgres: stopped"
+}
+
+# ---------------------------------------------------------------- Cairn processes
+env_file="$state/cairn.env"
+write_env() {
+    cat >"$env_file" <<ENV
+CAIRN_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:$PG_PORT/cairn
+CAIRN_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
+CAIRN_CLUSTERS={"ceph-a": {"conf": "$state/ceph-a/ceph.conf"}$( [ "$second" = 1 ] && printf ', "ceph-b": {"conf": "%s"}' "$state/ceph-b/ceph.conf")}
+CAIRN_BACKUP_TARGETS={"local": {"cluster": "ceph-a", "pool": "backups"}$( [ "$second" = 1 ] && printf ', "offsite": {"cluster": "ceph-b", "pool": "backups"}')}
+CAIRN_DEFAULT_BACKUP_TARGET=local
+CAIRN_AUTH_STRATEGY=noauth
+ENV
+}
+run_cairn() {
+    local name=$1; shift
+    local pidfile="$state/run/$name.pid"
+    mkdir -p "$state/run" "$state/log"
+    if pid_alive "$pidfile"; then echo "$name: already running"; return; fi
+    (
+        set -a; . "$env_file"; set +a
+        exec setsid "$@" >>"$state/log/$name.log" 2>&1 </dev/null
+    ) &
+    echo $! >"$pidfile"
+}
+cairn_up() {
+    write_env
+    ( set -a; . "$env_file"; set +a; "$venv/bin/cairn-manage" db upgrade )
+    run_cairn cairn-api "$venv/bin/cairn-api" --host 127.0.0.1 --port "$API_PORT"
+    run_cairn cairn-worker "$venv/bin/cairn-worker"
+    run_cairn cairn-scheduler "$venv/bin/cairn-scheduler"
+    wait_for 30 cairn-api curl -sf "http://127.0.0.1:$API_PORT/healthz"
+    echo "cairn-api: up (http://127.0.0.1:$API_PORT)"
+    wait_for 30 cairn-worker grep -q "ready" "$state/log/cairn-worker.log"
+    echo "cairn-worker: up"
+    pid_alive "$state/run/cairn-scheduler.pid" && echo "cairn-scheduler: up"
+}
+cairn_down() {
+    for name in cairn-scheduler cairn-worker cairn-api; do
+        stop_pidfile "$state/run/$name.pid" "$name"
+        echo "$name: stopped"
+    done
+}
+
+status_line() {
+    local label=$1; shift
+    if "$@" >/dev/null 2>&1; then echo "$label: up"; else echo "$label: down"; fi
+}
+
+case "$cmd" in
+    up)
+        redis_up
+        pg_up
+        "$here/ceph.sh" start ceph-a "$CEPH_A_PORT"
+        [ "$second" = 1 ] && "$here/ceph.sh" start ceph-b "$CEPH_B_PORT"
+        [ "$scope" = all ] && cairn_up
+        ;;
+    down)
+        cairn_down
+        "$here/ceph.sh" stop ceph-b "$CEPH_B_PORT"
+        "$here/ceph.sh" stop ceph-a "$CEPH_A_PORT"
+        pg_down
+        stop_pidfile "$redis_pid" redis; echo "redis: stopped"
+        ;;
+    status)
+        status_line "redis (127.0.0.1:$REDIS_PORT)" pid_alive "$redis_pid"
+        status_line "postgres (127.0.0.1:$PG_PORT)" as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" status
+        "$here/ceph.sh" status ceph-a "$CEPH_A_PORT" || true
+        "$here/ceph.sh" status ceph-b "$CEPH_B_PORT" || true
+        for name in cairn-api cairn-worker cairn-scheduler; do
+            status_line "$name" pid_alive "$state/run/$name.pid"
+        done
+        ;;
+    *) echo "usage: stack.sh up|down|status [infra|all]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,60 @@
+"""On-demand backups: validate the request, register the volume, write the restore point
+(`creating`) and its job (`queued`); the job is sent to a worker after the commit."""
+
+from __future__ import annotations
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from services import dispatch
+from services.backups.schemas import BackupCreate
+from services.context import RequestContext
+from services.errors import BackupAlreadyRunning, UnknownTarget
+from services.jobs import repository as jobs
+from services.jobs.models import Job
+from services.restore_points.models import RestorePoint
+from services.settings import Settings
+from services.status import JobKind, RestorePointKind
+from services.storage import rbd_images
+from services.storage.ceph import CephClusters
+from services.volumes import repository as volumes
+from services.volumes.refs import parse_image_ref
+
+
+def create_backup(session: Session, ctx: RequestContext, settings: Settings,
+                  clusters: CephClusters, request: BackupCreate) -> Job:
+    target = request.target or settings.default_backup_target
+    if target is None or target not in settings.backup_targets:
+        known = ", ".join(sorted(settings.backup_targets)) or "none"
+        what = f"unknown backup target {target!r}" if target else "no backup target given"
+        raise UnknownTarget(f"{what}; configured targets: {known}", field="target")
+    ref = parse_image_ref(request.volume, field="volume")
+    rbd_images.require_volume(clusters, ref, field="volume")
+
+    volume = volumes.get_or_create(session, ctx.project_id, ref)
+    running = jobs.active_backup_for_volume(session, volume.id)
+    if running is not None:
+        raise _already_running(str(ref), running.id)
+    rp = RestorePoint(project_id=ctx.project_id, volume=volume, volume_id=volume.id,
+                      target=target, kind=RestorePointKind.FULL)
+    session.add(rp)
+    session.flush()
+    job = Job(project_id=ctx.project_id, kind=JobKind.BACKUP, volume=volume, volume_id=volume.id,
+              restore_point=rp, restore_point_id=rp.id,
+              qos_bytes_per_second=request.qos_bytes_per_second,
+              max_attempts=settings.job_max_attempts)
+    try:
+        with session.begin_nested():
+            session.add(job)
+    except IntegrityError:
+        # A concurrent request won the one-active-backup-per-volume index.
+        raise _already_running(str(ref), None) from None
+    dispatch.enqueue(session, job.id, JobKind.BACKUP)
+    return job
+
+
+def _already_running(volume: str, job_id: str | None) -> BackupAlreadyRunning:
+    which = f" (job {job_id})" if job_id else ""
+    return BackupAlreadyRunning(
+        f"a backup of volume {volume!r} is already queued or running{which}; "
+        "wait for it to finish", volume=volume, job_id=job_id)

@@ -1,0 +1,53 @@
+"""Database access, one `Database` per process (never at import time: an engine must not
+cross Celery's fork)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.dispatch import Dispatcher, attach_outbox
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    # API, worker and scheduler share the file: WAL lets readers run beside the writer and
+    # busy_timeout makes a writer wait for the lock instead of failing at once.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+class Database:
+    def __init__(self, url: str, dispatcher: Dispatcher | None = None) -> None:
+        self.engine = make_engine(url)
+        self.sessions = sessionmaker(self.engine, expire_on_commit=False)
+        if dispatcher is not None:
+            attach_outbox(self.sessions, dispatcher)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A unit of work: commits when the block ends, rolls back when it raises."""
+        with self.sessions() as session:
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    def dispose(self) -> None:
+        self.engine.dispose()

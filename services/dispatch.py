@@ -1,0 +1,78 @@
+"""Sending jobs to the workers, only after the commit that created them.
+
+A job is enqueued by `enqueue(session, job_id, kind)`; the message goes to the broker after
+the session commits (nothing is sent when it rolls back), so a worker never looks for a row
+that is not there. If the broker is down at that moment the job simply stays `queued` and
+cairn-scheduler sends it again: the jobs table is the outbox."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import Celery
+from sqlalchemy import event
+from sqlalchemy.orm import Session, sessionmaker
+
+from services.status import JobKind
+
+log = logging.getLogger(__name__)
+
+QUEUE = "cairn"
+TASK_FOR_KIND = {
+    JobKind.BACKUP: "backup.run",
+    JobKind.RESTORE: "restore.run",
+    JobKind.DELETE: "restore_point.delete",
+}
+
+
+def make_celery(redis_url: str) -> Celery:
+    app = Celery("cairn", broker=redis_url)
+    app.conf.update(
+        task_default_queue=QUEUE,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        broker_connection_retry_on_startup=True,
+        # Publishing gives up quickly: the scheduler re-sends what did not go out.
+        task_publish_retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
+        broker_transport_options={"visibility_timeout": 3600},
+    )
+    return app
+
+
+class Dispatcher:
+    def __init__(self, celery: Celery) -> None:
+        self.celery = celery
+
+    def send(self, job_id: str, kind: JobKind) -> None:
+        self.celery.send_task(TASK_FOR_KIND[kind], args=[job_id], queue=QUEUE)
+
+
+_OUTBOX = "cairn_outbox"
+
+
+def enqueue(session: Session, job_id: str, kind: JobKind) -> None:
+    session.info.setdefault(_OUTBOX, []).append((job_id, kind))
+
+
+def attach_outbox(sessions: sessionmaker[Session], dispatcher: Dispatcher) -> None:
+    def after_commit(session: Session) -> None:
+        pending: list[tuple[str, JobKind]] = session.info.pop(_OUTBOX, [])
+        for job_id, kind in pending:
+            try:
+                dispatcher.send(job_id, kind)
+            except Exception:
+                # Not lost: the row is committed as queued and the scheduler re-sends it.
+                log.warning("could not send job %s now; the scheduler will retry", job_id,
+                            exc_info=True)
+
+    def after_soft_rollback(session: Session, previous: Any) -> None:
+        # A savepoint rolled back inside the unit of work keeps the outbox; only the end
+        # of the whole transaction drops what it would have sent.
+        if not previous.nested:
+            session.info.pop(_OUTBOX, None)
+
+    event.listen(sessions, "after_commit", after_commit)
+    event.listen(sessions, "after_soft_rollback", after_soft_rollback)

@@ -1,0 +1,108 @@
+"""The one exception hierarchy of Cairn. Each error carries its HTTP status and a stable
+code; the API renders it as {"error": {"code", "message", "details"}}, and workers record
+its message on the job as the reason a user can act on."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class CairnError(Exception):
+    status_code: ClassVar[int] = 500
+    code: ClassVar[str] = "internal_error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class NotFound(CairnError):
+    status_code = 404
+    code = "not_found"
+
+
+class VolumeNotFound(NotFound):
+    code = "volume_not_found"
+
+
+class RestorePointNotFound(NotFound):
+    code = "restore_point_not_found"
+
+
+class JobNotFound(NotFound):
+    code = "job_not_found"
+
+
+class BadRequest(CairnError):
+    status_code = 400
+    code = "bad_request"
+
+
+class InvalidMarker(BadRequest):
+    code = "invalid_marker"
+
+
+class InvalidInput(CairnError):
+    status_code = 422
+    code = "invalid_input"
+
+
+class UnknownTarget(InvalidInput):
+    code = "unknown_target"
+
+
+class UnknownCluster(InvalidInput):
+    code = "unknown_cluster"
+
+
+class Conflict(CairnError):
+    status_code = 409
+    code = "conflict"
+
+
+class ImageExists(Conflict):
+    code = "image_exists"
+
+
+class RestorePointBusy(Conflict):
+    code = "restore_point_busy"
+
+
+class BackupAlreadyRunning(Conflict):
+    code = "backup_already_running"
+
+
+class InvalidStatusTransition(Conflict):
+    code = "invalid_status"
+
+
+class StorageUnavailable(CairnError):
+    """A Ceph cluster could not be reached or answered with an error Cairn cannot fix."""
+
+    status_code = 503
+    code = "storage_unavailable"
+
+
+class StorageError(CairnError):
+    status_code = 502
+    code = "storage_error"
+
+
+class DataCorrupt(CairnError):
+    """Data read back does not match the checksum recorded when it was written."""
+
+    status_code = 500
+    code = "data_corrupt"
+
+
+class JobLost(CairnError):
+    """This worker no longer owns the job (it was re-queued after a missed heartbeat)."""
+
+    status_code = 409
+    code = "job_lost"
+
+
+class Unauthorized(CairnError):
+    status_code = 401
+    code = "unauthorized"

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import BigInteger, Float, ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from services.base import ID, Base, UTCDateTime, new_id, utcnow
+from services.status import RestorePointKind, RestorePointStatus
+from services.volumes.models import Volume
+
+
+def snapshot_name(restore_point_id: str) -> str:
+    """The name of the source and backup snapshots of a restore point."""
+    return f"cairn.{restore_point_id}"
+
+
+def backup_image_name(volume_id: str) -> str:
+    """The backup image holding every restore point of a volume in one target pool."""
+    return f"cairn.vol.{volume_id}"
+
+
+def manifest_object_name(restore_point_id: str) -> str:
+    """The RADOS object (in the target pool) holding a restore point's checksums."""
+    return f"cairn.manifest.{restore_point_id}"
+
+
+class RestorePoint(Base):
+    """One point-in-time copy of one volume: a snapshot of the volume's backup image."""
+
+    __tablename__ = "restore_points"
+    __table_args__ = (Index(None, "project_id", "created_at", "id"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True, default=new_id)
+    project_id: Mapped[str] = mapped_column(String(64))
+    volume_id: Mapped[str] = mapped_column(ForeignKey("volumes.id"), index=True)
+    target: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[RestorePointKind] = mapped_column(String(16), default=RestorePointKind.FULL)
+    status: Mapped[RestorePointStatus] = mapped_column(
+        String(16), default=RestorePointStatus.CREATING
+    )
+    status_reason: Mapped[str | None] = mapped_column(Text)
+    size_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    bytes_copied: Mapped[int | None] = mapped_column(BigInteger)
+    duration_seconds: Mapped[float | None] = mapped_column(Float)
+    checksum_algorithm: Mapped[str | None] = mapped_column(String(32))
+    objects_checksummed: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    volume: Mapped[Volume] = relationship(lazy="joined")
+
+    @property
+    def snapshot(self) -> str:
+        return snapshot_name(self.id)
+
+    @property
+    def backup_image(self) -> str:
+        return backup_image_name(self.volume_id)
+
+    @property
+    def manifest_object(self) -> str:
+        return manifest_object_name(self.id)

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.orm import Session
+
+from services.context import RequestContext
+from services.errors import InvalidMarker, RestorePointNotFound
+from services.restore_points.models import RestorePoint
+from services.status import RestorePointStatus
+
+
+def get(session: Session, ctx: RequestContext, rp_id: str) -> RestorePoint:
+    rp = session.get(RestorePoint, rp_id)
+    if rp is None or rp.project_id != ctx.project_id or rp.status == RestorePointStatus.DELETED:
+        raise RestorePointNotFound(f"restore point {rp_id!r} not found", restore_point_id=rp_id)
+    return rp
+
+
+def list_page(session: Session, ctx: RequestContext, *, volume_id: str | None, limit: int,
+              marker: str | None) -> tuple[list[RestorePoint], str | None]:
+    """Newest first; returns the page and the marker of the next one."""
+    stmt = select(RestorePoint).where(RestorePoint.project_id == ctx.project_id,
+                                      RestorePoint.status != RestorePointStatus.DELETED)
+    if volume_id is not None:
+        stmt = stmt.where(RestorePoint.volume_id == volume_id)
+    if marker is not None:
+        last = session.get(RestorePoint, marker)
+        if last is None or last.project_id != ctx.project_id:
+            raise InvalidMarker(f"marker {marker!r} is not a restore point of this project")
+        stmt = stmt.where(or_(
+            RestorePoint.created_at < last.created_at,
+            and_(RestorePoint.created_at == last.created_at, RestorePoint.id < last.id),
+        ))
+    stmt = stmt.order_by(RestorePoint.created_at.desc(), RestorePoint.id.desc()).limit(limit + 1)
+    rows = list(session.scalars(stmt))
+    next_marker = rows[limit - 1].id if len(rows) > limit else None
+    return rows[:limit], next_marker

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from services.restore_points.models import RestorePoint
+from services.status import RestorePointKind, RestorePointStatus
+
+
+class RestoreCreate(BaseModel):
+    target: str = Field(
+        min_length=1, max_length=512,
+        description="New RBD image to restore into: `image` (the source volume's pool), "
+                    "`pool/image` or `cluster/pool/image`. It must not exist yet.",
+        examples=["demo-restored"],
+    )
+    qos_bytes_per_second: int | None = Field(
+        default=None, gt=0, description="Upper bound on the restore's read rate")
+
+
+class Checksum(BaseModel):
+    algorithm: str
+    objects: int = Field(description="Non-zero objects checksummed")
+
+
+class RestorePointPublic(BaseModel):
+    id: str
+    project_id: str
+    volume: str = Field(description="cluster/pool/image of the protected volume")
+    volume_id: str
+    target: str = Field(description="Backup target holding the copy")
+    kind: RestorePointKind
+    status: RestorePointStatus
+    status_reason: str | None = Field(description="Why the restore point is in error")
+    size_bytes: int | None = Field(description="Size of the volume at the snapshot")
+    bytes_copied: int | None = Field(description="Non-zero data written to the backup pool")
+    duration_seconds: float | None
+    source_snapshot: str
+    backup_image: str
+    backup_snapshot: str
+    checksum: Checksum | None
+    created_at: datetime
+    completed_at: datetime | None
+
+    @classmethod
+    def of(cls, rp: RestorePoint) -> RestorePointPublic:
+        checksum = None
+        if rp.checksum_algorithm is not None:
+            checksum = Checksum(algorithm=rp.checksum_algorithm,
+                                objects=rp.objects_checksummed or 0)
+        return cls(
+            id=rp.id, project_id=rp.project_id, volume=rp.volume.ref, volume_id=rp.volume_id,
+            target=rp.target, kind=rp.kind, status=rp.status, status_reason=rp.status_reason,
+            size_bytes=rp.size_bytes, bytes_copied=rp.bytes_copied,
+            duration_seconds=rp.duration_seconds, source_snapshot=rp.snapshot,
+            backup_image=rp.backup_image, backup_snapshot=rp.snapshot, checksum=checksum,
+            created_at=rp.created_at, completed_at=rp.completed_at,
+        )
+
+
+class RestorePointList(BaseModel):
+    restore_points: list[RestorePointPublic]
+    next_marker: str | None = Field(
+        description="Pass as `marker` to get the next page; null on the last page")

@@ -1,0 +1,74 @@
+"""Restores and deletions of restore points. Both check the restore point's state here and
+again in the worker (guarded updates), so a race between them is refused, never half-done."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from services import dispatch
+from services.context import RequestContext
+from services.errors import ImageExists, InvalidStatusTransition, RestorePointBusy
+from services.jobs import repository as jobs
+from services.jobs.models import Job
+from services.restore_points import repository as restore_points
+from services.restore_points.models import RestorePoint
+from services.restore_points.schemas import RestoreCreate
+from services.settings import Settings
+from services.status import (
+    RESTORE_POINT_TRANSITIONS,
+    JobKind,
+    RestorePointStatus,
+    guarded_update,
+)
+from services.storage import rbd_images
+from services.storage.ceph import CephClusters
+from services.volumes.refs import parse_image_ref
+
+
+def start_restore(session: Session, ctx: RequestContext, settings: Settings,
+                  clusters: CephClusters, rp_id: str, request: RestoreCreate) -> Job:
+    rp = restore_points.get(session, ctx, rp_id)
+    if rp.status != RestorePointStatus.AVAILABLE:
+        raise RestorePointBusy(
+            f"restore point {rp.id} is {rp.status}; only an available restore point can be "
+            "restored", restore_point_id=rp.id, status=rp.status)
+    dest = parse_image_ref(request.target, field="target", default_cluster=rp.volume.cluster,
+                           default_pool=rp.volume.pool)
+    clusters.check_known(dest.cluster, field="target")
+    if rbd_images.image_exists(clusters, dest):
+        raise ImageExists(
+            f"an RBD image {str(dest)!r} already exists; restore into a new image name "
+            "(restoring over an existing image is refused so nothing is overwritten)",
+            target=str(dest))
+    job = Job(project_id=ctx.project_id, kind=JobKind.RESTORE, volume=rp.volume,
+              volume_id=rp.volume_id, restore_point=rp, restore_point_id=rp.id,
+              restore_target=str(dest), qos_bytes_per_second=request.qos_bytes_per_second,
+              max_attempts=settings.job_max_attempts)
+    session.add(job)
+    session.flush()
+    dispatch.enqueue(session, job.id, JobKind.RESTORE)
+    return job
+
+
+def delete_restore_point(session: Session, ctx: RequestContext, settings: Settings,
+                         rp_id: str) -> Job:
+    rp = restore_points.get(session, ctx, rp_id)
+    restoring = jobs.active_for_restore_point(session, rp.id, JobKind.RESTORE)
+    if restoring is not None:
+        raise RestorePointBusy(
+            f"restore point {rp.id} is being restored by job {restoring.id}; delete it after "
+            "that job finishes", restore_point_id=rp.id, job_id=restoring.id)
+    if rp.status in (RestorePointStatus.CREATING, RestorePointStatus.DELETING):
+        raise RestorePointBusy(
+            f"restore point {rp.id} is {rp.status}; try again when that has finished",
+            restore_point_id=rp.id, status=rp.status)
+    if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
+                          RestorePointStatus.DELETING):
+        raise InvalidStatusTransition(f"restore point {rp.id} changed state; try again")
+    job = Job(project_id=ctx.project_id, kind=JobKind.DELETE, volume=rp.volume,
+              volume_id=rp.volume_id, restore_point=rp, restore_point_id=rp.id,
+              max_attempts=settings.job_max_attempts)
+    session.add(job)
+    session.flush()
+    dispatch.enqueue(session, job.id, JobKind.DELETE)
+    return job

@@ -1,0 +1,110 @@
+"""Cairn's settings, read from `CAIRN_*` environment variables (and an optional env file)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ClusterSettings(BaseModel):
+    """How to reach one Ceph cluster."""
+
+    conf: Path
+    """Path of the cluster's ceph.conf."""
+    client: str = "client.admin"
+    """Ceph client name Cairn connects as."""
+    keyring: Path | None = None
+    """Keyring for that client; None when the cluster runs with auth none or the conf names one."""
+
+
+class BackupTargetSettings(BaseModel):
+    """A named place backups go to: one pool on one cluster."""
+
+    cluster: str
+    """Name of a cluster in `clusters`."""
+    pool: str
+    """RBD pool holding the backup images."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CAIRN_",
+        env_file=None,
+        use_attribute_docstrings=True,
+        extra="ignore",
+    )
+
+    environment: Literal["development", "production"] = "development"
+    """Deployment kind; production refuses development-only choices such as noauth."""
+
+    database_url: str = "sqlite:///cairn.db"
+    """SQLAlchemy URL of the database. SQLite is the embedded default, PostgreSQL
+    (postgresql+psycopg://...) the production choice."""
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    """Redis URL: the Celery broker and short-lived coordination."""
+
+    clusters: dict[str, ClusterSettings] = Field(default_factory=dict)
+    """Ceph clusters by name, as JSON: {"ceph-a": {"conf": "/etc/ceph/ceph.conf"}}."""
+
+    backup_targets: dict[str, BackupTargetSettings] = Field(default_factory=dict)
+    """Backup targets by name, as JSON: {"local": {"cluster": "ceph-a", "pool": "backups"}}."""
+
+    default_backup_target: str | None = None
+    """Target used when a backup request names none."""
+
+    auth_strategy: Literal["noauth"] = "noauth"
+    """How requests are authenticated. noauth trusts X-Project-Id / X-Roles (development)."""
+
+    ceph_connect_timeout_seconds: int = 10
+    """How long to wait for a Ceph cluster's monitors before reporting it unreachable."""
+
+    copy_window: int = Field(default=16, ge=1, le=256)
+    """Read/write operations the copy engine keeps in flight per job."""
+
+    progress_interval_seconds: float = Field(default=2.0, gt=0)
+    """How often a running job persists its progress and heartbeat."""
+
+    job_heartbeat_timeout_seconds: float = Field(default=60.0, gt=0)
+    """A running job whose heartbeat is older than this is taken to have lost its worker
+    and is queued again (or failed once its attempts are used up)."""
+
+    job_max_attempts: int = Field(default=3, ge=1)
+    """Attempts a job gets before it fails for good."""
+
+    job_redispatch_after_seconds: float = Field(default=30.0, gt=0)
+    """A job still queued this long after it was sent is sent to the broker again (the
+    broker may have lost it, e.g. across a Redis restart); a duplicate delivery is harmless."""
+
+    reconcile_interval_seconds: float = Field(default=5.0, gt=0)
+    """How often cairn-scheduler looks for lost and stuck jobs."""
+
+    worker_concurrency: int = Field(default=4, ge=1)
+    """Jobs one cairn-worker process runs at once."""
+
+    @model_validator(mode="after")
+    def _check_references(self) -> Settings:
+        for name, target in self.backup_targets.items():
+            if target.cluster not in self.clusters:
+                raise ValueError(
+                    f"backup target {name!r} names cluster {target.cluster!r}, "
+                    f"which is not in CAIRN_CLUSTERS ({sorted(self.clusters)})"
+                )
+        if self.default_backup_target and self.default_backup_target not in self.backup_targets:
+            raise ValueError(
+                f"CAIRN_DEFAULT_BACKUP_TARGET {self.default_backup_target!r} is not a "
+                f"configured backup target ({sorted(self.backup_targets)})"
+            )
+        if self.environment == "production" and self.auth_strategy == "noauth":
+            raise ValueError("auth_strategy noauth trusts request headers; refused in production")
+        return self
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process's settings, read once from the environment."""
+    return Settings()

@@ -1,0 +1,100 @@
+"""Status enums and the transitions each allows. Every status change goes through
+`guarded_update`, an UPDATE ... WHERE status IN (allowed sources), so two processes can never
+both move a row out of the same state (a duplicate task delivery finds nothing to do)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from services.base import Base
+from services.errors import InvalidStatusTransition
+
+
+class JobKind(enum.StrEnum):
+    BACKUP = "backup"
+    RESTORE = "restore"
+    DELETE = "delete"
+
+
+class JobStatus(enum.StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class RestorePointStatus(enum.StrEnum):
+    CREATING = "creating"
+    AVAILABLE = "available"
+    ERROR = "error"
+    DELETING = "deleting"
+    DELETED = "deleted"
+
+
+class RestorePointKind(enum.StrEnum):
+    FULL = "full"
+    INCREMENTAL = "incremental"
+
+
+S = TypeVar("S", bound=enum.StrEnum)
+
+ACTIVE_JOB_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
+
+JOB_TRANSITIONS: Mapping[JobStatus, frozenset[JobStatus]] = {
+    JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.CANCELLED, JobStatus.FAILED}),
+    # running -> queued: the reconciler hands a job whose worker died to another worker.
+    JobStatus.RUNNING: frozenset(
+        {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.QUEUED}
+    ),
+    JobStatus.SUCCEEDED: frozenset(),
+    JobStatus.FAILED: frozenset(),
+    JobStatus.CANCELLED: frozenset(),
+}
+
+RESTORE_POINT_TRANSITIONS: Mapping[RestorePointStatus, frozenset[RestorePointStatus]] = {
+    RestorePointStatus.CREATING: frozenset(
+        {RestorePointStatus.AVAILABLE, RestorePointStatus.ERROR}
+    ),
+    RestorePointStatus.AVAILABLE: frozenset({RestorePointStatus.DELETING}),
+    RestorePointStatus.ERROR: frozenset({RestorePointStatus.DELETING}),
+    RestorePointStatus.DELETING: frozenset({RestorePointStatus.DELETED, RestorePointStatus.ERROR}),
+    RestorePointStatus.DELETED: frozenset(),
+}
+
+
+def sources_of(transitions: Mapping[S, frozenset[S]], target: S) -> list[S]:
+    """The statuses from which `target` may be reached."""
+    return [source for source, targets in transitions.items() if target in targets]
+
+
+def guarded_update(
+    session: Session,
+    model: type[Base],
+    row_id: str,
+    transitions: Mapping[S, frozenset[S]],
+    to: S,
+    *,
+    expect: S | None = None,
+    extra: Mapping[str, Any] | None = None,
+    where: tuple[Any, ...] = (),
+) -> bool:
+    """Move one row to `to` if its current status allows it (and equals `expect` when given).
+    Returns False when no row matched: another process got there first."""
+    allowed = [expect] if expect is not None else sources_of(transitions, to)
+    if expect is not None and to not in transitions[expect]:
+        raise InvalidStatusTransition(f"{model.__name__} cannot go from {expect} to {to}")
+    table: Any = model
+    stmt = (
+        update(model)
+        .where(table.id == row_id, table.status.in_(allowed), *where)
+        .values(status=to, **(extra or {}))
+        .execution_options(synchronize_session=False)
+    )
+    result = session.execute(stmt)
+    return bool(getattr(result, "rowcount", 0) == 1)

@@ -1,0 +1,73 @@
+"""Connections to the configured Ceph clusters: one Rados handle per cluster per process,
+opened on first use (never at import: a handle must not cross a fork)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import rados
+
+from services.errors import NotFound, StorageUnavailable, UnknownCluster
+from services.settings import Settings
+
+
+class CephClusters:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._handles: dict[str, rados.Rados] = {}
+        self._lock = threading.Lock()
+
+    def names(self) -> list[str]:
+        return sorted(self._settings.clusters)
+
+    def check_known(self, cluster: str, *, field: str) -> None:
+        if cluster not in self._settings.clusters:
+            raise UnknownCluster(
+                f"{field} names cluster {cluster!r}, which Cairn does not know; "
+                f"known clusters: {', '.join(self.names()) or 'none'}",
+                field=field,
+            )
+
+    def handle(self, cluster: str) -> rados.Rados:
+        with self._lock:
+            handle = self._handles.get(cluster)
+            if handle is not None:
+                return handle
+            self.check_known(cluster, field="cluster")
+            cfg = self._settings.clusters[cluster]
+            timeout = str(self._settings.ceph_connect_timeout_seconds)
+            conf = {"client_mount_timeout": timeout, "rados_mon_op_timeout": timeout}
+            if cfg.keyring is not None:
+                conf["keyring"] = str(cfg.keyring)
+            handle = rados.Rados(conffile=str(cfg.conf), name=cfg.client, conf=conf)
+            try:
+                handle.connect(timeout=self._settings.ceph_connect_timeout_seconds)
+            except rados.Error as exc:
+                handle.shutdown()
+                raise StorageUnavailable(
+                    f"Ceph cluster {cluster!r} is unreachable ({exc}); check that its "
+                    f"monitors in {cfg.conf} are up"
+                ) from None
+            self._handles[cluster] = handle
+            return handle
+
+    @contextmanager
+    def ioctx(self, cluster: str, pool: str) -> Iterator[rados.Ioctx]:
+        handle = self.handle(cluster)
+        try:
+            ioctx = handle.open_ioctx(pool)
+        except rados.ObjectNotFound:
+            raise NotFound(f"pool {pool!r} does not exist on cluster {cluster!r}",
+                           cluster=cluster, pool=pool) from None
+        try:
+            yield ioctx
+        finally:
+            ioctx.close()
+
+    def close(self) -> None:
+        with self._lock:
+            for handle in self._handles.values():
+                handle.shutdown()
+            self._handles.clear()

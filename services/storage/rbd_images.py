@@ -1,0 +1,107 @@
+"""The RBD driver boundary: image and snapshot operations, with librbd's errors turned into
+Cairn's. Nothing above this module imports `rbd` exceptions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import rados
+import rbd
+
+from services.errors import ImageExists, NotFound, StorageError, VolumeNotFound
+from services.storage.ceph import CephClusters
+from services.volumes.refs import ImageRef
+
+
+def image_exists(clusters: CephClusters, ref: ImageRef) -> bool:
+    try:
+        with clusters.ioctx(ref.cluster, ref.pool) as ioctx, \
+                rbd.Image(ioctx, ref.image, read_only=True):
+            return True
+    except (rbd.ImageNotFound, NotFound):
+        return False
+
+
+def require_volume(clusters: CephClusters, ref: ImageRef, *, field: str) -> None:
+    clusters.check_known(ref.cluster, field=field)
+    if not image_exists(clusters, ref):
+        raise VolumeNotFound(
+            f"volume {str(ref)!r} not found: no RBD image {ref.image!r} in pool "
+            f"{ref.pool!r} on cluster {ref.cluster!r}",
+            volume=str(ref),
+        )
+
+
+@contextmanager
+def open_image(ioctx: rados.Ioctx, name: str, *, snapshot: str | None = None,
+               read_only: bool = False) -> Iterator[rbd.Image]:
+    try:
+        image = rbd.Image(ioctx, name, snapshot=snapshot, read_only=read_only)
+    except rbd.ImageNotFound:
+        what = f"{name}@{snapshot}" if snapshot else name
+        raise NotFound(f"RBD image {what!r} not found in pool {ioctx.get_pool_name()!r}") from None
+    try:
+        yield image
+    finally:
+        image.close()
+
+
+def create_image(ioctx: rados.Ioctx, name: str, size: int, *, order: int | None = None,
+                 metadata: dict[str, str] | None = None) -> None:
+    try:
+        rbd.RBD().create(ioctx, name, size, order=order)
+    except rbd.ImageExists:
+        raise ImageExists(
+            f"an RBD image {name!r} already exists in pool {ioctx.get_pool_name()!r}"
+        ) from None
+    if metadata:
+        with open_image(ioctx, name) as image:
+            for key, value in metadata.items():
+                image.metadata_set(key, value)
+
+
+def remove_image(ioctx: rados.Ioctx, name: str) -> bool:
+    """Remove an image; False when it was not there."""
+    try:
+        rbd.RBD().remove(ioctx, name)
+    except rbd.ImageNotFound:
+        return False
+    except rbd.ImageBusy:
+        raise StorageError(f"RBD image {name!r} is in use and cannot be removed now") from None
+    except rbd.ImageHasSnapshots:
+        raise StorageError(f"RBD image {name!r} still has snapshots") from None
+    return True
+
+
+def snapshot_names(image: rbd.Image) -> list[str]:
+    return [snap["name"] for snap in image.list_snaps()]
+
+
+def ensure_snapshot(image: rbd.Image, name: str) -> bool:
+    """Create the snapshot unless it exists; True when this call created it."""
+    if name in snapshot_names(image):
+        return False
+    try:
+        image.create_snap(name)
+    except rbd.ImageExists:
+        return False
+    return True
+
+
+def remove_snapshot(image: rbd.Image, name: str) -> bool:
+    try:
+        image.remove_snap(name)
+    except rbd.ImageNotFound:
+        return False
+    return True
+
+
+def metadata(image: rbd.Image, key: str) -> str | None:
+    try:
+        value: str = image.metadata_get(key)
+    except KeyError:
+        return None
+    except rbd.ObjectNotFound:
+        return None
+    return value

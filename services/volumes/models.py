@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from services.base import ID, Base, UTCDateTime, new_id, utcnow
+
+
+class Volume(Base):
+    """A source volume a project protects: for now an RBD image named cluster/pool/image.
+    Its id names the backup image (`cairn.vol.<id>`) in every target pool."""
+
+    __tablename__ = "volumes"
+    __table_args__ = (UniqueConstraint("project_id", "cluster", "pool", "image"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True, default=new_id)
+    project_id: Mapped[str] = mapped_column(String(64), index=True)
+    cluster: Mapped[str] = mapped_column(String(64))
+    pool: Mapped[str] = mapped_column(String(128))
+    image: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.cluster}/{self.pool}/{self.image}"

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from services.volumes.models import Volume
+from services.volumes.refs import ImageRef
+
+
+def get_or_create(session: Session, project_id: str, ref: ImageRef) -> Volume:
+    stmt = select(Volume).where(
+        Volume.project_id == project_id,
+        Volume.cluster == ref.cluster,
+        Volume.pool == ref.pool,
+        Volume.image == ref.image,
+    )
+    volume = session.scalars(stmt).one_or_none()
+    if volume is not None:
+        return volume
+    volume = Volume(project_id=project_id, cluster=ref.cluster, pool=ref.pool, image=ref.image)
+    try:
+        with session.begin_nested():
+            session.add(volume)
+    except IntegrityError:
+        # Another request registered the same volume at the same moment.
+        return session.scalars(stmt).one()
+    return volume
+
+
+def find_by_ref(session: Session, project_id: str, ref: ImageRef) -> Volume | None:
+    return session.scalars(
+        select(Volume).where(
+            Volume.project_id == project_id,
+            Volume.cluster == ref.cluster,
+            Volume.pool == ref.pool,
+            Volume.image == ref.image,
+        )
+    ).one_or_none()

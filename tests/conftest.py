@@ -1,0 +1,84 @@
+"""Fixtures on the real local stack (`make test` starts it: micro Ceph, Redis, PostgreSQL).
+
+Integration tests run once on SQLite and once on PostgreSQL: `database_url` is
+parametrized, and each backend gets a fresh, migrated database and its own worker,
+scheduler and Redis database."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from alembic import command
+
+from services.manage import alembic_config
+from tests.support.ceph import conf_path
+from tests.support.stack import PG_PORT, REDIS_PORT, Stack, start_stack, stop_stack
+
+PG_ADMIN = f"host=127.0.0.1 port={PG_PORT} user=postgres dbname=postgres"
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _local_stack_is_up() -> None:
+    missing = [what for what, ok in [
+        ("micro Ceph ceph-a", conf_path("ceph-a").exists()),
+        (f"Redis on {REDIS_PORT}", _listening(REDIS_PORT)),
+        (f"PostgreSQL on {PG_PORT}", _listening(PG_PORT)),
+    ] if not ok]
+    if missing:
+        pytest.exit(f"the local stack is not running ({', '.join(missing)}): run `make test`, "
+                    "which starts it", returncode=3)
+
+
+def migrate(url: str, revision: str = "head") -> None:
+    config = alembic_config(url)
+    config.attributes["configure_logging"] = False
+    command.upgrade(config, revision)
+
+
+def new_pg_database() -> str:
+    name = f"cairn_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
+def drop_pg_database(name: str) -> None:
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh database migrated to head, on each backend in turn."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'cairn.db'}"
+        migrate(url)
+        yield url
+        return
+    name = new_pg_database()
+    url = f"postgresql+psycopg://postgres@127.0.0.1:{PG_PORT}/{name}"
+    migrate(url)
+    yield url
+    drop_pg_database(name)
+
+
+@pytest.fixture(scope="session")
+def stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """API, worker and scheduler on the given database."""
+    redis_db = 1 if database_url.startswith("sqlite") else 2
+    log_dir = Path(tmp_path_factory.mktemp("logs"))
+    running = start_stack(database_url, redis_db, log_dir)
+    yield running
+    stop_stack(running)

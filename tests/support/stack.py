@@ -1,0 +1,155 @@
+"""The Cairn processes a test needs, for real: the API in-process (FastAPI's TestClient on
+the real app), and cairn-worker / cairn-scheduler as subprocesses, on the local stack's
+Redis, PostgreSQL and Ceph."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from services.settings import Settings
+from tests.support.ceph import STATE, conf_path
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+REDIS_PORT = int(os.environ.get("CAIRN_REDIS_PORT", "46379"))
+PG_PORT = int(os.environ.get("CAIRN_PG_PORT", "45432"))
+PROJECT = "project-a"
+HEADERS = {"X-Project-Id": PROJECT, "X-Roles": "member"}
+
+
+def service_env(database_url: str, redis_db: int, **overrides: str) -> dict[str, str]:
+    env = {
+        "CAIRN_DATABASE_URL": database_url,
+        "CAIRN_REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}/{redis_db}",
+        "CAIRN_CLUSTERS": json.dumps({"ceph-a": {"conf": str(conf_path("ceph-a"))}}),
+        "CAIRN_BACKUP_TARGETS": json.dumps({"local": {"cluster": "ceph-a", "pool": "backups"}}),
+        "CAIRN_DEFAULT_BACKUP_TARGET": "local",
+        "CAIRN_PROGRESS_INTERVAL_SECONDS": "0.3",
+        "CAIRN_JOB_HEARTBEAT_TIMEOUT_SECONDS": "4",
+        "CAIRN_RECONCILE_INTERVAL_SECONDS": "0.5",
+        "CAIRN_JOB_REDISPATCH_AFTER_SECONDS": "5",
+        "CAIRN_WORKER_CONCURRENCY": "4",
+    }
+    env.update(overrides)
+    return env
+
+
+@dataclass
+class Process:
+    name: str
+    argv: list[str]
+    env: Mapping[str, str]
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, ready_text: str | None = None, timeout: float = 60) -> None:
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(self.argv, env={**os.environ, **self.env}, stdout=out,
+                                         stderr=subprocess.STDOUT, cwd=REPO)
+        if ready_text is None:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if ready_text in self.log.read_bytes()[offset:].decode(errors="replace"):
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError(f"{self.name} did not start; see {self.log}:\n"
+                           + self.log.read_bytes()[offset:].decode(errors="replace")[-3000:])
+
+    def kill(self) -> None:
+        """SIGKILL: the process gets no chance to clean up, as in a crash."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+@dataclass
+class Stack:
+    settings: Settings
+    env: dict[str, str]
+    client: TestClient
+    worker: Process
+    scheduler: Process
+    log_dir: Path
+    extra: list[Process] = field(default_factory=list)
+
+    def post(self, path: str, body: Any, headers: Mapping[str, str] = HEADERS) -> Any:
+        return self.client.post(path, json=body, headers=dict(headers))
+
+    def get(self, path: str, headers: Mapping[str, str] = HEADERS, **params: Any) -> Any:
+        return self.client.get(path, headers=dict(headers), params=params)
+
+    def delete(self, path: str, headers: Mapping[str, str] = HEADERS) -> Any:
+        return self.client.delete(path, headers=dict(headers))
+
+    def wait_job(self, job_id: str, *, statuses: tuple[str, ...] = ("succeeded", "failed",
+                 "cancelled"), timeout: float = 120) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        job: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            job = self.get(f"/v1/jobs/{job_id}").json()
+            if job["status"] in statuses:
+                return job
+            time.sleep(0.1)
+        raise AssertionError(f"job {job_id} still {job.get('status')} after {timeout} s: {job}\n"
+                             f"worker log: {self.worker.log}")
+
+    def restart_worker(self) -> None:
+        self.worker.kill()
+        self.worker.start("ready")
+
+
+def start_stack(database_url: str, redis_db: int, log_dir: Path, **overrides: str) -> Stack:
+    subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "-n", str(redis_db), "flushdb"],
+                   check=True, capture_output=True)
+    env = service_env(database_url, redis_db, **overrides)
+    settings = Settings(**{k.removeprefix("CAIRN_").lower(): _parse(v) for k, v in env.items()})
+    log_dir.mkdir(parents=True, exist_ok=True)
+    worker = Process("cairn-worker", [str(BIN / "cairn-worker")], env, log_dir / "worker.log")
+    scheduler = Process("cairn-scheduler", [str(BIN / "cairn-scheduler")], env,
+                        log_dir / "scheduler.log")
+    worker.start("ready")
+    scheduler.start("cairn-scheduler started")
+    client = TestClient(create_app(settings))
+    client.__enter__()
+    return Stack(settings, env, client, worker, scheduler, log_dir)
+
+
+def stop_stack(stack: Stack) -> None:
+    stack.client.__exit__(None, None, None)
+    for proc in (stack.scheduler, stack.worker, *stack.extra):
+        proc.stop()
+
+
+def _parse(value: str) -> Any:
+    try:
+        return json.loads(value) if value[:1] in "{[" else value
+    except json.JSONDecodeError:
+        return value
+
+
+__all__ = ["HEADERS", "PG_PORT", "PROJECT", "STATE", "Stack", "start_stack", "stop_stack"]

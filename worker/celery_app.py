@@ -1,0 +1,28 @@
+"""The Celery application of cairn-worker, and its thin tasks: each takes a job id and
+hands it to its manager."""
+
+from __future__ import annotations
+
+from services.dispatch import make_celery
+from services.settings import get_settings
+from worker.managers.backup import run_backup
+from worker.managers.delete import run_delete
+from worker.managers.restore import run_restore
+from worker.runtime import get_runtime
+
+app = make_celery(get_settings().redis_url)
+
+
+@app.task(name="backup.run")
+def backup_run(job_id: str) -> None:
+    run_backup(get_runtime(), job_id)
+
+
+@app.task(name="restore.run")
+def restore_run(job_id: str) -> None:
+    run_restore(get_runtime(), job_id)
+
+
+@app.task(name="restore_point.delete")
+def restore_point_delete(job_id: str) -> None:
+    run_delete(get_runtime(), job_id)

@@ -1,0 +1,23 @@
+"""`cairn-worker`: runs the Celery worker on the cairn queue.
+
+The thread pool suits the work: librbd releases the GIL during I/O, and one process keeps
+one set of Ceph connections. Killing the process (even with SIGKILL) stops its jobs; their
+heartbeats stop and cairn-scheduler hands them to another worker."""
+
+from __future__ import annotations
+
+import logging
+
+from services.dispatch import QUEUE
+from services.settings import get_settings
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    from worker.celery_app import app
+
+    settings = get_settings()
+    app.worker_main([
+        "worker", "--pool=threads", f"--concurrency={settings.worker_concurrency}",
+        f"--queues={QUEUE}", "--loglevel=INFO", "--without-gossip", "--without-mingle",
+    ])

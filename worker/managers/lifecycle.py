@@ -1,0 +1,112 @@
+"""A job's life inside a worker: claim it (queued -> running, one winner), report progress
+and heartbeat while it runs, and record how it ended. Every write after the claim is fenced
+by the attempt number, so a worker that lost its job (re-queued after a missed heartbeat)
+can no longer change it."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import update
+
+from services.base import utcnow
+from services.db import Database
+from services.errors import CairnError, JobLost
+from services.jobs.models import Job
+from services.status import JOB_TRANSITIONS, JobStatus, guarded_update
+from worker.engine.copy import CopyStats
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    id: str
+    attempt: int
+    max_attempts: int
+    restore_point_id: str | None
+    volume_id: str | None
+    restore_target: str | None
+    qos_bytes_per_second: int | None
+
+    @property
+    def out_of_attempts(self) -> bool:
+        return self.attempt > self.max_attempts
+
+
+def claim(db: Database, job_id: str, worker: str) -> ClaimedJob | None:
+    """Move the job from queued to running for this worker; None when it is not queued
+    (a duplicate delivery, or already done)."""
+    now = utcnow()
+    with db.session() as session:
+        won = guarded_update(
+            session, Job, job_id, JOB_TRANSITIONS, JobStatus.RUNNING, expect=JobStatus.QUEUED,
+            extra={"attempt": Job.attempt + 1, "started_at": now, "heartbeat_at": now,
+                   "worker": worker, "finished_at": None},
+        )
+        if not won:
+            return None
+        job = session.get(Job, job_id, populate_existing=True)
+        assert job is not None
+        return ClaimedJob(job.id, job.attempt, job.max_attempts, job.restore_point_id,
+                          job.volume_id, job.restore_target, job.qos_bytes_per_second)
+
+
+class JobReporter:
+    """Persists progress and the heartbeat at most every `interval` seconds."""
+
+    def __init__(self, db: Database, job: ClaimedJob, interval: float) -> None:
+        self.db = db
+        self.job = job
+        self.interval = interval
+        self._last = 0.0
+
+    def _write(self, values: dict[str, Any]) -> None:
+        with self.db.session() as session:
+            result: Any = session.execute(
+                update(Job)
+                .where(Job.id == self.job.id, Job.status == JobStatus.RUNNING,
+                       Job.attempt == self.job.attempt)
+                .values(heartbeat_at=utcnow(), **values)
+            )
+            if result.rowcount != 1:
+                raise JobLost(f"job {self.job.id} attempt {self.job.attempt} is no longer ours")
+        self._last = time.monotonic()
+
+    def heartbeat(self) -> None:
+        self._write({})
+
+    def progress(self, stats: CopyStats) -> None:
+        if time.monotonic() - self._last < self.interval:
+            return
+        self._write(_stats_values(stats))
+
+    def start_copy(self, bytes_total: int) -> None:
+        self._write({"bytes_total": bytes_total, "bytes_done": 0})
+
+    def finish(self, status: JobStatus, *, stats: CopyStats | None = None,
+               error_code: str | None = None, error_message: str | None = None) -> bool:
+        values: dict[str, Any] = {"finished_at": utcnow(), "heartbeat_at": utcnow(),
+                                  "error_code": error_code, "error_message": error_message}
+        if stats is not None:
+            values.update(_stats_values(stats))
+        with self.db.session() as session:
+            return guarded_update(session, Job, self.job.id, JOB_TRANSITIONS, status,
+                                  expect=JobStatus.RUNNING, extra=values,
+                                  where=(Job.attempt == self.job.attempt,))
+
+
+def _stats_values(stats: CopyStats) -> dict[str, Any]:
+    return {"bytes_done": stats.bytes_done, "bytes_total": stats.bytes_total,
+            "read_seconds": stats.read_seconds, "write_seconds": stats.write_seconds,
+            "qos_wait_seconds": stats.qos_wait_seconds}
+
+
+def failure_reason(exc: BaseException) -> tuple[str, str]:
+    """(code, message) to record for a failure a user has to act on."""
+    if isinstance(exc, CairnError):
+        return exc.code, exc.message
+    return "internal_error", f"unexpected error in the worker: {type(exc).__name__}: {exc}"

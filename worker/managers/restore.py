@@ -1,0 +1,108 @@
+"""Restore of a restore point into a new RBD image, sparse, every object checked against
+the manifest as it is read. A failure removes the image the restore created."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import ExitStack
+
+import rados
+
+from services.errors import CairnError, ImageExists, JobLost, NotFound
+from services.restore_points.models import RestorePoint
+from services.status import JobStatus
+from services.storage import rbd_images
+from services.volumes.refs import ImageRef, parse_image_ref
+from worker.engine import manifest
+from worker.engine.copy import CopyEngine, CopyStats
+from worker.engine.extents import allocated_objects, plan_chunks
+from worker.managers.lifecycle import ClaimedJob, JobReporter, claim, failure_reason
+from worker.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+JOB_KEY = "cairn.restore_job"
+
+
+def run_restore(rt: Runtime, job_id: str) -> None:
+    job = claim(rt.db, job_id, rt.name)
+    if job is None:
+        log.info("restore job %s is not queued; nothing to do", job_id)
+        return
+    reporter = JobReporter(rt.db, job, rt.settings.progress_interval_seconds)
+    with rt.db.session() as session:
+        rp = session.get(RestorePoint, job.restore_point_id)
+        assert rp is not None
+        assert job.restore_target is not None
+        session.expunge_all()
+    dest = parse_image_ref(job.restore_target, field="target")
+    if job.out_of_attempts:
+        _remove_own_image(rt, dest, job.id)
+        reporter.finish(JobStatus.FAILED, error_code="worker_lost",
+                        error_message=f"the worker running this restore stopped "
+                        f"{job.max_attempts} times; gave up and removed the partial image")
+        return
+    try:
+        stats = _restore(rt, job, reporter, rp, dest)
+    except JobLost:
+        log.warning("restore job %s was taken over by another worker", job_id)
+        return
+    except BaseException as exc:
+        if not isinstance(exc, ImageExists):
+            _remove_own_image(rt, dest, job.id)
+        code, message = failure_reason(exc)
+        reporter.finish(JobStatus.FAILED, error_code=code,
+                        error_message=f"restore failed: {message}")
+        if not isinstance(exc, CairnError):
+            raise
+        return
+    reporter.finish(JobStatus.SUCCEEDED, stats=stats)
+
+
+def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
+             dest: ImageRef) -> CopyStats:
+    target = rt.settings.backup_targets[rp.target]
+    engine = CopyEngine(window=rt.settings.copy_window,
+                        bytes_per_second=job.qos_bytes_per_second,
+                        on_progress=reporter.progress)
+    with ExitStack() as stack:
+        backup_io = stack.enter_context(rt.clusters.ioctx(target.cluster, target.pool))
+        dest_io = stack.enter_context(rt.clusters.ioctx(dest.cluster, dest.pool))
+        if job.attempt > 1:
+            _remove_if_ours(dest_io, dest.image, job.id)
+        recorded = manifest.load(backup_io, rp.manifest_object)
+        try:
+            source = stack.enter_context(rbd_images.open_image(
+                backup_io, rp.backup_image, snapshot=rp.snapshot, read_only=True))
+        except NotFound:
+            raise NotFound(f"the backup snapshot of restore point {rp.id} is missing from "
+                           f"the backup pool {target.pool!r}") from None
+        size = source.size()
+        order = source.stat()["order"]
+        rbd_images.create_image(dest_io, dest.image, size, order=order,
+                                metadata={JOB_KEY: job.id, "cairn.restore_point": rp.id})
+        chunks = plan_chunks(size, 1 << order, allocated_objects(source, size, 1 << order))
+        reporter.start_copy(sum(c.length for c in chunks))
+        restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
+        stats = engine.run(source, restored, chunks, verify=recorded)
+        restored.flush()
+    return stats
+
+
+def _remove_if_ours(ioctx: rados.Ioctx, name: str, job_id: str) -> None:
+    try:
+        with rbd_images.open_image(ioctx, name) as image:
+            ours = rbd_images.metadata(image, JOB_KEY) == job_id
+    except NotFound:
+        return
+    if ours:
+        rbd_images.remove_image(ioctx, name)
+
+
+def _remove_own_image(rt: Runtime, dest: ImageRef, job_id: str) -> None:
+    """Remove the image this job created (never one it did not: it may be a user's)."""
+    try:
+        with rt.clusters.ioctx(dest.cluster, dest.pool) as ioctx:
+            _remove_if_ours(ioctx, dest.image, job_id)
+    except Exception:
+        log.exception("removing the partial image %s of restore job %s", dest, job_id)
