@@ -62,7 +62,8 @@ def test_backup_then_restore_is_byte_exact_and_sparse(
     job = stack.wait_job(job["id"])
     assert job["status"] == "succeeded", job
     assert job["progress"]["bytes_done"] == job["progress"]["bytes_total"] > 0
-    assert job["timings"]["started_at"] and job["timings"]["finished_at"]
+    assert job["timings"]["started_at"]
+    assert job["timings"]["finished_at"]
 
     rp = stack.get(f"/v1/restore-points/{job['restore_point_id']}").json()
     assert rp["status"] == "available"

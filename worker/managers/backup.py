@@ -31,7 +31,11 @@ def run_backup(rt: Runtime, job_id: str) -> None:
     if job is None:
         log.info("backup job %s is not queued; nothing to do", job_id)
         return
-    reporter = JobReporter(rt.db, job, rt.settings.progress_interval_seconds)
+    with JobReporter(rt.db, job, rt.settings.progress_interval_seconds) as reporter:
+        _run(rt, job, reporter)
+
+
+def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
     with rt.db.session() as session:
         rp = session.get(RestorePoint, job.restore_point_id)
         assert rp is not None
@@ -47,7 +51,7 @@ def run_backup(rt: Runtime, job_id: str) -> None:
     try:
         stats = _copy(rt, job, reporter, rp, volume)
     except JobLost:
-        log.warning("backup job %s was taken over by another worker", job_id)
+        log.warning("backup job %s was taken over by another worker", job.id)
         return
     except BaseException as exc:
         _clean_up(rt, rp, volume)
@@ -102,7 +106,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                 stats = engine.run(source, backup, chunks, record=record)
                 backup.flush()
                 manifest.store(dst_io, rp.manifest_object, record)
-                reporter.heartbeat()
+                reporter.check()
                 rbd_images.ensure_snapshot(backup, rp.snapshot)
         with rt.db.session() as session:
             ok = guarded_update(
@@ -122,9 +126,11 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
 
 def _remove_backup_leftovers(dst_io: rados.Ioctx, rp: RestorePoint) -> None:
     """An interrupted attempt may have left the snapshot or manifest of this restore point
-    (it never became available, so they are not trusted)."""
+    (it never became available, so they are not trusted), and the lock of its dead worker
+    on the backup image (the active-backup index makes this job the image's only writer)."""
     try:
         with rbd_images.open_image(dst_io, rp.backup_image) as backup:
+            rbd_images.break_locks(backup)
             rbd_images.remove_snapshot(backup, rp.snapshot)
     except NotFound:
         pass

@@ -15,7 +15,7 @@ from services.status import RESTORE_POINT_TRANSITIONS, JobStatus, RestorePointSt
 from services.storage import rbd_images
 from services.volumes.models import Volume
 from worker.engine import manifest
-from worker.managers.lifecycle import JobReporter, claim, failure_reason
+from worker.managers.lifecycle import ClaimedJob, JobReporter, claim, failure_reason
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -26,7 +26,11 @@ def run_delete(rt: Runtime, job_id: str) -> None:
     if job is None:
         log.info("delete job %s is not queued; nothing to do", job_id)
         return
-    reporter = JobReporter(rt.db, job, rt.settings.progress_interval_seconds)
+    with JobReporter(rt.db, job, rt.settings.progress_interval_seconds) as reporter:
+        _run(rt, job, reporter)
+
+
+def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
     with rt.db.session() as session:
         rp = session.get(RestorePoint, job.restore_point_id)
         assert rp is not None
@@ -40,7 +44,7 @@ def run_delete(rt: Runtime, job_id: str) -> None:
                                   extra={"deleted_at": utcnow()}):
                 raise JobLost(f"restore point {rp.id} is no longer being deleted")
     except JobLost:
-        log.warning("delete job %s was taken over by another worker", job_id)
+        log.warning("delete job %s was taken over by another worker", job.id)
         return
     except BaseException as exc:
         code, message = failure_reason(exc)

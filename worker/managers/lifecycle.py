@@ -6,6 +6,7 @@ can no longer change it."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -56,13 +57,39 @@ def claim(db: Database, job_id: str, worker: str) -> ClaimedJob | None:
 
 
 class JobReporter:
-    """Persists progress and the heartbeat at most every `interval` seconds."""
+    """Keeps a running job's heartbeat fresh from a thread of its own (liveness must not
+    depend on progress: a copy may wait on a lock or a slow cluster), and persists progress
+    at most every `interval` seconds. When a write finds the job no longer ours, the next
+    progress call raises JobLost so the copy stops."""
 
     def __init__(self, db: Database, job: ClaimedJob, interval: float) -> None:
         self.db = db
         self.job = job
         self.interval = interval
         self._last = 0.0
+        self._lost = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{job.id}",
+                                        daemon=True)
+
+    def __enter__(self) -> JobReporter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self._write({})
+            except JobLost:
+                return
+            except Exception:
+                # The database may be briefly away; a heartbeat missed for long enough
+                # hands the job to another worker, which is the safe outcome.
+                log.warning("heartbeat of job %s failed", self.job.id, exc_info=True)
 
     def _write(self, values: dict[str, Any]) -> None:
         with self.db.session() as session:
@@ -73,15 +100,18 @@ class JobReporter:
                 .values(heartbeat_at=utcnow(), **values)
             )
             if result.rowcount != 1:
+                self._lost.set()
                 raise JobLost(f"job {self.job.id} attempt {self.job.attempt} is no longer ours")
-        self._last = time.monotonic()
 
-    def heartbeat(self) -> None:
-        self._write({})
+    def check(self) -> None:
+        if self._lost.is_set():
+            raise JobLost(f"job {self.job.id} attempt {self.job.attempt} is no longer ours")
 
     def progress(self, stats: CopyStats) -> None:
+        self.check()
         if time.monotonic() - self._last < self.interval:
             return
+        self._last = time.monotonic()
         self._write(_stats_values(stats))
 
     def start_copy(self, bytes_total: int) -> None:
@@ -89,6 +119,7 @@ class JobReporter:
 
     def finish(self, status: JobStatus, *, stats: CopyStats | None = None,
                error_code: str | None = None, error_message: str | None = None) -> bool:
+        self._stop.set()
         values: dict[str, Any] = {"finished_at": utcnow(), "heartbeat_at": utcnow(),
                                   "error_code": error_code, "error_message": error_message}
         if stats is not None:

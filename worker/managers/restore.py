@@ -29,7 +29,11 @@ def run_restore(rt: Runtime, job_id: str) -> None:
     if job is None:
         log.info("restore job %s is not queued; nothing to do", job_id)
         return
-    reporter = JobReporter(rt.db, job, rt.settings.progress_interval_seconds)
+    with JobReporter(rt.db, job, rt.settings.progress_interval_seconds) as reporter:
+        _run(rt, job, reporter)
+
+
+def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
     with rt.db.session() as session:
         rp = session.get(RestorePoint, job.restore_point_id)
         assert rp is not None
@@ -45,7 +49,7 @@ def run_restore(rt: Runtime, job_id: str) -> None:
     try:
         stats = _restore(rt, job, reporter, rp, dest)
     except JobLost:
-        log.warning("restore job %s was taken over by another worker", job_id)
+        log.warning("restore job %s was taken over by another worker", job.id)
         return
     except BaseException as exc:
         if not isinstance(exc, ImageExists):
@@ -93,6 +97,8 @@ def _remove_if_ours(ioctx: rados.Ioctx, name: str, job_id: str) -> None:
     try:
         with rbd_images.open_image(ioctx, name) as image:
             ours = rbd_images.metadata(image, JOB_KEY) == job_id
+            if ours:
+                rbd_images.break_locks(image)
     except NotFound:
         return
     if ours:

@@ -1,0 +1,101 @@
+"""A worker killed with SIGKILL mid-backup: no restore point is ever `available` before its
+data is complete; the job is retried to success, or fails with a reason once its attempts
+are used up; the source keeps at most its newest cairn.* snapshot."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+import rados
+import rbd
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from tests.support import ceph
+from tests.support.ceph import MiB
+from tests.support.stack import HEADERS, Stack
+
+pytestmark = pytest.mark.ceph
+
+
+@pytest.fixture
+def pools() -> Iterator[tuple[rados.Ioctx, rados.Ioctx]]:
+    with ceph.ioctx("ceph-a", "volumes") as vols, ceph.ioctx("ceph-a", "backups") as backups:
+        yield vols, backups
+
+
+@pytest.fixture
+def dense_volume(pools: tuple[rados.Ioctx, rados.Ioctx]) -> Iterator[str]:
+    vols, _ = pools
+    name = ceph.unique_name("crash")
+    rbd.RBD().create(vols, name, 32 * MiB)
+    with rbd.Image(vols, name) as image:
+        image.write(ceph._Random(7).bytes(32 * MiB), 0)
+    yield name
+    ceph.remove_image(vols, name)
+
+
+def kill_worker_mid_copy(stack: Stack, client: TestClient, volume: str) -> dict[str, object]:
+    """Start a slow backup (8 MiB/s, ~4 s), SIGKILL the worker once data is moving."""
+    response = client.post("/v1/backups", json={"volume": f"ceph-a/volumes/{volume}",
+                                                  "qos_bytes_per_second": 8 * MiB},
+                           headers=HEADERS)
+    assert response.status_code == 202, response.text
+    job_id = response.json()["id"]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        job = stack.get(f"/v1/jobs/{job_id}").json()
+        if job["status"] == "running" and job["progress"]["bytes_done"] > 0:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"backup never got going: {job}")
+    stack.worker.kill()
+    job = stack.get(f"/v1/jobs/{job_id}").json()
+    assert job["progress"]["bytes_done"] < job["progress"]["bytes_total"], \
+        "the copy finished before the kill; the test proves nothing"
+    rp = stack.get(f"/v1/restore-points/{job['restore_point_id']}").json()
+    assert rp["status"] == "creating"
+    return job
+
+
+def test_killed_backup_is_retried_to_success(stack: Stack, dense_volume: str,
+                                             pools: tuple[rados.Ioctx, rados.Ioctx]) -> None:
+    vols, backups = pools
+    job = kill_worker_mid_copy(stack, stack.client, dense_volume)
+    rp_id = str(job["restore_point_id"])
+    # While no worker runs, the restore point must not look usable.
+    time.sleep(1)
+    assert stack.get(f"/v1/restore-points/{rp_id}").json()["status"] == "creating"
+    stack.worker.start("ready")
+
+    done = stack.wait_job(str(job["id"]), timeout=60)
+    assert done["status"] == "succeeded", done
+    assert done["attempt"] == 2
+    rp = stack.get(f"/v1/restore-points/{rp_id}").json()
+    assert rp["status"] == "available"
+    assert ceph.sha256_of(backups, rp["backup_image"], rp["backup_snapshot"]) == \
+        ceph.sha256_of(vols, dense_volume, f"cairn.{rp_id}")
+    assert ceph.snapshots(vols, dense_volume) == [f"cairn.{rp_id}"]
+
+
+def test_killed_backup_out_of_attempts_fails_with_reason_and_cleans_up(
+        stack: Stack, dense_volume: str, pools: tuple[rados.Ioctx, rados.Ioctx]) -> None:
+    vols, backups = pools
+    one_attempt = stack.settings.model_copy(update={"job_max_attempts": 1})
+    with TestClient(create_app(one_attempt)) as client:
+        job = kill_worker_mid_copy(stack, client, dense_volume)
+    stack.worker.start("ready")
+
+    done = stack.wait_job(str(job["id"]), timeout=60)
+    assert done["status"] == "failed", done
+    assert done["error"]["code"] == "worker_lost"
+    assert "gave up" in done["error"]["message"]
+    rp = stack.get(f"/v1/restore-points/{job['restore_point_id']}").json()
+    assert rp["status"] == "error"
+    assert "start the backup again" in rp["status_reason"]
+    # Nothing half-made is left: no source snapshot, no backup image without restore points.
+    assert ceph.snapshots(vols, dense_volume) == []
+    assert rp["backup_image"] not in ceph.image_names(backups)
