@@ -8,7 +8,7 @@ repo=$(cd "$here/../.." && pwd)
 venv=${CAIRN_VENV:-$repo/.venv}
 
 apt_packages=(ceph-mon ceph-osd ceph-common python3-rbd python3-rados redis-server
-              postgresql python3-venv python3-dev)
+              postgresql python3-venv python3-dev jq curl)
 
 sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -42,8 +42,14 @@ fi
 stamp="$venv/.cairn-installed"
 if [ ! -f "$stamp" ] || [ "$repo/requirements.lock" -nt "$stamp" ] || [ "$repo/pyproject.toml" -nt "$stamp" ]; then
     echo "bootstrap: installing Python packages (requirements.lock)"
-    "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip
-    "$venv/bin/pip" install -q --disable-pip-version-check -c "$repo/requirements.lock" -e "$repo[dev]"
+    log="$venv/pip-install.log"
+    if ! { "$venv/bin/pip" install --disable-pip-version-check --upgrade pip \
+           && "$venv/bin/pip" install --disable-pip-version-check \
+                  -c "$repo/requirements.lock" -e "$repo[dev]"; } >"$log" 2>&1; then
+        tail -40 "$log" >&2
+        echo "bootstrap: pip install failed; full log in $log" >&2
+        exit 1
+    fi
     touch "$stamp"
 fi
 

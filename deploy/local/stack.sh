@@ -71,8 +71,8 @@ write_env() {
     cat >"$env_file" <<ENV
 CAIRN_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:$PG_PORT/cairn
 CAIRN_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
-CAIRN_CLUSTERS={"ceph-a": {"conf": "$state/ceph-a/ceph.conf"}$( [ "$second" = 1 ] && printf ', "ceph-b": {"conf": "%s"}' "$state/ceph-b/ceph.conf")}
-CAIRN_BACKUP_TARGETS={"local": {"cluster": "ceph-a", "pool": "backups"}$( [ "$second" = 1 ] && printf ', "offsite": {"cluster": "ceph-b", "pool": "backups"}')}
+CAIRN_CLUSTERS='{"ceph-a": {"conf": "$state/ceph-a/ceph.conf"}$( [ "$second" = 1 ] && printf ', "ceph-b": {"conf": "%s"}' "$state/ceph-b/ceph.conf")}'
+CAIRN_BACKUP_TARGETS='{"local": {"cluster": "ceph-a", "pool": "backups"}$( [ "$second" = 1 ] && printf ', "offsite": {"cluster": "ceph-b", "pool": "backups"}')}'
 CAIRN_DEFAULT_BACKUP_TARGET=local
 CAIRN_AUTH_STRATEGY=noauth
 ENV

@@ -1,0 +1,50 @@
+# Cairn — make help lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV := .venv
+PY := $(VENV)/bin/python
+STATE := $(CURDIR)/.state
+API_PORT ?= 8787
+
+.PHONY: help bootstrap up down status test test-only lint typecheck check bench clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+bootstrap: ## install what is missing: Debian packages, the venv, locked Python packages
+	@bash deploy/local/bootstrap.sh
+
+up: bootstrap ## start the whole local stack with a demo volume and print where the API is
+	@bash deploy/local/stack.sh up all
+	@$(PY) deploy/local/demo_volume.py $(STATE)/ceph-a/ceph.conf
+	@echo
+	@echo "Cairn is up."
+	@echo "  API:      http://127.0.0.1:$(API_PORT)  (docs: http://127.0.0.1:$(API_PORT)/docs)"
+	@echo "  volume:   ceph-a/volumes/demo  (try the curl session in README.md)"
+	@echo "  logs:     $(STATE)/log/"
+	@echo "  stop:     make down"
+
+down: ## stop the local stack
+	@bash deploy/local/stack.sh down
+
+status: ## show what of the local stack is running
+	@bash deploy/local/stack.sh status
+
+lint: bootstrap ## ruff
+	@$(VENV)/bin/ruff check .
+
+typecheck: bootstrap ## mypy --strict on services/, api/, worker/
+	@$(VENV)/bin/mypy
+
+check: lint typecheck ## lint and type check
+
+test: bootstrap ## install what is missing, start the stack's servers, lint, type check, run every test
+	@bash deploy/local/stack.sh up infra
+	@$(MAKE) --no-print-directory check
+	@$(MAKE) --no-print-directory test-only
+
+test-only: ## run the test suite against an already running stack
+	@$(PY) -m pytest -p no:cacheprovider
+
+clean: down ## stop the stack and remove its data, the venv and caches
+	rm -rf $(STATE) $(VENV) .mypy_cache .ruff_cache

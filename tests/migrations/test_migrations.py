@@ -1,0 +1,61 @@
+"""Migrations go up, down and up again on SQLite and PostgreSQL, and the schema they build
+is exactly the one the models describe."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import inspect
+
+from services.db import make_engine
+from services.manage import alembic_config
+from services.models import Base
+from tests.conftest import PG_PORT, drop_pg_database, new_pg_database
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'migrate.db'}"
+        return
+    name = new_pg_database()
+    yield f"postgresql+psycopg://postgres@127.0.0.1:{PG_PORT}/{name}"
+    drop_pg_database(name)
+
+
+def tables(url: str) -> set[str]:
+    engine = make_engine(url)
+    try:
+        return set(inspect(engine).get_table_names()) - {"alembic_version"}
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_downgrade_upgrade(empty_database: str) -> None:
+    config = alembic_config(empty_database)
+    config.attributes["configure_logging"] = False
+    command.upgrade(config, "head")
+    assert tables(empty_database) == {"volumes", "restore_points", "jobs"}
+    command.downgrade(config, "base")
+    assert tables(empty_database) == set()
+    command.upgrade(config, "head")
+    assert tables(empty_database) == {"volumes", "restore_points", "jobs"}
+
+
+def test_migrated_schema_matches_the_models(empty_database: str) -> None:
+    config = alembic_config(empty_database)
+    config.attributes["configure_logging"] = False
+    command.upgrade(config, "head")
+    engine = make_engine(empty_database)
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(connection, opts={"compare_type": True})
+            diff = compare_metadata(context, Base.metadata)
+    finally:
+        engine.dispose()
+    assert diff == []

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from services.db import Database
+from services.errors import InvalidInput
+from services.models import Base, Job
+from services.status import JOB_TRANSITIONS, JobKind, JobStatus, guarded_update, sources_of
+from services.volumes.refs import ImageRef, parse_image_ref
+
+
+def test_parse_full_ref() -> None:
+    assert parse_image_ref("ceph-a/volumes/vol.1", field="volume") == \
+        ImageRef("ceph-a", "volumes", "vol.1")
+
+
+@pytest.mark.parametrize("text", ["volumes/x", "x", "a/b/c/d", "a//c", "a/b/c d", "a/b/-x"])
+def test_bad_refs_name_the_field_and_the_shape(text: str) -> None:
+    with pytest.raises(InvalidInput, match="volume .*cluster/pool/image"):
+        parse_image_ref(text, field="volume")
+
+
+def test_defaults_fill_short_refs() -> None:
+    assert parse_image_ref("img", field="target", default_cluster="c", default_pool="p") == \
+        ImageRef("c", "p", "img")
+    assert parse_image_ref("q/img", field="target", default_cluster="c", default_pool="p") == \
+        ImageRef("c", "q", "img")
+
+
+def test_sources_of() -> None:
+    assert set(sources_of(JOB_TRANSITIONS, JobStatus.RUNNING)) == {JobStatus.QUEUED}
+    assert set(sources_of(JOB_TRANSITIONS, JobStatus.QUEUED)) == {JobStatus.RUNNING}
+
+
+def test_guarded_update_lets_only_one_caller_win(tmp_path: Path) -> None:
+    db = Database(f"sqlite:///{tmp_path / 't.db'}")
+    Base.metadata.create_all(db.engine)
+    with db.session() as session:
+        job = Job(project_id="p", kind=JobKind.BACKUP)
+        session.add(job)
+    with db.session() as session:
+        assert guarded_update(session, Job, job.id, JOB_TRANSITIONS, JobStatus.RUNNING,
+                              expect=JobStatus.QUEUED)
+    with db.session() as session:
+        # A duplicate delivery finds the job running and does nothing.
+        assert not guarded_update(session, Job, job.id, JOB_TRANSITIONS, JobStatus.RUNNING,
+                                  expect=JobStatus.QUEUED)
+        # A finished job cannot be finished again.
+        assert guarded_update(session, Job, job.id, JOB_TRANSITIONS, JobStatus.SUCCEEDED)
+        assert not guarded_update(session, Job, job.id, JOB_TRANSITIONS, JobStatus.FAILED)
+    with db.session() as session:
+        assert session.scalars(select(Job.status)).one() == JobStatus.SUCCEEDED
+    db.dispose()
