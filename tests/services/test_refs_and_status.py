@@ -19,7 +19,7 @@ def test_parse_full_ref() -> None:
 
 @pytest.mark.parametrize("text", ["volumes/x", "x", "a/b/c/d", "a//c", "a/b/c d", "a/b/-x"])
 def test_bad_refs_name_the_field_and_the_shape(text: str) -> None:
-    with pytest.raises(InvalidInput, match="volume .*cluster/pool/image"):
+    with pytest.raises(InvalidInput, match=r"volume .*cluster/pool/image"):
         parse_image_ref(text, field="volume")
 
 
