@@ -80,6 +80,7 @@ start() {
         return 0
     fi
     mkdir -p "$dir/run" "$dir/log"
+    pid_alive "$dir/run/mon.a.pid" || require_free_port "$port" "ceph $name mon" "the port argument"
     if [ ! -f "$dir/mon/store.db/CURRENT" ] || [ "$objectstore" = memstore ]; then
         # memstore loses its data when the OSD stops, so the cluster is made anew each
         # start: a mon that remembers pools whose PGs are gone would hang every client.

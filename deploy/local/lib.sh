@@ -39,3 +39,13 @@ wait_for() {
         sleep 0.3
     done
 }
+
+# require_free_port PORT LABEL VARIABLE: refuse to start where another server listens, so
+# the stack never talks to someone else's Redis, PostgreSQL or Ceph by mistake.
+require_free_port() {
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+        echo "$2: port $1 is already in use by another process; stop it or choose another" \
+             "port with $3" >&2
+        return 1
+    fi
+}

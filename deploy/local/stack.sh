@@ -26,6 +26,7 @@ redis_pid="$state/redis/redis.pid"
 redis_up() {
     mkdir -p "$state/redis"
     if pid_alive "$redis_pid"; then echo "redis: already running (127.0.0.1:$REDIS_PORT)"; return; fi
+    require_free_port "$REDIS_PORT" redis CAIRN_REDIS_PORT
     redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --save "" \
         --appendonly no --dir "$state/redis" --pidfile "$redis_pid" \
         --logfile "$state/redis/redis.log" >/dev/null
@@ -49,6 +50,7 @@ pg_up() {
     if as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" status >/dev/null 2>&1; then
         echo "postgres: already running (127.0.0.1:$PG_PORT)"
     else
+        require_free_port "$PG_PORT" postgres CAIRN_PG_PORT
         as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/postgres.log" -w -t 60 start \
             -o "-c listen_addresses=127.0.0.1 -p $PG_PORT -k $pg_dir -c fsync=off -c max_connections=300" >/dev/null
         echo "postgres: up (127.0.0.1:$PG_PORT)"
@@ -91,6 +93,7 @@ run_cairn() {
 cairn_up() {
     write_env
     ( set -a; . "$env_file"; set +a; "$venv/bin/cairn-manage" db upgrade )
+    pid_alive "$state/run/cairn-api.pid" || require_free_port "$API_PORT" cairn-api CAIRN_API_PORT
     run_cairn cairn-api "$venv/bin/cairn-api" --host 127.0.0.1 --port "$API_PORT"
     run_cairn cairn-worker "$venv/bin/cairn-worker"
     run_cairn cairn-scheduler "$venv/bin/cairn-scheduler"
