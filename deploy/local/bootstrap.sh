@@ -28,7 +28,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
         sudo_if_needed chmod +x "$policy"
         created_policy=1
     fi
-    trap '[ "$created_policy" = 1 ] && sudo_if_needed rm -f "$policy"' EXIT
+    trap 'if [ "$created_policy" = 1 ]; then sudo_if_needed rm -f "$policy"; fi' EXIT
     sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
         --no-install-recommends "${missing[@]}" >/dev/null
 fi

@@ -44,7 +44,7 @@ as_pg() {
 pg_up() {
     if [ ! -f "$pg_dir/data/PG_VERSION" ]; then
         mkdir -p "$pg_dir"
-        [ "$(id -u)" = 0 ] && chown postgres: "$pg_dir"
+        if [ "$(id -u)" = 0 ]; then chown postgres: "$pg_dir"; fi
         as_pg "$pg_bin/initdb" -D "$pg_dir/data" -U postgres -A trust -E UTF8 >"$pg_dir/initdb.log"
     fi
     if as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" status >/dev/null 2>&1; then
@@ -101,7 +101,8 @@ cairn_up() {
     echo "cairn-api: up (http://127.0.0.1:$API_PORT)"
     wait_for 30 cairn-worker grep -q "ready" "$state/log/cairn-worker.log"
     echo "cairn-worker: up"
-    pid_alive "$state/run/cairn-scheduler.pid" && echo "cairn-scheduler: up"
+    if pid_alive "$state/run/cairn-scheduler.pid"; then echo "cairn-scheduler: up"
+    else echo "cairn-scheduler: did not start; see $state/log/cairn-scheduler.log" >&2; return 1; fi
 }
 cairn_down() {
     for name in cairn-scheduler cairn-worker cairn-api; do
@@ -120,8 +121,8 @@ case "$cmd" in
         redis_up
         pg_up
         "$here/ceph.sh" start ceph-a "$CEPH_A_PORT"
-        [ "$second" = 1 ] && "$here/ceph.sh" start ceph-b "$CEPH_B_PORT"
-        [ "$scope" = all ] && cairn_up
+        if [ "$second" = 1 ]; then "$here/ceph.sh" start ceph-b "$CEPH_B_PORT"; fi
+        if [ "$scope" = all ]; then cairn_up; fi
         ;;
     down)
         cairn_down
