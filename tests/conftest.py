@@ -13,9 +13,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import rados
 from alembic import command
 
 from services.manage import alembic_config
+from tests.support import ceph
 from tests.support.ceph import conf_path
 from tests.support.stack import PG_PORT, REDIS_PORT, Stack, start_stack, stop_stack
 
@@ -82,3 +84,17 @@ def stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     running = start_stack(database_url, redis_db, log_dir)
     yield running
     stop_stack(running)
+
+
+@pytest.fixture
+def volumes_pool() -> Iterator[rados.Ioctx]:
+    """The micro cluster's `volumes` pool, where tests make their source images."""
+    with ceph.ioctx("ceph-a", "volumes") as io:
+        yield io
+
+
+@pytest.fixture
+def backups_pool() -> Iterator[rados.Ioctx]:
+    """The `backups` pool the `local` target writes to."""
+    with ceph.ioctx("ceph-a", "backups") as io:
+        yield io

@@ -37,6 +37,11 @@ redis_up() {
 # ---------------------------------------------------------------- PostgreSQL
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 pg_dir="$state/postgres"
+# initdb runs as the postgres user, which cannot reach a checkout under a private directory
+# (e.g. /root): keep the data beside the other state where it can, under /var/tmp otherwise.
+if [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$state"; then
+    pg_dir="/var/tmp/cairn-postgres-$(printf '%s' "$state" | sha1sum | cut -c1-12)"
+fi
 as_pg() {
     # initdb and pg_ctl refuse to run as root: run them as the postgres user then.
     if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi

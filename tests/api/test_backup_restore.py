@@ -16,18 +16,6 @@ pytestmark = pytest.mark.ceph
 
 
 @pytest.fixture
-def volumes_pool() -> Iterator[rados.Ioctx]:
-    with ceph.ioctx("ceph-a", "volumes") as io:
-        yield io
-
-
-@pytest.fixture
-def backups_pool() -> Iterator[rados.Ioctx]:
-    with ceph.ioctx("ceph-a", "backups") as io:
-        yield io
-
-
-@pytest.fixture
 def images(volumes_pool: rados.Ioctx) -> Iterator[list[str]]:
     """Names of images the test makes in the volumes pool; removed afterwards."""
     names: list[str] = []

@@ -17,12 +17,6 @@ pytestmark = pytest.mark.ceph
 
 
 @pytest.fixture
-def volumes_pool() -> Iterator[rados.Ioctx]:
-    with ceph.ioctx("ceph-a", "volumes") as io:
-        yield io
-
-
-@pytest.fixture
 def backed_up(stack: Stack, volumes_pool: rados.Ioctx) -> Iterator[dict[str, str]]:
     """A volume with one available restore point."""
     name = ceph.unique_name("err")

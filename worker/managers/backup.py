@@ -18,7 +18,7 @@ from services.volumes.models import Volume
 from worker.engine import manifest
 from worker.engine.copy import CopyEngine, CopyStats
 from worker.engine.extents import allocated_objects, plan_chunks
-from worker.managers.lifecycle import ClaimedJob, JobReporter, claim, failure_reason
+from worker.managers.lifecycle import ClaimedJob, JobReporter, failure_reason, run_job
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -27,12 +27,8 @@ _CAIRN_SNAPSHOT = re.compile(r"^cairn\.[0-9a-f-]{36}$")
 
 
 def run_backup(rt: Runtime, job_id: str) -> None:
-    job = claim(rt.db, job_id, rt.name)
-    if job is None:
-        log.info("backup job %s is not queued; nothing to do", job_id)
-        return
-    with JobReporter(rt.db, job, rt.settings.progress_interval_seconds) as reporter:
-        _run(rt, job, reporter)
+    run_job(rt.db, rt.name, job_id, "backup", rt.settings.progress_interval_seconds,
+            lambda job, reporter: _run(rt, job, reporter))
 
 
 def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
@@ -51,8 +47,7 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
     try:
         stats = _copy(rt, job, reporter, rp, volume)
     except JobLost:
-        log.warning("backup job %s was taken over by another worker", job.id)
-        return
+        raise  # not ours any more: nothing to clean up or record
     except BaseException as exc:
         _clean_up(rt, rp, volume)
         code, message = failure_reason(exc)

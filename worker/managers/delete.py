@@ -15,19 +15,15 @@ from services.status import RESTORE_POINT_TRANSITIONS, JobStatus, RestorePointSt
 from services.storage import rbd_images
 from services.volumes.models import Volume
 from worker.engine import manifest
-from worker.managers.lifecycle import ClaimedJob, JobReporter, claim, failure_reason
+from worker.managers.lifecycle import ClaimedJob, JobReporter, failure_reason, run_job
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 
 def run_delete(rt: Runtime, job_id: str) -> None:
-    job = claim(rt.db, job_id, rt.name)
-    if job is None:
-        log.info("delete job %s is not queued; nothing to do", job_id)
-        return
-    with JobReporter(rt.db, job, rt.settings.progress_interval_seconds) as reporter:
-        _run(rt, job, reporter)
+    run_job(rt.db, rt.name, job_id, "delete", rt.settings.progress_interval_seconds,
+            lambda job, reporter: _run(rt, job, reporter))
 
 
 def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
@@ -44,8 +40,7 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
                                   extra={"deleted_at": utcnow()}):
                 raise JobLost(f"restore point {rp.id} is no longer being deleted")
     except JobLost:
-        log.warning("delete job %s was taken over by another worker", job.id)
-        return
+        raise  # not ours any more: nothing to clean up or record
     except BaseException as exc:
         code, message = failure_reason(exc)
         message = f"deleting the restore point failed: {message}; delete it again to retry"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +135,24 @@ def _stats_values(stats: CopyStats) -> dict[str, Any]:
     return {"bytes_done": stats.bytes_done, "bytes_total": stats.bytes_total,
             "read_seconds": stats.read_seconds, "write_seconds": stats.write_seconds,
             "qos_wait_seconds": stats.qos_wait_seconds}
+
+
+JobBody = Callable[[ClaimedJob, JobReporter], None]
+
+
+def run_job(db: Database, worker: str, job_id: str, kind: str, interval: float,
+            body: JobBody) -> None:
+    """Claim the job and run `body` with its heartbeat going; a job that is not queued (a
+    duplicate delivery) or that another worker took over is left alone."""
+    job = claim(db, job_id, worker)
+    if job is None:
+        log.info("%s job %s is not queued; nothing to do", kind, job_id)
+        return
+    with JobReporter(db, job, interval) as reporter:
+        try:
+            body(job, reporter)
+        except JobLost:
+            log.warning("%s job %s was taken over by another worker", kind, job_id)
 
 
 def failure_reason(exc: BaseException) -> tuple[str, str]:

@@ -16,7 +16,7 @@ from services.volumes.refs import ImageRef, parse_image_ref
 from worker.engine import manifest
 from worker.engine.copy import CopyEngine, CopyStats
 from worker.engine.extents import allocated_objects, plan_chunks
-from worker.managers.lifecycle import ClaimedJob, JobReporter, claim, failure_reason
+from worker.managers.lifecycle import ClaimedJob, JobReporter, failure_reason, run_job
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -25,12 +25,8 @@ JOB_KEY = "cairn.restore_job"
 
 
 def run_restore(rt: Runtime, job_id: str) -> None:
-    job = claim(rt.db, job_id, rt.name)
-    if job is None:
-        log.info("restore job %s is not queued; nothing to do", job_id)
-        return
-    with JobReporter(rt.db, job, rt.settings.progress_interval_seconds) as reporter:
-        _run(rt, job, reporter)
+    run_job(rt.db, rt.name, job_id, "restore", rt.settings.progress_interval_seconds,
+            lambda job, reporter: _run(rt, job, reporter))
 
 
 def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
@@ -49,8 +45,7 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
     try:
         stats = _restore(rt, job, reporter, rp, dest)
     except JobLost:
-        log.warning("restore job %s was taken over by another worker", job.id)
-        return
+        raise  # not ours any more: nothing to clean up or record
     except BaseException as exc:
         if not isinstance(exc, ImageExists):
             _remove_own_image(rt, dest, job.id)
