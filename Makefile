@@ -39,7 +39,7 @@ typecheck: bootstrap ## mypy --strict on services/, api/, worker/
 check: lint typecheck ## lint and type check
 
 test: bootstrap ## install what is missing, start the stack's servers, lint, type check, run every test
-	@bash deploy/local/stack.sh up infra
+	@CAIRN_SECOND_CLUSTER=1 bash deploy/local/stack.sh up infra
 	@$(MAKE) --no-print-directory check
 	@$(MAKE) --no-print-directory test-only
 

@@ -23,6 +23,7 @@ TASK_FOR_KIND = {
     JobKind.BACKUP: "backup.run",
     JobKind.RESTORE: "restore.run",
     JobKind.DELETE: "restore_point.delete",
+    JobKind.VERIFY: "restore_point.verify",
 }
 
 

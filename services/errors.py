@@ -103,6 +103,17 @@ class JobLost(CairnError):
     code = "job_lost"
 
 
+class JobCancelled(CairnError):
+    """A user cancelled the job; what it had made is removed."""
+
+    status_code = 409
+    code = "cancelled"
+
+
+class JobNotCancellable(Conflict):
+    code = "job_not_cancellable"
+
+
 class Unauthorized(CairnError):
     status_code = 401
     code = "unauthorized"

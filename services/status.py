@@ -19,6 +19,7 @@ class JobKind(enum.StrEnum):
     BACKUP = "backup"
     RESTORE = "restore"
     DELETE = "delete"
+    VERIFY = "verify"
 
 
 class JobStatus(enum.StrEnum):
@@ -37,6 +38,11 @@ class RestorePointStatus(enum.StrEnum):
     DELETED = "deleted"
 
 
+class VerifyStatus(enum.StrEnum):
+    OK = "ok"
+    CORRUPT = "corrupt"
+
+
 class RestorePointKind(enum.StrEnum):
     FULL = "full"
     INCREMENTAL = "incremental"
@@ -45,6 +51,8 @@ class RestorePointKind(enum.StrEnum):
 S = TypeVar("S", bound=enum.StrEnum)
 
 ACTIVE_JOB_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
+COPY_JOB_KINDS = (JobKind.BACKUP, JobKind.RESTORE, JobKind.VERIFY)
+"""Jobs that run the copy engine: they have QoS limits and can be cancelled."""
 
 JOB_TRANSITIONS: Mapping[JobStatus, frozenset[JobStatus]] = {
     JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.CANCELLED, JobStatus.FAILED}),
@@ -58,8 +66,9 @@ JOB_TRANSITIONS: Mapping[JobStatus, frozenset[JobStatus]] = {
 }
 
 RESTORE_POINT_TRANSITIONS: Mapping[RestorePointStatus, frozenset[RestorePointStatus]] = {
+    # creating -> deleted: a cancelled backup, whose partial copy was removed.
     RestorePointStatus.CREATING: frozenset(
-        {RestorePointStatus.AVAILABLE, RestorePointStatus.ERROR}
+        {RestorePointStatus.AVAILABLE, RestorePointStatus.ERROR, RestorePointStatus.DELETED}
     ),
     RestorePointStatus.AVAILABLE: frozenset({RestorePointStatus.DELETING}),
     RestorePointStatus.ERROR: frozenset({RestorePointStatus.DELETING}),

@@ -34,6 +34,7 @@ def _listening(port: int) -> bool:
 def _local_stack_is_up() -> None:
     missing = [what for what, ok in [
         ("micro Ceph ceph-a", conf_path("ceph-a").exists()),
+        ("micro Ceph ceph-b (CAIRN_SECOND_CLUSTER=1)", conf_path("ceph-b").exists()),
         (f"Redis on {REDIS_PORT}", _listening(REDIS_PORT)),
         (f"PostgreSQL on {PG_PORT}", _listening(PG_PORT)),
     ] if not ok]

@@ -8,6 +8,7 @@ from services.settings import get_settings
 from worker.managers.backup import run_backup
 from worker.managers.delete import run_delete
 from worker.managers.restore import run_restore
+from worker.managers.verify import run_verify
 from worker.runtime import get_runtime
 
 app = make_celery(get_settings().redis_url)
@@ -26,3 +27,8 @@ def restore_run(job_id: str) -> None:
 @app.task(name="restore_point.delete")
 def restore_point_delete(job_id: str) -> None:
     run_delete(get_runtime(), job_id)
+
+
+@app.task(name="restore_point.verify")
+def restore_point_verify(job_id: str) -> None:
+    run_verify(get_runtime(), job_id)

@@ -8,7 +8,12 @@ from api.deps import ClustersDep, ContextDep, SessionDep, SettingsDep
 from api.errors import error_responses
 from services.jobs.schemas import JobPublic
 from services.restore_points import repository, service
-from services.restore_points.schemas import RestoreCreate, RestorePointList, RestorePointPublic
+from services.restore_points.schemas import (
+    RestoreCreate,
+    RestorePointList,
+    RestorePointPublic,
+    VerifyCreate,
+)
 from services.volumes import repository as volumes
 from services.volumes.refs import parse_image_ref
 
@@ -64,4 +69,16 @@ def delete_restore_point(restore_point_id: str, session: SessionDep, ctx: Contex
     when it was the volume's last restore point there). Any restore point can be deleted,
     in any order; one being restored or created answers 409."""
     job = service.delete_restore_point(session, ctx, settings, restore_point_id)
+    return JobPublic.of(job)
+
+
+@router.post("/{restore_point_id}/verify", status_code=202, response_model=JobPublic,
+             responses=error_responses(401, 404, 409, 422), summary="Verify a restore point")
+def verify(restore_point_id: str, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
+           body: VerifyCreate | None = None) -> JobPublic:
+    """Queue a job that re-reads the restore point from the backup pool and compares every
+    object with the checksum recorded at backup time. The result (`verification`: verified
+    at, corrupt objects) is recorded on the restore point; a corrupt one fails the job."""
+    job = service.start_verify(session, ctx, settings, restore_point_id,
+                               body or VerifyCreate())
     return JobPublic.of(job)

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from services.status import RestorePointKind
+
 
 class BackupCreate(BaseModel):
     volume: str = Field(
@@ -16,3 +18,10 @@ class BackupCreate(BaseModel):
     )
     qos_bytes_per_second: int | None = Field(
         default=None, gt=0, description="Upper bound on the backup's read rate")
+    qos_ops_per_second: int | None = Field(
+        default=None, gt=0, description="Upper bound on the backup's read operations per second")
+    kind: RestorePointKind = Field(
+        default=RestorePointKind.INCREMENTAL,
+        description="`incremental` copies only what changed since the volume's newest restore "
+                    "point on the target (a full copy when there is none: the restore point's "
+                    "`full_reason` says why); `full` copies everything")

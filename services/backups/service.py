@@ -14,7 +14,7 @@ from services.jobs import repository as jobs
 from services.jobs.models import Job
 from services.restore_points.models import RestorePoint
 from services.settings import Settings
-from services.status import JobKind, RestorePointKind
+from services.status import JobKind
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
 from services.volumes import repository as volumes
@@ -36,12 +36,13 @@ def create_backup(session: Session, ctx: RequestContext, settings: Settings,
     if running is not None:
         raise _already_running(str(ref), running.id)
     rp = RestorePoint(project_id=ctx.project_id, volume=volume, volume_id=volume.id,
-                      target=target, kind=RestorePointKind.FULL)
+                      target=target, kind=request.kind)
     session.add(rp)
     session.flush()
     job = Job(project_id=ctx.project_id, kind=JobKind.BACKUP, volume=volume, volume_id=volume.id,
               restore_point=rp, restore_point_id=rp.id,
               qos_bytes_per_second=request.qos_bytes_per_second,
+              qos_ops_per_second=request.qos_ops_per_second,
               max_attempts=settings.job_max_attempts)
     try:
         with session.begin_nested():

@@ -40,6 +40,8 @@ class Job(Base):
                                                          index=True)
     restore_target: Mapped[str | None] = mapped_column(String(512))
     qos_bytes_per_second: Mapped[int | None] = mapped_column(BigInteger)
+    qos_ops_per_second: Mapped[int | None] = mapped_column(Integer)
+    cancel_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     max_attempts: Mapped[int] = mapped_column(Integer, default=3)
     bytes_done: Mapped[int] = mapped_column(BigInteger, default=0)
@@ -47,6 +49,16 @@ class Job(Base):
     read_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     write_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     qos_wait_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    engine_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    copy_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    """Wall time of the copy itself (the load shares are fractions of it)."""
+    copy_window: Mapped[int | None] = mapped_column(Integer)
+    bytes_read: Mapped[int] = mapped_column(BigInteger, default=0)
+    bytes_written: Mapped[int] = mapped_column(BigInteger, default=0)
+    bytes_resumed: Mapped[int] = mapped_column(BigInteger, default=0)
+    """Bytes an earlier attempt had copied, which this attempt resumed after."""
+    throughput_bytes_per_second: Mapped[float | None] = mapped_column(Float)
+    """Rate over the last progress interval while running; the average once finished."""
     worker: Mapped[str | None] = mapped_column(String(255))
     error_code: Mapped[str | None] = mapped_column(String(64))
     error_message: Mapped[str | None] = mapped_column(Text)

@@ -5,6 +5,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from services.base import utcnow
+from services.jobs.load import job_load
 from services.jobs.models import Job
 from services.status import JobKind, JobStatus
 
@@ -13,6 +14,11 @@ class JobProgress(BaseModel):
     bytes_done: int
     bytes_total: int | None = Field(description="Bytes to copy; known once the copy starts")
     percent: float | None
+    bytes_resumed: int = Field(
+        description="Part of bytes_done an earlier attempt had copied; this attempt resumed "
+                    "after it instead of starting over")
+    throughput_bytes_per_second: float | None = Field(
+        description="Over the last few seconds while running; the average once finished")
 
 
 class JobTimings(BaseModel):
@@ -20,9 +26,30 @@ class JobTimings(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     duration_seconds: float | None = Field(description="From start to finish (or now)")
+    copy_seconds: float = Field(description="Wall time of the data copy itself")
     read_seconds: float = Field(description="Time spent reading, summed over parallel operations")
     write_seconds: float = Field(description="Time spent writing, summed over parallel operations")
     qos_wait_seconds: float = Field(description="Time the job waited on its QoS limit")
+    engine_seconds: float = Field(
+        description="Zero scanning and checksumming, summed over parallel operations")
+
+
+class JobLoad(BaseModel):
+    """Share of the copy's capacity each stage kept busy, 0-100 %."""
+
+    source: float
+    target: float
+    qos: float
+    engine: float
+    bottleneck: str = Field(description="The stage limiting the job: source, target, qos or "
+                                        "engine")
+    summary: str = Field(examples=["source 93% > engine 4% > target 41% (qos 0%): "
+                                   "bottleneck source"])
+
+
+class JobQos(BaseModel):
+    bytes_per_second: int | None
+    ops_per_second: int | None
 
 
 class JobError(BaseModel):
@@ -38,12 +65,16 @@ class JobPublic(BaseModel):
     volume: str | None = Field(description="cluster/pool/image of the volume")
     restore_point_id: str | None
     restore_target: str | None = Field(description="Image a restore writes to")
-    qos_bytes_per_second: int | None
+    qos: JobQos = Field(description="The job's limits; change them while it runs with PATCH")
+    qos_bytes_per_second: int | None = Field(description="Same as qos.bytes_per_second")
+    cancel_requested: bool
     attempt: int
     max_attempts: int
     progress: JobProgress
     timings: JobTimings
-    throughput_bytes_per_second: float | None
+    load: JobLoad | None = Field(description="Known once the copy has started")
+    throughput_bytes_per_second: float | None = Field(
+        description="Average over the job's duration so far")
     error: JobError | None
 
     @classmethod
@@ -63,14 +94,43 @@ class JobPublic(BaseModel):
             id=job.id, kind=job.kind, status=job.status, project_id=job.project_id,
             volume=job.volume.ref if job.volume else None,
             restore_point_id=job.restore_point_id, restore_target=job.restore_target,
+            qos=JobQos(bytes_per_second=job.qos_bytes_per_second,
+                       ops_per_second=job.qos_ops_per_second),
             qos_bytes_per_second=job.qos_bytes_per_second,
+            cancel_requested=job.cancel_requested_at is not None,
             attempt=job.attempt, max_attempts=job.max_attempts,
             progress=JobProgress(bytes_done=job.bytes_done, bytes_total=job.bytes_total,
-                                 percent=percent),
+                                 percent=percent, bytes_resumed=job.bytes_resumed or 0,
+                                 throughput_bytes_per_second=job.throughput_bytes_per_second),
             timings=JobTimings(created_at=job.created_at, started_at=job.started_at,
                                finished_at=job.finished_at, duration_seconds=duration,
+                               copy_seconds=job.copy_seconds or 0.0,
                                read_seconds=job.read_seconds, write_seconds=job.write_seconds,
-                               qos_wait_seconds=job.qos_wait_seconds),
-            throughput_bytes_per_second=(job.bytes_done / duration) if duration else None,
+                               qos_wait_seconds=job.qos_wait_seconds,
+                               engine_seconds=job.engine_seconds or 0.0),
+            load=_load(job),
+            throughput_bytes_per_second=(job.bytes_done - (job.bytes_resumed or 0)) / duration
+            if duration else None,
             error=error,
         )
+
+
+def _load(job: Job) -> JobLoad | None:
+    load = job_load(copy_seconds=job.copy_seconds or 0.0, window=job.copy_window,
+                    read_seconds=job.read_seconds, write_seconds=job.write_seconds,
+                    qos_wait_seconds=job.qos_wait_seconds,
+                    engine_seconds=job.engine_seconds or 0.0)
+    if load is None:
+        return None
+    pct = {s: round(100 * getattr(load, s), 1) for s in ("source", "target", "qos", "engine")}
+    summary = (f"source {pct['source']:.0f}% > engine {pct['engine']:.0f}% > target "
+               f"{pct['target']:.0f}% (qos {pct['qos']:.0f}%): bottleneck {load.bottleneck}")
+    return JobLoad(**pct, bottleneck=load.bottleneck, summary=summary)
+
+
+class JobUpdate(BaseModel):
+    """New QoS limits for a queued or running job; a running copy follows within a second.
+    Send null to remove a limit; leave a field out to keep it."""
+
+    qos_bytes_per_second: int | None = Field(default=None, gt=0)
+    qos_ops_per_second: int | None = Field(default=None, gt=0)

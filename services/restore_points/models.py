@@ -6,7 +6,7 @@ from sqlalchemy import BigInteger, Float, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
-from services.status import RestorePointKind, RestorePointStatus
+from services.status import RestorePointKind, RestorePointStatus, VerifyStatus
 from services.volumes.models import Volume
 
 
@@ -18,6 +18,11 @@ def snapshot_name(restore_point_id: str) -> str:
 def backup_image_name(volume_id: str) -> str:
     """The backup image holding every restore point of a volume in one target pool."""
     return f"cairn.vol.{volume_id}"
+
+
+def checkpoint_object_name(restore_point_id: str) -> str:
+    """The RADOS object (in the target pool) holding a running backup's checkpoint."""
+    return f"cairn.checkpoint.{restore_point_id}"
 
 
 def manifest_object_name(restore_point_id: str) -> str:
@@ -40,11 +45,22 @@ class RestorePoint(Base):
         String(16), default=RestorePointStatus.CREATING
     )
     status_reason: Mapped[str | None] = mapped_column(Text)
+    base_restore_point_id: Mapped[str | None] = mapped_column(String(36))
+    """The restore point an incremental was built on (not a foreign key: the base may be
+    deleted later without touching this one, which is a complete image of its own)."""
+    full_reason: Mapped[str | None] = mapped_column(Text)
+    """Why an incremental request became a full copy."""
+    bytes_read: Mapped[int | None] = mapped_column(BigInteger)
     size_bytes: Mapped[int | None] = mapped_column(BigInteger)
     bytes_copied: Mapped[int | None] = mapped_column(BigInteger)
     duration_seconds: Mapped[float | None] = mapped_column(Float)
     checksum_algorithm: Mapped[str | None] = mapped_column(String(32))
     objects_checksummed: Mapped[int | None] = mapped_column(BigInteger)
+    verified_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    verify_status: Mapped[VerifyStatus | None] = mapped_column(String(16))
+    corrupt_object_count: Mapped[int | None] = mapped_column(BigInteger)
+    corrupt_objects: Mapped[str | None] = mapped_column(Text)
+    """JSON list of the first corrupt object indexes found by the last verify."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -62,3 +78,7 @@ class RestorePoint(Base):
     @property
     def manifest_object(self) -> str:
         return manifest_object_name(self.id)
+
+    @property
+    def checkpoint_object(self) -> str:
+        return checkpoint_object_name(self.id)

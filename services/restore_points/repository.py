@@ -35,3 +35,31 @@ def list_page(session: Session, ctx: RequestContext, *, volume_id: str | None, l
     rows = list(session.scalars(stmt))
     next_marker = rows[limit - 1].id if len(rows) > limit else None
     return rows[:limit], next_marker
+
+
+def newest_available(session: Session, volume_id: str, target: str,
+                     before: RestorePoint) -> RestorePoint | None:
+    """The newest available restore point of a volume on a target, older than `before`:
+    the base an incremental builds on."""
+    return session.scalars(
+        select(RestorePoint)
+        .where(RestorePoint.volume_id == volume_id, RestorePoint.target == target,
+               RestorePoint.status == RestorePointStatus.AVAILABLE,
+               RestorePoint.id != before.id, RestorePoint.created_at <= before.created_at)
+        .order_by(RestorePoint.created_at.desc(), RestorePoint.id.desc()).limit(1)
+    ).first()
+
+
+def incremental_bases(session: Session, volume_id: str) -> list[RestorePoint]:
+    """For each target, the newest available restore point of the volume: the source
+    snapshots that must stay so the next backup to each target can be incremental."""
+    rows = session.scalars(
+        select(RestorePoint)
+        .where(RestorePoint.volume_id == volume_id,
+               RestorePoint.status == RestorePointStatus.AVAILABLE)
+        .order_by(RestorePoint.created_at.desc(), RestorePoint.id.desc())
+    ).all()
+    newest: dict[str, RestorePoint] = {}
+    for rp in rows:
+        newest.setdefault(rp.target, rp)
+    return list(newest.values())

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from pydantic import BaseModel, Field
 
 from services.restore_points.models import RestorePoint
-from services.status import RestorePointKind, RestorePointStatus
+from services.status import RestorePointKind, RestorePointStatus, VerifyStatus
 
 
 class RestoreCreate(BaseModel):
@@ -17,11 +18,27 @@ class RestoreCreate(BaseModel):
     )
     qos_bytes_per_second: int | None = Field(
         default=None, gt=0, description="Upper bound on the restore's read rate")
+    qos_ops_per_second: int | None = Field(
+        default=None, gt=0, description="Upper bound on the restore's read operations per second")
+
+
+class VerifyCreate(BaseModel):
+    qos_bytes_per_second: int | None = Field(
+        default=None, gt=0, description="Upper bound on the verify's read rate")
+    qos_ops_per_second: int | None = Field(default=None, gt=0)
 
 
 class Checksum(BaseModel):
     algorithm: str
     objects: int = Field(description="Non-zero objects checksummed")
+
+
+class Verification(BaseModel):
+    status: VerifyStatus
+    verified_at: datetime
+    corrupt_object_count: int
+    corrupt_objects: list[int] = Field(
+        description="Indexes of the first corrupt objects (offset = index x object size)")
 
 
 class RestorePointPublic(BaseModel):
@@ -33,6 +50,12 @@ class RestorePointPublic(BaseModel):
     kind: RestorePointKind
     status: RestorePointStatus
     status_reason: str | None = Field(description="Why the restore point is in error")
+    base_restore_point_id: str | None = Field(
+        description="The restore point an incremental was built on")
+    full_reason: str | None = Field(
+        description="Why an incremental request became a full copy")
+    bytes_read: int | None = Field(description="Bytes read from the volume for this copy")
+    verification: Verification | None = Field(description="Result of the last verify job")
     size_bytes: int | None = Field(description="Size of the volume at the snapshot")
     bytes_copied: int | None = Field(description="Non-zero data written to the backup pool")
     duration_seconds: float | None
@@ -49,9 +72,17 @@ class RestorePointPublic(BaseModel):
         if rp.checksum_algorithm is not None:
             checksum = Checksum(algorithm=rp.checksum_algorithm,
                                 objects=rp.objects_checksummed or 0)
+        verification = None
+        if rp.verified_at is not None and rp.verify_status is not None:
+            verification = Verification(
+                status=rp.verify_status, verified_at=rp.verified_at,
+                corrupt_object_count=rp.corrupt_object_count or 0,
+                corrupt_objects=json.loads(rp.corrupt_objects or "[]"))
         return cls(
             id=rp.id, project_id=rp.project_id, volume=rp.volume.ref, volume_id=rp.volume_id,
             target=rp.target, kind=rp.kind, status=rp.status, status_reason=rp.status_reason,
+            base_restore_point_id=rp.base_restore_point_id, full_reason=rp.full_reason,
+            bytes_read=rp.bytes_read, verification=verification,
             size_bytes=rp.size_bytes, bytes_copied=rp.bytes_copied,
             duration_seconds=rp.duration_seconds, source_snapshot=rp.snapshot,
             backup_image=rp.backup_image, backup_snapshot=rp.snapshot, checksum=checksum,

@@ -12,12 +12,13 @@ from services.jobs import repository as jobs
 from services.jobs.models import Job
 from services.restore_points import repository as restore_points
 from services.restore_points.models import RestorePoint
-from services.restore_points.schemas import RestoreCreate
+from services.restore_points.schemas import RestoreCreate, VerifyCreate
 from services.settings import Settings
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobKind,
     RestorePointStatus,
+    VerifyStatus,
     guarded_update,
 )
 from services.storage import rbd_images
@@ -32,6 +33,11 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
         raise RestorePointBusy(
             f"restore point {rp.id} is {rp.status}; only an available restore point can be "
             "restored", restore_point_id=rp.id, status=rp.status)
+    if rp.verify_status == VerifyStatus.CORRUPT:
+        raise RestorePointBusy(
+            f"restore point {rp.id} failed verification ({rp.corrupt_object_count} corrupt "
+            "objects); restore from another restore point, or verify it again if the backup "
+            "pool was repaired", restore_point_id=rp.id)
     dest = parse_image_ref(request.target, field="target", default_cluster=rp.volume.cluster,
                            default_pool=rp.volume.pool)
     clusters.check_known(dest.cluster, field="target")
@@ -43,6 +49,7 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
     job = Job(project_id=ctx.project_id, kind=JobKind.RESTORE, volume=rp.volume,
               volume_id=rp.volume_id, restore_point=rp, restore_point_id=rp.id,
               restore_target=str(dest), qos_bytes_per_second=request.qos_bytes_per_second,
+              qos_ops_per_second=request.qos_ops_per_second,
               max_attempts=settings.job_max_attempts)
     session.add(job)
     session.flush()
@@ -53,11 +60,12 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
 def delete_restore_point(session: Session, ctx: RequestContext, settings: Settings,
                          rp_id: str) -> Job:
     rp = restore_points.get(session, ctx, rp_id)
-    restoring = jobs.active_for_restore_point(session, rp.id, JobKind.RESTORE)
-    if restoring is not None:
-        raise RestorePointBusy(
-            f"restore point {rp.id} is being restored by job {restoring.id}; delete it after "
-            "that job finishes", restore_point_id=rp.id, job_id=restoring.id)
+    for kind, doing in ((JobKind.RESTORE, "restored"), (JobKind.VERIFY, "verified")):
+        reader = jobs.active_for_restore_point(session, rp.id, kind)
+        if reader is not None:
+            raise RestorePointBusy(
+                f"restore point {rp.id} is being {doing} by job {reader.id}; delete it after "
+                "that job finishes", restore_point_id=rp.id, job_id=reader.id)
     if rp.status in (RestorePointStatus.CREATING, RestorePointStatus.DELETING):
         raise RestorePointBusy(
             f"restore point {rp.id} is {rp.status}; try again when that has finished",
@@ -71,4 +79,25 @@ def delete_restore_point(session: Session, ctx: RequestContext, settings: Settin
     session.add(job)
     session.flush()
     dispatch.enqueue(session, job.id, JobKind.DELETE)
+    return job
+
+
+def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_id: str,
+                 request: VerifyCreate) -> Job:
+    rp = restore_points.get(session, ctx, rp_id)
+    if rp.status != RestorePointStatus.AVAILABLE:
+        raise RestorePointBusy(
+            f"restore point {rp.id} is {rp.status}; only an available restore point can be "
+            "verified", restore_point_id=rp.id, status=rp.status)
+    running = jobs.active_for_restore_point(session, rp.id, JobKind.VERIFY)
+    if running is not None:
+        return running  # verifying twice at once would only read everything twice
+    job = Job(project_id=ctx.project_id, kind=JobKind.VERIFY, volume=rp.volume,
+              volume_id=rp.volume_id, restore_point=rp, restore_point_id=rp.id,
+              qos_bytes_per_second=request.qos_bytes_per_second,
+              qos_ops_per_second=request.qos_ops_per_second,
+              max_attempts=settings.job_max_attempts)
+    session.add(job)
+    session.flush()
+    dispatch.enqueue(session, job.id, JobKind.VERIFY)
     return job

@@ -1,10 +1,13 @@
 """The copy engine: moves a chunk plan from one open RBD image to another with a bounded
 window of operations in flight (the one-op pipe of `rbd export | rbd import` is what makes
-it slow), skipping all-zero data so the target stays sparse, checksumming what it writes
-and, on restore, checking what it reads against the manifest.
+it slow), skipping all-zero data so the target stays sparse, pacing reads to the job's QoS,
+checksumming what it writes and, on restore or verify, checking what it reads against the
+manifest.
 
 librbd releases the GIL for reads and writes, so a pool of threads keeps `window`
-operations in flight; memory is bounded by window x object size."""
+operations in flight (the prototype measured threads and librbd aio alike; threads keep
+each chunk's read, scan, hash and write in one readable function). Memory is bounded by
+window x chunk size: at most `window` chunks are read and not yet written."""
 
 from __future__ import annotations
 
@@ -16,117 +19,166 @@ from dataclasses import dataclass, field
 
 import rbd
 
+from services.errors import DataCorrupt
 from worker.engine.extents import Chunk
 from worker.engine.manifest import Manifest, digest
-from worker.engine.qos import TokenBucket
+from worker.engine.qos import Pacer
 from worker.engine.zeros import data_runs, gaps
+
+Digests = dict[int, bytes | None]
+"""Object index -> digest of its data, or None when it now reads as zeros."""
 
 
 @dataclass
 class CopyStats:
+    window: int = 1
     bytes_total: int = 0
-    """Bytes of the plan that the source holds (what must be read)."""
+    """Bytes of the plan that the source holds (what must be read), resumed part included."""
     bytes_done: int = 0
+    bytes_resumed: int = 0
+    """Part of bytes_total an earlier attempt had already copied (skipped this time)."""
     bytes_read: int = 0
     bytes_written: int = 0
     bytes_zeroed: int = 0
+    operations: int = 0
     read_seconds: float = 0.0
     write_seconds: float = 0.0
+    engine_seconds: float = 0.0
+    """Zero scanning and checksumming, summed over the parallel operations."""
     qos_wait_seconds: float = 0.0
+    resume_index: int = 0
+    """Object index before which every chunk of the plan is done: the checkpoint."""
     started: float = field(default_factory=time.monotonic)
+    finished: float | None = None
 
     @property
     def elapsed(self) -> float:
-        return time.monotonic() - self.started
+        return (self.finished or time.monotonic()) - self.started
 
 
 ProgressCallback = Callable[[CopyStats], None]
+"""Called from the submitting thread after chunks complete; raising stops the copy (a
+cancelled or lost job)."""
 
 
 class CopyEngine:
-    def __init__(self, *, window: int, bytes_per_second: int | None = None,
+    def __init__(self, *, window: int, pacer: Pacer | None = None,
                  on_progress: ProgressCallback | None = None) -> None:
+        if window < 1:
+            raise ValueError("the copy window must be at least 1")
         self.window = window
+        self.pacer = pacer
         self.on_progress = on_progress
-        self._bucket = None
-        if bytes_per_second:
-            # A burst of a quarter second keeps 1 s windows close to the limit.
-            self._bucket = TokenBucket(bytes_per_second, burst=bytes_per_second / 4)
         self._lock = threading.Lock()
 
-    def run(self, source: rbd.Image, target: rbd.Image, chunks: Sequence[Chunk], *,
-            record: Manifest | None = None, verify: Manifest | None = None) -> CopyStats:
-        """Copy `chunks`; fill `record` with digests of what was written, or check every
-        chunk read against `verify`. Raises the first error after stopping the rest."""
-        stats = CopyStats(bytes_total=sum(c.length for c in chunks if c.in_source))
-        inflight: set[Future[None]] = set()
+    def run(self, source: rbd.Image, target: rbd.Image | None, chunks: Sequence[Chunk], *,
+            record: Digests | None = None, verify: Manifest | None = None,
+            corrupt: list[int] | None = None, resumed_bytes: int = 0) -> CopyStats:
+        """Copy `chunks` (in object order) from `source` to `target`, or only read and check
+        them when `target` is None. Fills `record` with the digest of every chunk, or checks
+        each chunk read against `verify`: a mismatch raises DataCorrupt, or is appended to
+        `corrupt` when a list is given. Raises the first error after stopping the rest."""
+        stats = CopyStats(window=self.window, bytes_resumed=resumed_bytes,
+                          bytes_done=resumed_bytes,
+                          bytes_total=resumed_bytes + sum(c.length for c in chunks if c.in_source),
+                          resume_index=chunks[0].index if chunks else 0)
+        inflight: dict[Future[None], int] = {}
+        done = bytearray(len(chunks))
+        low = 0  # position of the first chunk not done
 
         def drain(block_until: int) -> None:
+            nonlocal low
             while len(inflight) > block_until:
-                done, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                for future in done:
-                    inflight.discard(future)
+                finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    position = inflight.pop(future)
                     future.result()  # re-raises a failed chunk's error here
+                    done[position] = 1
+                while low < len(chunks) and done[low]:
+                    low += 1
+                stats.resume_index = chunks[low].index if low < len(chunks) else (
+                    chunks[-1].index + 1)
                 if self.on_progress:
                     self.on_progress(stats)
 
         with ThreadPoolExecutor(max_workers=self.window, thread_name_prefix="copy") as pool:
             try:
-                for chunk in chunks:
+                for position, chunk in enumerate(chunks):
                     drain(self.window - 1)
-                    if self._bucket is not None and chunk.in_source:
-                        stats.qos_wait_seconds += self._bucket.take(chunk.length)
-                    inflight.add(pool.submit(self._copy_chunk, source, target, chunk, stats,
-                                             record, verify))
+                    if self.pacer is not None and self.pacer.limited:
+                        waited = self.pacer.take(chunk.length if chunk.in_source else 0)
+                        stats.qos_wait_seconds += waited
+                    inflight[pool.submit(self._copy_chunk, source, target, chunk, stats,
+                                         record, verify, corrupt)] = position
                 drain(0)
             except BaseException:
                 for future in inflight:
                     future.cancel()
                 raise
+        stats.finished = time.monotonic()
         if self.on_progress:
             self.on_progress(stats)
         return stats
 
-    def _copy_chunk(self, source: rbd.Image, target: rbd.Image, chunk: Chunk,
-                    stats: CopyStats, record: Manifest | None, verify: Manifest | None) -> None:
+    def _copy_chunk(self, source: rbd.Image, target: rbd.Image | None, chunk: Chunk,
+                    stats: CopyStats, record: Digests | None, verify: Manifest | None,
+                    corrupt: list[int] | None) -> None:
         data: bytes | None = None
         runs: list[tuple[int, int]] = []
-        read_s = 0.0
+        read_s = engine_s = write_s = 0.0
+        ops = 0
         if chunk.in_source:
             t0 = time.monotonic()
             data = source.read(chunk.offset, chunk.length)
-            read_s = time.monotonic() - t0
+            t1 = time.monotonic()
+            read_s, ops = t1 - t0, 1
             if len(data) != chunk.length:
                 raise OSError(f"short read at offset {chunk.offset}")
             runs = data_runs(data)
             if not runs:
                 data = None
-        if verify is not None:
-            verify.check(chunk.index, data)
+            engine_s += time.monotonic() - t1
         t0 = time.monotonic()
+        value = digest(data) if data is not None and (record is not None
+                                                      or verify is not None) else None
+        if verify is not None:
+            try:
+                verify.check_digest(chunk.index, value)
+            except DataCorrupt:
+                if corrupt is None:
+                    raise
+                with self._lock:
+                    corrupt.append(chunk.index)
+        engine_s += time.monotonic() - t0
         written = 0
-        if data is not None:
-            view = memoryview(data)
-            for start, end in runs:
-                target.write(bytes(view[start:end]) if (start, end) != (0, len(data)) else data,
-                             chunk.offset + start)
-                written += end - start
-            if chunk.in_target:
-                for start, end in gaps(runs, len(data)):
-                    target.write_zeroes(chunk.offset + start, end - start)
-        elif chunk.in_target:
-            # Deallocates whole objects, zeroes partial ones: the target stays sparse.
-            target.write_zeroes(chunk.offset, chunk.length)
-        write_s = time.monotonic() - t0
-        digest_value = digest(data) if record is not None and data is not None else None
+        if target is not None:
+            t0 = time.monotonic()
+            if data is not None:
+                view = memoryview(data)
+                for start, end in runs:
+                    target.write(data if (start, end) == (0, len(data))
+                                 else bytes(view[start:end]), chunk.offset + start)
+                    written += end - start
+                    ops += 1
+                if chunk.in_target:
+                    for start, end in gaps(runs, len(data)):
+                        target.write_zeroes(chunk.offset + start, end - start)
+                        ops += 1
+            elif chunk.in_target:
+                # Deallocates whole objects, zeroes partial ones: the target stays sparse.
+                target.write_zeroes(chunk.offset, chunk.length)
+                ops += 1
+            write_s = time.monotonic() - t0
         with self._lock:
             stats.read_seconds += read_s
             stats.write_seconds += write_s
+            stats.engine_seconds += engine_s
+            stats.operations += ops
             if chunk.in_source:
                 stats.bytes_read += chunk.length
                 stats.bytes_done += chunk.length
             stats.bytes_written += written
             if data is None and chunk.in_target:
                 stats.bytes_zeroed += chunk.length
-            if digest_value is not None and record is not None:
-                record.digests[chunk.index] = digest_value
+            if record is not None:
+                record[chunk.index] = value

@@ -1,29 +1,54 @@
-"""Backup of one volume into its target pool: snapshot the source, copy the snapshot's data
-onto the backup image, checksum it, snapshot the backup image. The restore point becomes
-`available` only after all of that; a failure removes what the attempt made."""
+"""Backup of one volume into its target pool: snapshot the source, copy what the snapshot
+holds (a full) or what changed since the previous restore point's snapshot (an incremental)
+onto the volume's backup image, checksum it, snapshot the backup image. The restore point
+becomes `available` only after all of that; a failure or cancel removes what the attempt
+made, and a retry after a crash resumes from the checkpoint."""
 
 from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 
 import rados
+import rbd
 
 from services.base import utcnow
-from services.errors import CairnError, JobLost, NotFound
+from services.errors import CairnError, DataCorrupt, JobCancelled, JobLost, NotFound
+from services.restore_points import repository as restore_points
 from services.restore_points.models import RestorePoint
-from services.status import RESTORE_POINT_TRANSITIONS, JobStatus, RestorePointStatus, guarded_update
+from services.status import (
+    RESTORE_POINT_TRANSITIONS,
+    JobStatus,
+    RestorePointKind,
+    RestorePointStatus,
+    guarded_update,
+)
 from services.storage import rbd_images
 from services.volumes.models import Volume
-from worker.engine import manifest
-from worker.engine.copy import CopyEngine, CopyStats
-from worker.engine.extents import allocated_objects, plan_chunks
-from worker.managers.lifecycle import ClaimedJob, JobReporter, failure_reason, run_job
+from worker.engine import checkpoint, manifest
+from worker.engine.copy import CopyEngine, CopyStats, Digests
+from worker.engine.extents import allocated_objects, changed_objects, plan_chunks
+from worker.managers.lifecycle import (
+    ClaimedJob,
+    JobReporter,
+    end_status,
+    failure_reason,
+    run_job,
+)
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 _CAIRN_SNAPSHOT = re.compile(r"^cairn\.[0-9a-f-]{36}$")
+
+
+@dataclass(frozen=True)
+class Base:
+    """The restore point an incremental builds on, and its manifest."""
+
+    restore_point: RestorePoint
+    manifest: manifest.Manifest
 
 
 def run_backup(rt: Runtime, job_id: str) -> None:
@@ -39,19 +64,22 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
         session.expunge_all()
     if job.out_of_attempts:
         _clean_up(rt, rp, volume)
-        _record_failure(rt, reporter, rp, "worker_lost",
+        _record_failure(rt, reporter, rp, JobStatus.FAILED, "worker_lost",
                         f"the worker running this backup stopped {job.max_attempts} times; "
                         "gave up (the partial copy was removed). Check the workers' health "
                         "and start the backup again.")
         return
     try:
+        reporter.check()
         stats = _copy(rt, job, reporter, rp, volume)
     except JobLost:
         raise  # not ours any more: nothing to clean up or record
     except BaseException as exc:
         _clean_up(rt, rp, volume)
         code, message = failure_reason(exc)
-        _record_failure(rt, reporter, rp, code, f"backup failed: {message}")
+        if not isinstance(exc, JobCancelled):
+            message = f"backup failed: {message}"
+        _record_failure(rt, reporter, rp, end_status(exc), code, message)
         if not isinstance(exc, CairnError):
             raise
         return
@@ -61,46 +89,31 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
 def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
           volume: Volume) -> CopyStats:
     target = rt.settings.backup_targets[rp.target]
-    engine = CopyEngine(window=rt.settings.copy_window,
-                        bytes_per_second=job.qos_bytes_per_second,
-                        on_progress=reporter.progress)
     with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
             rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
-        _remove_backup_leftovers(dst_io, rp)
+        _remove_unfinished_snapshot(dst_io, rp)
         try:
             with rbd_images.open_image(src_io, volume.image) as head:
                 # A retry reuses the snapshot of the first attempt: the restore point's
                 # time is when that snapshot was taken.
                 rbd_images.ensure_snapshot(head, rp.snapshot)
+                source_snapshots = set(rbd_images.snapshot_names(head))
         except NotFound:
             raise NotFound(f"the volume {volume.ref!r} no longer exists") from None
         with rbd_images.open_image(src_io, volume.image, snapshot=rp.snapshot,
                                    read_only=True) as source:
             size = source.size()
-            object_size = 1 << source.stat()["order"]
-            try:
-                rbd_images.create_image(dst_io, rp.backup_image, size,
-                                        order=source.stat()["order"],
-                                        metadata={"cairn.volume_id": volume.id,
-                                                  "cairn.volume": volume.ref,
-                                                  "cairn.project_id": volume.project_id})
-            except CairnError as exc:
-                if exc.code != "image_exists":
-                    raise
+            order = source.stat()["order"]
+            _ensure_backup_image(dst_io, rp, volume, size, order)
             with rbd_images.open_image(dst_io, rp.backup_image) as backup:
                 if backup.size() != size:
-                    backup.resize(size)
-                # A full copy makes the backup image's head equal the snapshot: write what
-                # the source holds, clear what only the head still holds (from the previous
-                # restore point or an interrupted attempt).
-                chunks = plan_chunks(size, object_size,
-                                     allocated_objects(source, size, object_size),
-                                     allocated_objects(backup, size, object_size))
-                record = manifest.Manifest(object_size, size)
-                reporter.start_copy(sum(c.length for c in chunks if c.in_source))
-                stats = engine.run(source, backup, chunks, record=record)
-                backup.flush()
-                manifest.store(dst_io, rp.manifest_object, record)
+                    backup.resize(size)  # the volume grew (or shrank) since the last backup
+                base, full_reason = _choose_base(rt, rp, dst_io, backup, source_snapshots)
+                stats, record = _copy_objects(rt, job, reporter, rp, dst_io, source, backup,
+                                              base, size, 1 << order)
+                start = base.manifest if base else manifest.Manifest(1 << order, size)
+                final = start.updated(record, size)
+                manifest.store(dst_io, rp.manifest_object, final)
                 reporter.check()
                 rbd_images.ensure_snapshot(backup, rp.snapshot)
         with rt.db.session() as session:
@@ -108,21 +121,100 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                 session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
                 RestorePointStatus.AVAILABLE, expect=RestorePointStatus.CREATING,
                 extra={"size_bytes": size, "bytes_copied": stats.bytes_written,
+                       "bytes_read": stats.bytes_read,
+                       "kind": RestorePointKind.INCREMENTAL if base else RestorePointKind.FULL,
+                       "base_restore_point_id": base.restore_point.id if base else None,
+                       "full_reason": full_reason,
                        "duration_seconds": stats.elapsed, "completed_at": utcnow(),
                        "checksum_algorithm": manifest.ALGORITHM,
-                       "objects_checksummed": len(record.digests), "status_reason": None},
+                       "objects_checksummed": len(final.digests), "status_reason": None},
             )
             if not ok:
                 raise JobLost(f"restore point {rp.id} is no longer being created")
-        # Every source snapshot costs the tenant's VM copy-on-write: keep only the newest.
-        _remove_older_source_snapshots(src_io, volume.image, keep=rp.snapshot)
+        checkpoint.remove(dst_io, rp.checkpoint_object)
+        _remove_unneeded_source_snapshots(rt, src_io, volume, keep=rp.snapshot)
     return stats
 
 
-def _remove_backup_leftovers(dst_io: rados.Ioctx, rp: RestorePoint) -> None:
-    """An interrupted attempt may have left the snapshot or manifest of this restore point
-    (it never became available, so they are not trusted), and the lock of its dead worker
-    on the backup image (the active-backup index makes this job the image's only writer)."""
+def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
+                  dst_io: rados.Ioctx, source: rbd.Image, backup: rbd.Image, base: Base | None,
+                  size: int, object_size: int) -> tuple[CopyStats, Digests]:
+    """Make the backup image's head equal the source snapshot: write what the source holds
+    and clear what only the head still holds, for every object (a full) or for the objects
+    that changed since the base, on the source or on the head (an interrupted attempt may
+    have written there). Resumes from the checkpoint of an earlier attempt."""
+    only = None
+    if base is not None:
+        since = base.restore_point.snapshot
+        only = (changed_objects(source, size, object_size, since)
+                | changed_objects(backup, size, object_size, since))
+    plan = plan_chunks(size, object_size, allocated_objects(source, size, object_size),
+                       allocated_objects(backup, size, object_size), only=only)
+    plan_key = f"{base.restore_point.id if base else 'full'}:{size}:{object_size}"
+    saved = (checkpoint.load(dst_io, rp.checkpoint_object, plan_key)
+             if job.attempt > 1 else None)
+    start = saved.resume_index if saved else 0
+    chunks = [c for c in plan if c.index >= start]
+    resumed = sum(c.length for c in plan if c.index < start and c.in_source)
+    if saved:
+        log.info("backup %s resumes at object %d (%d bytes already copied)", rp.id, start,
+                 resumed)
+    record: Digests = dict(saved.digests) if saved else {}
+    writer = checkpoint.CheckpointWriter(dst_io, rp.checkpoint_object, plan_key, saved)
+    reporter.on_persist = lambda stats: writer.save(stats.resume_index, record)
+    engine = CopyEngine(window=rt.settings.copy_window, pacer=reporter.pacer,
+                        on_progress=reporter.progress)
+    reporter.start_copy(resumed + sum(c.length for c in chunks if c.in_source), resumed,
+                        engine.window)
+    stats = engine.run(source, backup, chunks, record=record, resumed_bytes=resumed)
+    backup.flush()
+    return stats, record
+
+
+def _choose_base(rt: Runtime, rp: RestorePoint, dst_io: rados.Ioctx, backup: rbd.Image,
+                 source_snapshots: set[str]) -> tuple[Base | None, str | None]:
+    """The base of an incremental, or None and why the backup is a full copy."""
+    if rp.kind == RestorePointKind.FULL:
+        return None, None
+    with rt.db.session() as session:
+        previous = restore_points.newest_available(session, rp.volume_id, rp.target, rp)
+        session.expunge_all()
+    if previous is None:
+        return None, (f"no earlier available restore point of this volume on target "
+                      f"{rp.target!r}: the first backup there is a full copy")
+    what = f"the previous restore point {previous.id}"
+    if previous.snapshot not in source_snapshots:
+        return None, (f"the source snapshot {previous.snapshot} of {what} is gone from the "
+                      "volume (removed outside Cairn?), so changes since it cannot be "
+                      "computed: made a full copy")
+    if previous.snapshot not in rbd_images.snapshot_names(backup):
+        return None, (f"the backup snapshot of {what} is missing from the backup image: "
+                      "made a full copy")
+    try:
+        base_manifest = manifest.load(dst_io, previous.manifest_object)
+    except DataCorrupt as exc:
+        return None, (f"the checksum manifest of {what} is unusable ({exc.message}): "
+                      "made a full copy")
+    return Base(previous, base_manifest), None
+
+
+def _ensure_backup_image(dst_io: rados.Ioctx, rp: RestorePoint, volume: Volume, size: int,
+                         order: int) -> None:
+    try:
+        rbd_images.create_image(dst_io, rp.backup_image, size, order=order,
+                                metadata={"cairn.volume_id": volume.id,
+                                          "cairn.volume": volume.ref,
+                                          "cairn.project_id": volume.project_id})
+    except CairnError as exc:
+        if exc.code != "image_exists":
+            raise
+
+
+def _remove_unfinished_snapshot(dst_io: rados.Ioctx, rp: RestorePoint) -> None:
+    """An interrupted attempt may have left the backup snapshot or manifest of this restore
+    point (it never became available, so they are not trusted), and the lock of its dead
+    worker on the backup image (the active-backup index makes this job the image's only
+    writer). Its checkpoint stays: the retry resumes from it."""
     try:
         with rbd_images.open_image(dst_io, rp.backup_image) as backup:
             rbd_images.break_locks(backup)
@@ -132,21 +224,29 @@ def _remove_backup_leftovers(dst_io: rados.Ioctx, rp: RestorePoint) -> None:
     manifest.remove(dst_io, rp.manifest_object)
 
 
-def _remove_older_source_snapshots(src_io: rados.Ioctx, image: str, keep: str) -> None:
-    with rbd_images.open_image(src_io, image) as head:
+def _remove_unneeded_source_snapshots(rt: Runtime, src_io: rados.Ioctx, volume: Volume,
+                                      keep: str) -> None:
+    """Every source snapshot costs the tenant's VM copy-on-write: keep only the one the next
+    incremental to each target builds on."""
+    with rt.db.session() as session:
+        needed = {rp.snapshot for rp in restore_points.incremental_bases(session, volume.id)}
+    needed.add(keep)
+    with rbd_images.open_image(src_io, volume.image) as head:
         for name in rbd_images.snapshot_names(head):
-            if name != keep and _CAIRN_SNAPSHOT.match(name):
+            if name not in needed and _CAIRN_SNAPSHOT.match(name):
                 rbd_images.remove_snapshot(head, name)
 
 
 def _clean_up(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
-    """Remove what a failed backup made: its snapshots, its manifest, and the backup image
-    when it holds no restore point. Errors here are logged and the failure reason stays the
-    original one; the reconciler finds whatever is left by its name."""
+    """Remove what a failed or cancelled backup made: its snapshots, manifest and checkpoint,
+    and the backup image when it holds no restore point. Errors here are logged and the
+    failure reason stays the original one; whatever is left carries the restore point's id
+    in its name."""
     target = rt.settings.backup_targets[rp.target]
     try:
         with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
-            _remove_backup_leftovers(dst_io, rp)
+            _remove_unfinished_snapshot(dst_io, rp)
+            checkpoint.remove(dst_io, rp.checkpoint_object)
             try:
                 with rbd_images.open_image(dst_io, rp.backup_image) as backup:
                     empty = not rbd_images.snapshot_names(backup)
@@ -164,10 +264,13 @@ def _clean_up(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
         log.exception("cleaning up after failed backup %s", rp.id)
 
 
-def _record_failure(rt: Runtime, reporter: JobReporter, rp: RestorePoint, code: str,
-                    message: str) -> None:
+def _record_failure(rt: Runtime, reporter: JobReporter, rp: RestorePoint, status: JobStatus,
+                    code: str, message: str) -> None:
+    # A cancelled backup leaves nothing behind, so its restore point is gone too.
+    to = RestorePointStatus.DELETED if status == JobStatus.CANCELLED else RestorePointStatus.ERROR
     with rt.db.session() as session:
-        guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
-                       RestorePointStatus.ERROR, expect=RestorePointStatus.CREATING,
-                       extra={"status_reason": message})
-    reporter.finish(JobStatus.FAILED, error_code=code, error_message=message)
+        guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS, to,
+                       expect=RestorePointStatus.CREATING,
+                       extra={"status_reason": message, "deleted_at": utcnow()
+                              if to == RestorePointStatus.DELETED else None})
+    reporter.finish(status, error_code=code, error_message=message)

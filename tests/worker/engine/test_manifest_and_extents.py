@@ -4,14 +4,16 @@ import pytest
 
 from services.errors import DataCorrupt
 from worker.engine.extents import plan_chunks
-from worker.engine.manifest import Manifest, digest
+from worker.engine.manifest import SHARD_OBJECTS, Manifest, digest
 
 
-def test_manifest_round_trips() -> None:
-    manifest = Manifest(object_size=4 << 20, image_size=10 << 20,
-                        digests={0: digest(b"a"), 2: digest(b"c")})
-    decoded = Manifest.decode(manifest.encode())
-    assert decoded == manifest
+def test_manifest_shards_hold_every_entry_once() -> None:
+    digests = {0: digest(b"a"), 2: digest(b"c"), SHARD_OBJECTS + 5: digest(b"d"),
+               3 * SHARD_OBJECTS: digest(b"e")}
+    manifest = Manifest(object_size=4 << 20, image_size=(4 * SHARD_OBJECTS) << 22,
+                        digests=digests)
+    shards = dict(manifest.shards())
+    assert sorted(shards) == [0, 1, 3]  # an all-zero stretch costs no shard
 
 
 def test_manifest_check_catches_changed_missing_and_unexpected_data() -> None:
@@ -26,11 +28,12 @@ def test_manifest_check_catches_changed_missing_and_unexpected_data() -> None:
         manifest.check(1, b"z")
 
 
-def test_manifest_rejects_foreign_blobs() -> None:
-    import zlib
-
-    with pytest.raises(DataCorrupt):
-        Manifest.decode(zlib.compress(b"NOTCAIRN" + bytes(20)))
+def test_an_incremental_manifest_applies_changes_zeroes_and_a_new_size() -> None:
+    base = Manifest(4, 16, {0: digest(b"a"), 1: digest(b"b"), 3: digest(b"d")})
+    new = base.updated({1: None, 2: digest(b"C"), 5: digest(b"F")}, image_size=24)
+    assert new.digests == {0: digest(b"a"), 2: digest(b"C"), 3: digest(b"d"), 5: digest(b"F")}
+    shrunk = new.updated({}, image_size=9)  # objects 0..2 remain
+    assert sorted(shrunk.digests) == [0, 2]
 
 
 def test_plan_covers_source_and_target_objects_in_order() -> None:
@@ -40,6 +43,19 @@ def test_plan_covers_source_and_target_objects_in_order() -> None:
         (1, 4, 4, False, True),
         (2, 8, 4, True, True),
     ]
+
+
+def test_an_incremental_plan_keeps_only_changed_objects_with_something_to_do() -> None:
+    chunks = plan_chunks(size=10 * 4, object_size=4, source={0, 1, 2, 5}, target={0, 1, 3},
+                         only={1, 3, 4, 5})
+    # 4 changed but is empty on both sides: nothing to write or clear.
+    assert [(c.index, c.in_source, c.in_target) for c in chunks] == [
+        (1, True, True), (3, False, True), (5, True, False)]
+
+
+def test_a_resumed_plan_starts_at_the_checkpoint() -> None:
+    chunks = plan_chunks(size=10 * 4, object_size=4, source=range(10), start=6)
+    assert [c.index for c in chunks] == [6, 7, 8, 9]
 
 
 def test_plan_trims_the_last_partial_object_and_ignores_objects_past_the_end() -> None:

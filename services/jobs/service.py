@@ -1,0 +1,72 @@
+"""Operator actions on a job: cancel it, change its QoS while it runs."""
+
+from __future__ import annotations
+
+from sqlalchemy import update
+from sqlalchemy.orm import Session
+
+from services.base import utcnow
+from services.context import RequestContext
+from services.errors import JobNotCancellable
+from services.jobs import repository
+from services.jobs.models import Job
+from services.jobs.schemas import JobUpdate
+from services.restore_points.models import RestorePoint
+from services.status import (
+    ACTIVE_JOB_STATUSES,
+    COPY_JOB_KINDS,
+    JOB_TRANSITIONS,
+    RESTORE_POINT_TRANSITIONS,
+    JobKind,
+    JobStatus,
+    RestorePointStatus,
+    guarded_update,
+)
+
+
+def cancel(session: Session, ctx: RequestContext, job_id: str) -> Job:
+    """A job that never started is cancelled at once. A running one (or one queued again
+    after a crash, which may have left a partial copy) is asked to stop: its worker removes
+    what it made and then marks it cancelled."""
+    job = repository.get(session, ctx, job_id)
+    _require_changeable(job, "cancelled")
+    now = utcnow()
+    never_started = guarded_update(
+        session, Job, job.id, JOB_TRANSITIONS, JobStatus.CANCELLED, expect=JobStatus.QUEUED,
+        extra={"cancel_requested_at": now, "finished_at": now, "error_code": "cancelled",
+               "error_message": "cancelled at the user's request before it started"},
+        where=(Job.attempt == 0,),
+    )
+    if never_started:
+        if job.kind == JobKind.BACKUP and job.restore_point_id is not None:
+            guarded_update(session, RestorePoint, job.restore_point_id,
+                           RESTORE_POINT_TRANSITIONS, RestorePointStatus.DELETED,
+                           expect=RestorePointStatus.CREATING,
+                           extra={"deleted_at": now, "status_reason": "backup cancelled "
+                                  "before it started"})
+    else:
+        session.execute(update(Job).where(Job.id == job.id, Job.cancel_requested_at.is_(None))
+                        .values(cancel_requested_at=now))
+    session.flush()
+    session.refresh(job)
+    return job
+
+
+def update_job(session: Session, ctx: RequestContext, job_id: str, change: JobUpdate) -> Job:
+    job = repository.get(session, ctx, job_id)
+    _require_changeable(job, "changed")
+    values = {field: getattr(change, field) for field in change.model_fields_set}
+    if values:
+        session.execute(update(Job).where(Job.id == job.id).values(**values))
+        session.flush()
+        session.refresh(job)
+    return job
+
+
+def _require_changeable(job: Job, what: str) -> None:
+    if job.kind not in COPY_JOB_KINDS:
+        raise JobNotCancellable(f"a {job.kind} job cannot be {what}; it is short and "
+                                "undoing it half-way would leave more behind", job_id=job.id)
+    if job.status not in ACTIVE_JOB_STATUSES:
+        raise JobNotCancellable(f"job {job.id} is already {job.status} and cannot be {what}",
+                                job_id=job.id, status=job.status)
