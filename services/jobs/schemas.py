@@ -14,6 +14,8 @@ class JobProgress(BaseModel):
     bytes_done: int
     bytes_total: int | None = Field(description="Bytes to copy; known once the copy starts")
     percent: float | None
+    bytes_read: int = Field(description="Bytes this attempt read from the source")
+    bytes_written: int = Field(description="Non-zero bytes this attempt wrote")
     bytes_resumed: int = Field(
         description="Part of bytes_done an earlier attempt had copied; this attempt resumed "
                     "after it instead of starting over")
@@ -100,7 +102,9 @@ class JobPublic(BaseModel):
             cancel_requested=job.cancel_requested_at is not None,
             attempt=job.attempt, max_attempts=job.max_attempts,
             progress=JobProgress(bytes_done=job.bytes_done, bytes_total=job.bytes_total,
-                                 percent=percent, bytes_resumed=job.bytes_resumed or 0,
+                                 percent=percent, bytes_read=job.bytes_read or 0,
+                                 bytes_written=job.bytes_written or 0,
+                                 bytes_resumed=job.bytes_resumed or 0,
                                  throughput_bytes_per_second=job.throughput_bytes_per_second),
             timings=JobTimings(created_at=job.created_at, started_at=job.started_at,
                                finished_at=job.finished_at, duration_seconds=duration,
