@@ -46,5 +46,8 @@ test: bootstrap ## install what is missing, start the stack's servers, lint, typ
 test-only: ## run the test suite against an already running stack
 	@$(PY) -m pytest -p no:cacheprovider
 
+bench: bootstrap ## copy-engine benchmark on its own BlueStore clusters (~20 min); prints figures
+	@$(PY) bench/copy_engine.py
+
 clean: down ## stop the stack and remove its data, the venv and caches
 	rm -rf $(STATE) $(VENV) .mypy_cache .ruff_cache

@@ -121,3 +121,31 @@ def test_an_explicit_full_copies_everything(stack: Stack, volumes_pool: rados.Io
     assert rp["kind"] == "full"
     assert rp["full_reason"] is None
     assert rp["bytes_read"] == job["progress"]["bytes_total"] > 8 * MiB
+
+
+def test_an_image_without_object_map_takes_the_slow_path_with_the_same_result(
+        stack: Stack, volumes_pool: rados.Ioctx, images: list[str]) -> None:
+    """No fast-diff: librbd lists each object's snapshots instead of reading the object
+    map; the plan, and so the backup, must be the same."""
+    source = ceph.unique_name("nomap")
+    images.append(source)
+    rbd.RBD().create(volumes_pool, source, 20 * MiB, features=rbd.RBD_FEATURE_LAYERING)
+    rng = ceph._Random(12)
+    with rbd.Image(volumes_pool, source) as image:
+        assert not image.features() & rbd.RBD_FEATURE_FAST_DIFF
+        image.write(rng.bytes(5 * MiB), 3 * MiB)
+        image.write(rng.bytes(MiB), 17 * MiB)
+    first = restore_point(stack, backup(stack, source)["restore_point_id"])
+    assert first["bytes_read"] == 3 * OBJECT  # objects 0, 1 and 4: holes are not read
+    first_sha = ceph.sha256_of(volumes_pool, source)
+    with rbd.Image(volumes_pool, source) as image:
+        image.write(rng.bytes(4096), 9 * MiB)   # object 2, new
+        image.discard(4 * MiB, 4 * MiB)          # object 1, gone
+    second = restore_point(stack, backup(stack, source)["restore_point_id"])
+    assert second["kind"] == "incremental"
+    assert second["bytes_read"] == OBJECT  # object 2; object 1 is only cleared
+    for rp, sha in ((first, first_sha), (second, ceph.sha256_of(volumes_pool, source))):
+        target = ceph.unique_name("nomap-restored")
+        images.append(target)
+        restore(stack, rp["id"], target)
+        assert ceph.sha256_of(volumes_pool, target) == sha

@@ -1,26 +1,33 @@
 """Finding the data inside a chunk, so that zeros are never written and the target stays
 as sparse as the source, down to 4 KiB blocks (the allocation unit of BlueStore on SSD).
 
-Scanning a 4 MiB chunk this way costs ~0.12 ms of CPU (memoryview comparisons are memcmp),
-about 1.5 % of the CPU a 4 MiB copy costs in all."""
+Scanning a 4 MiB chunk costs ~0.1 ms of CPU for data and ~0.3 ms for zeros, a few percent
+of the CPU a 4 MiB copy costs in all."""
 
 from __future__ import annotations
 
 BLOCK = 4096
 _ZERO_BLOCK = bytes(BLOCK)
+_PREFIX = 16
+_ZERO_PREFIX = bytes(_PREFIX)
 
 
 def data_runs(data: bytes, block: int = BLOCK) -> list[tuple[int, int]]:
     """(start, end) byte ranges of `data` holding non-zero blocks, adjacent blocks merged.
     A chunk of zeros gives []; a dense chunk gives [(0, len(data))]."""
     zero = _ZERO_BLOCK if block == BLOCK else bytes(block)
-    view = memoryview(data)
+    size = len(data)
     runs: list[tuple[int, int]] = []
     start: int | None = None
-    size = len(data)
     for offset in range(0, size, block):
         end = min(offset + block, size)
-        is_zero = view[offset:end] == zero[: end - offset]
+        # A 16-byte prefix settles almost every data block without copying it; a zero
+        # block is then compared whole as bytes (memcmp; a memoryview compares per element,
+        # ~25x slower on zeros).
+        if end - offset == block and block >= _PREFIX:
+            is_zero = data[offset:offset + _PREFIX] == _ZERO_PREFIX and data[offset:end] == zero
+        else:  # the chunk's short tail
+            is_zero = data[offset:end] == zero[: end - offset]
         if not is_zero and start is None:
             start = offset
         elif is_zero and start is not None:

@@ -1,0 +1,619 @@
+"""Copy-engine benchmark: Cairn's engine against the rbd tools, on two local BlueStore
+micro clusters, in one run.
+
+    make bench                       # or: .venv/bin/python bench/copy_engine.py [--size-gib 4]
+
+Starts its own clusters `bench-a` / `bench-b` (BlueStore on a file, loopback ports 46891 /
+46892, data in .state/bench/) so the figures do not depend on the test stack, makes a
+deterministic image (dense, and 50 %-sparse), then runs every method `--reps` times,
+interleaved (rep 1 of all methods, then rep 2, ...) so drift hits all of them alike, and
+prints medians with min-max, CPU-seconds per GiB of the copying process(es), and ratios to
+the anchors. Then the core set again with latency injected into every client (the same
+for the rbd tools and Cairn), and a QoS run printing its achieved rate per 1 s and 10 s.
+
+Cairn's runs use the worker's own engine, extents and manifest code (the backup and restore
+managers' copy, without the database around it): plan from diff_iterate, copy with the
+window, checksum every object, store the manifest, snapshot the backup image."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import rados
+import rbd
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from worker.engine import manifest  # noqa: E402
+from worker.engine.copy import CopyEngine, CopyStats, Digests  # noqa: E402
+from worker.engine.extents import allocated_objects, changed_objects, plan_chunks  # noqa: E402
+from worker.engine.qos import Pacer  # noqa: E402
+
+MiB = 1 << 20
+GiB = 1 << 30
+OBJECT = 4 * MiB
+STATE = REPO / ".state" / "bench"
+CLUSTERS = {"bench-a": 46891, "bench-b": 46892}
+CHANGED_FRACTION = 0.05
+SNAPSHOT_SECONDS: list[float] = []
+"""Time each backup snapshot took: a fixed cost (the mon allocates the snapshot id at its
+next proposal, up to `paxos_propose_interval` = 1 s later), kept out of the copy rates and
+reported on its own; `rbd cp` and `export | import` make no snapshot at all."""
+
+
+# --- clusters -------------------------------------------------------------------------
+
+def conf_of(cluster: str) -> str:
+    return str(STATE / cluster / "ceph.conf")
+
+
+def ceph_sh(action: str, cluster: str, store_bytes: int) -> None:
+    if action == "start":  # a fresh cluster each run: the figures start from an empty store
+        ceph_sh("stop", cluster, 0)
+        shutil.rmtree(STATE / cluster, ignore_errors=True)
+    env = {**os.environ, "CAIRN_STATE_DIR": str(STATE), "CEPH_OBJECTSTORE": "bluestore",
+           "CEPH_STORE_BYTES": str(store_bytes),
+           # Ceph's default, as in production: every snapshot waits up to 1 s for the mon.
+           "CEPH_PAXOS_PROPOSE_INTERVAL": "1"}
+    subprocess.run(["bash", str(REPO / "deploy/local/ceph.sh"), action, cluster,
+                    str(CLUSTERS[cluster])], check=True, env=env)
+
+
+@dataclass
+class Client:
+    """One librados connection per cluster, with or without injected latency."""
+
+    delay: float | None
+    handles: dict[str, rados.Rados] = field(default_factory=dict)
+
+    def rados_conf(self) -> dict[str, str]:
+        if not self.delay:
+            return {}
+        # Replies from the OSDs reach the client late: every operation pays the latency,
+        # operations in flight pay it in parallel, as on a busy replicated cluster.
+        return {"ms_inject_delay_type": "osd", "ms_inject_delay_max": str(self.delay),
+                "ms_inject_delay_probability": "1"}
+
+    def rbd_args(self, cluster: str) -> list[str]:
+        args = ["rbd", "-c", conf_of(cluster), "--no-progress"]
+        for key, value in self.rados_conf().items():
+            args += [f"--{key}", value]
+        return args
+
+    @contextmanager
+    def ioctx(self, cluster: str, pool: str) -> Iterator[rados.Ioctx]:
+        if cluster not in self.handles:
+            handle = rados.Rados(conffile=conf_of(cluster), conf=self.rados_conf())
+            handle.connect(timeout=30)
+            self.handles[cluster] = handle
+        io = self.handles[cluster].open_ioctx(pool)
+        try:
+            yield io
+        finally:
+            io.close()
+
+    def close(self) -> None:
+        for handle in self.handles.values():
+            handle.shutdown()
+
+
+# --- measuring ------------------------------------------------------------------------
+
+def _cpu_self() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _cpu_children() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+@dataclass
+class Run:
+    seconds: float
+    cpu: float
+    moved: int
+    """Bytes the run stands for: logical size for a full, changed bytes for an incremental."""
+    copied: int
+    """Bytes actually read and copied (data, not holes)."""
+
+
+def run_shell(script: str, moved: int, copied: int) -> Run:
+    cpu0, t0 = _cpu_children(), time.monotonic()
+    with (STATE / "rbd-cli.log").open("a") as log:
+        subprocess.run(["bash", "-o", "pipefail", "-c", script], check=True,
+                       stdout=subprocess.DEVNULL, stderr=log)
+    return Run(time.monotonic() - t0, _cpu_children() - cpu0, moved, copied)
+
+
+def quote(args: list[str]) -> str:
+    return " ".join(args)
+
+
+# --- images ---------------------------------------------------------------------------
+
+def remove_image(io: rados.Ioctx, name: str) -> None:
+    try:
+        with rbd.Image(io, name) as image:
+            for snap in image.list_snaps():
+                if image.is_protected_snap(snap["name"]):
+                    image.unprotect_snap(snap["name"])
+                image.remove_snap(snap["name"])
+        rbd.RBD().remove(io, name)
+    except rbd.ImageNotFound:
+        pass
+    for obj in list(io.list_objects()):
+        if obj.key.startswith(f"cairn.manifest.{name}"):
+            io.remove_object(obj.key)
+
+
+def make_source(io: rados.Ioctx, name: str, size: int, *, sparse: bool, seed: int) -> int:
+    """Deterministic image: random data in every object (dense) or in half of them, in
+    runs (sparse); snapshot s1; then CHANGED_FRACTION of the objects rewritten, a few
+    discarded; snapshot s2. Returns the bytes changed between s1 and s2."""
+    remove_image(io, name)
+    rbd.RBD().create(io, name, size, order=22)
+    objects = size // OBJECT
+    rng = random.Random(seed)
+    filled = [i for i in range(objects) if not sparse or (i // 8) % 2 == 0]
+
+    def fill(image: rbd.Image, indexes: list[int], salt: int) -> None:
+        def one(index: int) -> None:
+            image.write(random.Random(salt * 1_000_003 + index).randbytes(OBJECT),
+                        index * OBJECT)
+
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(one, indexes))
+
+    with rbd.Image(io, name) as image:
+        fill(image, filled, seed)
+        image.create_snap("s1")
+        changed = rng.sample(range(objects), max(1, int(objects * CHANGED_FRACTION)))
+        for index in changed[: len(changed) // 10]:
+            image.discard(index * OBJECT, OBJECT)
+        fill(image, changed[len(changed) // 10:], seed + 7)
+        image.create_snap("s2")
+    return len(changed) * OBJECT
+
+
+def make_thin_source(io: rados.Ioctx, name: str, size: int, seed: int) -> int:
+    """A large thin image for the incremental at scale: data in the CHANGED_FRACTION of
+    the objects that will change and as many others; s1; the first ones rewritten; s2.
+    Returns the bytes changed."""
+    remove_image(io, name)
+    rbd.RBD().create(io, name, size, order=22)
+    objects = size // OBJECT
+    rng = random.Random(seed)
+    picked = rng.sample(range(objects), 2 * int(objects * CHANGED_FRACTION))
+    changed = picked[: len(picked) // 2]
+
+    def write(image: rbd.Image, indexes: list[int], salt: int) -> None:
+        def one(index: int) -> None:
+            image.write(random.Random(salt * 1_000_003 + index).randbytes(OBJECT),
+                        index * OBJECT)
+
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(one, indexes))
+
+    with rbd.Image(io, name) as image:
+        write(image, picked, seed)
+        image.create_snap("s1")
+        write(image, changed, seed + 7)
+        image.create_snap("s2")
+    return len(changed) * OBJECT
+
+
+def data_bytes(io: rados.Ioctx, name: str, snap: str) -> int:
+    with rbd.Image(io, name, snapshot=snap, read_only=True) as image:
+        return len(allocated_objects(image, image.size(), OBJECT)) * OBJECT
+
+
+# --- Cairn ----------------------------------------------------------------------------
+
+def cairn_copy(src_io: rados.Ioctx, src: str, snap: str, dst_io: rados.Ioctx, dst: str, *,
+               window: int, since: str | None = None, base: manifest.Manifest | None = None,
+               verify: manifest.Manifest | None = None, pacer: Pacer | None = None,
+               on_progress: Callable[[CopyStats], None] | None = None,
+               ) -> tuple[CopyStats, manifest.Manifest | None]:
+    """What a backup (verify=None) or restore (verify=manifest) does with the data."""
+    with rbd.Image(src_io, src, snapshot=snap, read_only=True) as source:
+        size, order = source.size(), source.stat()["order"]
+        object_size = 1 << order
+        if since is None:
+            rbd.RBD().create(dst_io, dst, size, order=order)
+        with rbd.Image(dst_io, dst) as target:
+            if target.size() != size:
+                target.resize(size)
+            only = None
+            if since is not None:
+                only = (changed_objects(source, size, object_size, since)
+                        | changed_objects(target, size, object_size, since))
+            chunks = plan_chunks(size, object_size,
+                                 allocated_objects(source, size, object_size),
+                                 allocated_objects(target, size, object_size), only=only)
+            record: Digests | None = {} if verify is None else None
+            engine = CopyEngine(window=window, pacer=pacer, on_progress=on_progress)
+            stats = engine.run(source, target, chunks, record=record, verify=verify)
+            target.flush()
+            result = None
+            if record is not None:
+                result = (base or manifest.Manifest(object_size, size)).updated(record, size)
+                manifest.store(dst_io, f"cairn.manifest.{dst}.{snap}", result)
+                t0 = time.monotonic()
+                target.create_snap(snap)
+                SNAPSHOT_SECONDS.append(time.monotonic() - t0)
+    return stats, result
+
+
+# --- the benchmark --------------------------------------------------------------------
+
+@dataclass
+class Bench:
+    client: Client
+    size: int
+    window: int
+    changed: int = 0
+    data: int = 0
+    results: dict[str, list[Run]] = field(default_factory=dict)
+
+    def add(self, method: str, run: Run) -> None:
+        self.results.setdefault(method, []).append(run)
+        rate = run.moved / MiB / run.seconds
+        print(f"    {method:<34} {rate:8.0f} MiB/s  {run.seconds:6.2f} s  "
+              f"cpu {run.cpu / max(run.copied, 1) * GiB:5.2f} s/GiB", flush=True)
+
+    def rbd(self, cluster: str, *args: str) -> str:
+        return quote(self.client.rbd_args(cluster) + list(args))
+
+    def rep(self, src: str, methods: list[str]) -> None:
+        c = self.client
+        with c.ioctx("bench-a", "volumes") as vols, c.ioctx("bench-a", "backups") as bk, \
+                c.ioctx("bench-b", "backups") as remote:
+            for method in methods:
+                getattr(self, "m_" + method)(src, vols, bk, remote)
+
+    # anchors
+    def m_rbd_cp(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx, _r: rados.Ioctx) -> None:
+        self.add("rbd cp", run_shell(self.rbd("bench-a", "cp", f"volumes/{src}@s1",
+                                              "backups/anchor"), self.size, self.data))
+        remove_image(bk, "anchor")
+
+    def m_rbd_deep_cp(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
+                      _r: rados.Ioctx) -> None:
+        self.add("rbd deep cp", run_shell(self.rbd("bench-a", "deep", "cp", f"volumes/{src}@s1",
+                                                   "backups/anchor"), self.size, self.data))
+        remove_image(bk, "anchor")
+
+    def m_export_import(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
+                        _r: rados.Ioctx) -> None:
+        script = (self.rbd("bench-a", "export", f"volumes/{src}@s1", "-") + " | "
+                  + self.rbd("bench-a", "import", "-", "backups/anchor"))
+        self.add("rbd export | rbd import", run_shell(script, self.size, self.data))
+        remove_image(bk, "anchor")
+
+    def m_export_diff(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
+                      _r: rados.Ioctx) -> None:
+        rbd.RBD().create(bk, "anchor", self.size, order=22)
+        script = (self.rbd("bench-a", "export-diff", f"volumes/{src}@s1", "-") + " | "
+                  + self.rbd("bench-a", "import-diff", "-", "backups/anchor"))
+        self.add("export-diff | import-diff (full)", run_shell(script, self.size, self.data))
+        script = (self.rbd("bench-a", "export-diff", "--from-snap", "s1", f"volumes/{src}@s2",
+                           "-") + " | " + self.rbd("bench-a", "import-diff", "-",
+                                                   "backups/anchor"))
+        self.add("export-diff | import-diff (incr.)",
+                 run_shell(script, self.changed, self.changed))
+        remove_image(bk, "anchor")
+
+    # Cairn
+    def _cairn(self, method: str, fn: Callable[[], tuple[CopyStats, object]],
+               moved: int) -> tuple[CopyStats, object]:
+        cpu0, t0, snaps = _cpu_self(), time.monotonic(), len(SNAPSHOT_SECONDS)
+        stats, extra = fn()
+        elapsed, cpu = time.monotonic() - t0, _cpu_self() - cpu0
+        snapshot = sum(SNAPSHOT_SECONDS[snaps:])
+        self.add(method, Run(elapsed - snapshot, cpu, moved, stats.bytes_read))
+        if snapshot:  # import-diff's figures include its end snapshot: compare like with like
+            self.add(f"{method} + snapshot", Run(elapsed, cpu, moved, stats.bytes_read))
+        return stats, extra
+
+    def m_cairn(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx, _r: rados.Ioctx) -> None:
+        """Full, then incremental onto it, then restore of the full: a backup chain."""
+        _, full = self._cairn("Cairn full", lambda: cairn_copy(
+            vols, src, "s1", bk, "cairn-bk", window=self.window), self.size)
+        assert isinstance(full, manifest.Manifest)
+        stats, _ = self._cairn("Cairn incremental", lambda: cairn_copy(
+            vols, src, "s2", bk, "cairn-bk", window=self.window, since="s1", base=full),
+            self.changed)
+        if stats.bytes_read > self.changed * 1.01:
+            print(f"    !! incremental read {stats.bytes_read} bytes for {self.changed} changed")
+        self.results.setdefault("incr. bytes read / changed", []).append(
+            Run(1.0, 0.0, stats.bytes_read, stats.bytes_read))
+        self._cairn("Cairn restore", lambda: cairn_copy(
+            bk, "cairn-bk", "s1", vols, "cairn-restored", window=self.window, verify=full),
+            self.size)
+        remove_image(vols, "cairn-restored")
+        remove_image(bk, "cairn-bk")
+
+    def m_cairn_full(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
+                     _r: rados.Ioctx) -> None:
+        _, full = self._cairn("Cairn full", lambda: cairn_copy(
+            vols, src, "s1", bk, "cairn-bk", window=self.window), self.size)
+        assert isinstance(full, manifest.Manifest)
+        self._cairn("Cairn restore", lambda: cairn_copy(
+            bk, "cairn-bk", "s1", vols, "cairn-restored", window=self.window, verify=full),
+            self.size)
+        remove_image(vols, "cairn-restored")
+        remove_image(bk, "cairn-bk")
+
+    def m_export_diff_incr_only(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
+                                _r: rados.Ioctx) -> None:
+        """The incremental anchor alone: its base (a full export-diff) is set-up, not timed."""
+        rbd.RBD().create(bk, "anchor", self.size, order=22)
+        run_shell(self.rbd("bench-a", "export-diff", f"volumes/{src}@s1", "-") + " | "
+                  + self.rbd("bench-a", "import-diff", "-", "backups/anchor"), 0, 0)
+        script = (self.rbd("bench-a", "export-diff", "--from-snap", "s1", f"volumes/{src}@s2",
+                           "-") + " | " + self.rbd("bench-a", "import-diff", "-",
+                                                   "backups/anchor"))
+        self.add("export-diff | import-diff (incr.)",
+                 run_shell(script, self.changed, self.changed))
+        remove_image(bk, "anchor")
+
+    def m_cairn_incr_only(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
+                          _r: rados.Ioctx) -> None:
+        _, full = cairn_copy(vols, src, "s1", bk, "cairn-bk", window=self.window)
+        assert isinstance(full, manifest.Manifest)
+        stats, _ = self._cairn("Cairn incremental", lambda: cairn_copy(
+            vols, src, "s2", bk, "cairn-bk", window=self.window, since="s1", base=full),
+            self.changed)
+        self.results.setdefault("incr. bytes read / changed", []).append(
+            Run(1.0, 0.0, stats.bytes_read, stats.bytes_read))
+        remove_image(bk, "cairn-bk")
+
+    def m_cairn_cross(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
+                      remote: rados.Ioctx) -> None:
+        self._cairn("Cairn cross-cluster", lambda: cairn_copy(
+            vols, src, "s1", remote, "cairn-bk", window=self.window), self.size)
+        remove_image(remote, "cairn-bk")
+
+
+def median_line(runs: list[Run]) -> tuple[float, float, float, float]:
+    rates = [r.moved / MiB / r.seconds for r in runs]
+    cpu = [r.cpu / max(r.copied, 1) * GiB for r in runs]
+    return statistics.median(rates), min(rates), max(rates), statistics.median(cpu)
+
+
+def report(title: str, bench: Bench, ratios: list[tuple[str, str, float]]) -> None:
+    print(f"\n## {title}\n")
+    print("| method | MiB/s median | min-max | CPU-s/GiB copied |")
+    print("|---|---:|---:|---:|")
+    med: dict[str, float] = {}
+    for method, runs in bench.results.items():
+        if method.startswith("incr. bytes"):
+            continue
+        m, lo, hi, cpu = median_line(runs)
+        med[method] = m
+        print(f"| {method} | {m:.0f} | {lo:.0f}-{hi:.0f} | {cpu:.2f} |")
+    read = bench.results.get("incr. bytes read / changed")
+    if read:
+        print(f"\nIncremental bytes read / changed bytes: "
+              f"{statistics.median(r.moved for r in read) / bench.changed:.3f}")
+    print()
+    for what, anchor, goal in ratios:
+        if what in med and anchor in med:
+            ratio = med[what] / med[anchor]
+            verdict = "ok" if ratio >= goal else "BELOW GOAL"
+            print(f"- {what} / {anchor}: **{ratio:.2f}x** (goal >= {goal}x) {verdict}")
+
+
+def single_op_latency(client: Client) -> tuple[float, float]:
+    """Median ms of one 4 MiB write and one 4 MiB read with nothing else in flight."""
+    with client.ioctx("bench-a", "backups") as io:
+        remove_image(io, "latency-probe")
+        rbd.RBD().create(io, "latency-probe", 64 * MiB, order=22)
+        data = random.Random(3).randbytes(OBJECT)
+        writes, reads = [], []
+        with rbd.Image(io, "latency-probe") as image:
+            for n in range(16):
+                t0 = time.monotonic()
+                image.write(data, (n % 16) * OBJECT)
+                writes.append(time.monotonic() - t0)
+            for n in range(16):
+                t0 = time.monotonic()
+                image.read((n % 16) * OBJECT, OBJECT)
+                reads.append(time.monotonic() - t0)
+        remove_image(io, "latency-probe")
+    return statistics.median(writes) * 1e3, statistics.median(reads) * 1e3
+
+
+def qos_run(client: Client, src: str, size: int, window: int, limit: int) -> None:
+    print(f"\n## QoS: Cairn full limited to {limit / MiB:.0f} MiB/s\n")
+    samples: list[tuple[float, int]] = []
+    t0 = time.monotonic()
+
+    def on_progress(stats: CopyStats) -> None:
+        samples.append((time.monotonic() - t0, stats.bytes_done))
+
+    with client.ioctx("bench-a", "volumes") as vols, client.ioctx("bench-a", "backups") as bk:
+        remove_image(bk, "cairn-qos")
+        cairn_copy(vols, src, "s1", bk, "cairn-qos", window=window,
+                   pacer=Pacer(limit, None), on_progress=on_progress)
+        remove_image(bk, "cairn-qos")
+    end = samples[-1][0]
+
+    def done_at(t: float) -> int:
+        return max((b for s, b in samples if s <= t), default=0)
+
+    for span in (1, 10):
+        windows = [(done_at(s + span) - done_at(s)) / span / limit
+                   for s in range(0, int(end) - span + 1)]
+        if not windows:
+            continue
+        print(f"- {span:>2} s windows ({len(windows)}): achieved/limit min {min(windows):.3f}, "
+              f"max {max(windows):.3f}")
+    per_second = [f"{(done_at(s + 1) - done_at(s)) / MiB:.0f}" for s in range(int(end))]
+    print(f"- MiB per second: {' '.join(per_second)}")
+
+
+def window_sweep(client: Client, size: int, windows: list[int], reps: int) -> None:
+    """Cairn full at several windows, interleaved: how the default window was chosen."""
+    print(f"\n## Window sweep: Cairn full, dense {size / GiB:.1f} GiB\n")
+    rates: dict[int, list[float]] = {w: [] for w in windows}
+    with client.ioctx("bench-a", "volumes") as vols, client.ioctx("bench-a", "backups") as bk:
+        make_source(vols, "sweep", size, sparse=False, seed=5)
+        for _ in range(reps):
+            for window in windows:
+                remove_image(bk, "cairn-sweep")
+                t0 = time.monotonic()
+                cairn_copy(vols, "sweep", "s1", bk, "cairn-sweep", window=window)
+                rates[window].append(size / MiB / (time.monotonic() - t0))
+        remove_image(bk, "cairn-sweep")
+        remove_image(vols, "sweep")
+    print("| window | MiB/s median | min-max | memory bound |")
+    print("|---:|---:|---:|---:|")
+    for window, values in rates.items():
+        print(f"| {window} | {statistics.median(values):.0f} | {min(values):.0f}-"
+              f"{max(values):.0f} | {window * 4} MiB |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size-gib", type=float, default=4.0)
+    parser.add_argument("--latency-size-gib", type=float, default=1.0)
+    parser.add_argument("--incr-size-gib", type=float, default=80.0,
+                        help="thin image of the incremental-at-scale runs (5 %% changes)")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--window", type=int, default=16)
+    parser.add_argument("--delay", type=float, default=0.05,
+                        help="ms_inject_delay_max in seconds for the latency runs")
+    parser.add_argument("--qos-mib", type=int, default=150)
+    parser.add_argument("--keep", action="store_true", help="leave the clusters running")
+    parser.add_argument("--sweep-only", action="store_true",
+                        help="only the window sweep (1, 4, 8, 16, 32) on the dense image")
+    args = parser.parse_args()
+    size = int(args.size_gib * GiB) // OBJECT * OBJECT
+    lat_size = int(args.latency_size_gib * GiB) // OBJECT * OBJECT
+    incr_size = int(args.incr_size_gib * GiB) // OBJECT * OBJECT
+
+    print(f"# Copy engine benchmark, {time.strftime('%Y-%m-%d')}\n")
+    ceph_version = subprocess.run(["ceph", "--version"], check=True, capture_output=True,
+                                  text=True).stdout.split()[2]
+    print(f"Machine: {platform.node()}, {os.cpu_count()} cores, "
+          f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / GiB:.0f} GiB RAM, "
+          f"{platform.platform()}; Ceph {ceph_version}; "
+          f"BlueStore on a file, one OSD per cluster; window {args.window}, 4 MiB objects; "
+          f"{args.reps} interleaved repetitions.")
+    store = int(max(3.5 * size, 0.4 * incr_size) + 2 * lat_size + 4 * GiB)
+    for cluster in CLUSTERS:
+        ceph_sh("start", cluster, store if cluster == "bench-a" else size + 4 * GiB)
+    client = Client(None)
+    if args.sweep_only:
+        try:
+            window_sweep(client, size, [1, 4, 8, 16, 32], args.reps)
+        finally:
+            client.close()
+            for cluster in CLUSTERS:
+                ceph_sh("stop", cluster, 0)
+        return
+    try:
+        with client.ioctx("bench-a", "volumes") as vols:
+            changed = make_source(vols, "dense", size, sparse=False, seed=1)
+            make_source(vols, "sparse", size, sparse=True, seed=2)
+            dense_data = data_bytes(vols, "dense", "s1")
+            sparse_data = data_bytes(vols, "sparse", "s1")
+        w, r = single_op_latency(client)
+        print(f"\nSingle 4 MiB op, no injected latency: write {w:.1f} ms, read {r:.1f} ms")
+
+        dense = Bench(client, size, args.window, changed=changed, data=dense_data)
+        sparse = Bench(client, size, args.window, changed=changed, data=sparse_data)
+        for rep in range(args.reps):
+            print(f"\nrep {rep + 1}/{args.reps}, dense {size / GiB:.1f} GiB:")
+            dense.rep("dense", ["rbd_cp", "rbd_deep_cp", "export_import", "export_diff",
+                                "cairn", "cairn_cross"])
+            print(f"rep {rep + 1}/{args.reps}, 50 %-sparse {size / GiB:.1f} GiB:")
+            sparse.rep("sparse", ["rbd_cp", "export_import", "cairn_full"])
+        report(f"Dense {size / GiB:.1f} GiB image", dense, [
+            ("Cairn full", "rbd cp", 1.1),
+            ("Cairn cross-cluster", "rbd cp", 1.0),
+            ("Cairn restore", "Cairn full", 1.0),
+            ("Cairn incremental", "Cairn full", 0.9),
+            ("Cairn incremental + snapshot", "export-diff | import-diff (incr.)", 1.5),
+            ("Cairn full", "rbd export | rbd import", 1.0),
+            ("Cairn full + snapshot", "export-diff | import-diff (full)", 1.0),
+            ("Cairn full", "rbd deep cp", 1.0),
+        ])
+        report(f"50 %-sparse {size / GiB:.1f} GiB image (MiB/s of logical size)", sparse, [
+            ("Cairn full", "rbd cp", 1.0),
+            ("Cairn restore", "Cairn full", 1.0),
+        ])
+        print(f"\nBackup snapshot creation (not in the Cairn rates above): median "
+              f"{statistics.median(SNAPSHOT_SECONDS) * 1e3:.0f} ms, max "
+              f"{max(SNAPSHOT_SECONDS) * 1e3:.0f} ms over {len(SNAPSHOT_SECONDS)}")
+        qos_run(client, "dense", size, args.window, args.qos_mib * MiB)
+        with client.ioctx("bench-a", "volumes") as vols:
+            remove_image(vols, "sparse")
+            remove_image(vols, "dense")
+            changed = make_thin_source(vols, "thin", incr_size, seed=4)
+        full_rate = median_line(dense.results["Cairn full"])[0]
+        scale = Bench(client, incr_size, args.window, changed=changed)
+        scale.results["Cairn full (dense section)"] = dense.results["Cairn full"]
+        for rep in range(args.reps):
+            print(f"\nrep {rep + 1}/{args.reps}, incremental at scale: {incr_size / GiB:.0f} GiB "
+                  f"thin image, {changed / GiB:.1f} GiB changed:")
+            scale.rep("thin", ["export_diff_incr_only", "cairn_incr_only"])
+        report(f"Incremental at scale ({changed / GiB:.1f} GiB changed in a "
+               f"{incr_size / GiB:.0f} GiB image; MiB/s of changed bytes)", scale, [
+                   ("Cairn incremental + snapshot", "export-diff | import-diff (incr.)", 1.5),
+                   ("Cairn incremental", "Cairn full (dense section)", 0.9),
+               ])
+        print(f"(Cairn full, dense section: {full_rate:.0f} MiB/s)")
+        with client.ioctx("bench-a", "volumes") as vols:
+            remove_image(vols, "thin")
+    finally:
+        client.close()
+
+    slow = Client(args.delay)
+    try:
+        with slow.ioctx("bench-a", "volumes") as vols:
+            changed = make_source(vols, "lat", lat_size, sparse=False, seed=3)
+        w, r = single_op_latency(slow)
+        print(f"\nSingle 4 MiB op with ms_inject_delay_max={args.delay}: write {w:.1f} ms, "
+              f"read {r:.1f} ms")
+        lat = Bench(slow, lat_size, args.window, changed=changed, data=lat_size)
+        for rep in range(args.reps):
+            print(f"\nrep {rep + 1}/{args.reps}, latency injected, dense "
+                  f"{lat_size / GiB:.1f} GiB:")
+            lat.rep("lat", ["rbd_cp", "export_import", "export_diff", "cairn", "cairn_cross"])
+        report(f"Latency injected (4 MiB write {w:.0f} ms), dense {lat_size / GiB:.1f} GiB",
+               lat, [
+                   ("Cairn full", "rbd export | rbd import", 3.0),
+                   ("Cairn full + snapshot", "export-diff | import-diff (full)", 3.0),
+                   ("Cairn incremental + snapshot", "export-diff | import-diff (incr.)", 1.5),
+                   ("Cairn full", "rbd cp", 1.0),
+               ])
+        with slow.ioctx("bench-a", "volumes") as vols:
+            remove_image(vols, "lat")
+    finally:
+        slow.close()
+        if not args.keep:
+            for cluster in CLUSTERS:
+                ceph_sh("stop", cluster, 0)
+
+
+if __name__ == "__main__":
+    main()
