@@ -464,8 +464,11 @@ def qos_run(client: Client, src: str, size: int, window: int, limit: int) -> Non
                    for s in range(0, int(end) - span + 1)]
         if not windows:
             continue
+        goal = ("every one within 0.98-1.02" if span == 10 else "none above 1.10")
+        ok = (all(0.98 <= w <= 1.02 for w in windows) if span == 10
+              else max(windows) <= 1.10)
         print(f"- {span:>2} s windows ({len(windows)}): achieved/limit min {min(windows):.3f}, "
-              f"max {max(windows):.3f}")
+              f"max {max(windows):.3f} (goal: {goal}) {'ok' if ok else 'OUTSIDE GOAL'}")
     per_second = [f"{(done_at(s + 1) - done_at(s)) / MiB:.0f}" for s in range(int(end))]
     print(f"- MiB per second: {' '.join(per_second)}")
 
@@ -495,7 +498,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size-gib", type=float, default=4.0)
     parser.add_argument("--latency-size-gib", type=float, default=1.0)
-    parser.add_argument("--incr-size-gib", type=float, default=80.0,
+    parser.add_argument("--incr-size-gib", type=float, default=64.0,
                         help="thin image of the incremental-at-scale runs (5 %% changes)")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--window", type=int, default=16)

@@ -62,6 +62,9 @@ bluestore block create = true
 # Snapshot creation waits for the mon's next proposal; Ceph's 1 s default would cost every
 # backup ~2 s on a one-node dev cluster. The benchmark sets 1 (production's value).
 paxos propose interval = $propose_interval
+# A file-backed OSD counts as rotational, where snapshot trimming sleeps 5 s per step:
+# space held by removed snapshots would then come back far slower than tests remove them.
+osd snap trim sleep = 0
 osd max object name len = 460
 osd max object namespace len = 64
 osd op num shards = 2

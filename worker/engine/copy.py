@@ -87,9 +87,16 @@ class CopyEngine:
         low = 0  # position of the first chunk not done
 
         def drain(block_until: int) -> None:
+            """Reap every finished chunk (progress, checkpoint and errors are then current
+            even when QoS keeps the window from filling), blocking only while more than
+            `block_until` chunks are in flight."""
             nonlocal low
-            while len(inflight) > block_until:
-                finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
+            while True:
+                finished: set[Future[None]] = {f for f in inflight if f.done()}
+                if not finished:
+                    if len(inflight) <= block_until:
+                        return
+                    finished, _ = wait(inflight, return_when=FIRST_COMPLETED)
                 for future in finished:
                     position = inflight.pop(future)
                     future.result()  # re-raises a failed chunk's error here
