@@ -521,7 +521,7 @@ def main() -> None:
           f"{platform.platform()}; Ceph {ceph_version}; "
           f"BlueStore on a file, one OSD per cluster; window {args.window}, 4 MiB objects; "
           f"{args.reps} interleaved repetitions.")
-    store = int(max(3.5 * size, 0.4 * incr_size) + 2 * lat_size + 4 * GiB)
+    store = int(max(3.5 * size, 0.6 * incr_size) + 2 * lat_size + 8 * GiB)
     for cluster in CLUSTERS:
         ceph_sh("start", cluster, store if cluster == "bench-a" else size + 4 * GiB)
     client = Client(None)

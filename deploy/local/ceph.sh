@@ -64,7 +64,10 @@ bluestore block create = true
 paxos propose interval = $propose_interval
 # A file-backed OSD counts as rotational, where snapshot trimming sleeps 5 s per step:
 # space held by removed snapshots would then come back far slower than tests remove them.
-osd snap trim sleep = 0
+# (0 in osd_snap_trim_sleep means "use the per-device value", hence all three.)
+osd snap trim sleep hdd = 0
+osd snap trim sleep ssd = 0
+osd snap trim sleep hybrid = 0
 osd max object name len = 460
 osd max object namespace len = 64
 osd op num shards = 2
