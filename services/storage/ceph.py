@@ -38,7 +38,11 @@ class CephClusters:
             self.check_known(cluster, field="cluster")
             cfg = self._settings.clusters[cluster]
             timeout = str(self._settings.ceph_connect_timeout_seconds)
-            conf = {"client_mount_timeout": timeout, "rados_mon_op_timeout": timeout}
+            conf = {"client_mount_timeout": timeout, "rados_mon_op_timeout": timeout,
+                    # The copy engine's aio writes then send the bytes object's memory as
+                    # is instead of copying each 4 MiB buffer (safe: bytes are immutable,
+                    # which is the "unstable writes" risk the option guards against).
+                    "rbd_disable_zero_copy_writes": "false"}
             if cfg.keyring is not None:
                 conf["keyring"] = str(cfg.keyring)
             handle = rados.Rados(conffile=str(cfg.conf), name=cfg.client, conf=conf)

@@ -11,6 +11,7 @@ window x chunk size: at most `window` chunks are read and not yet written."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -59,6 +60,25 @@ class CopyStats:
 ProgressCallback = Callable[[CopyStats], None]
 """Called from the submitting thread after chunks complete; raising stops the copy (a
 cancelled or lost job)."""
+
+
+def write(image: rbd.Image, data: bytes, offset: int) -> None:
+    """Write and wait. Through `aio_write`, because a synchronous librbd write always copies
+    the buffer, while an aio write with zero-copy writes enabled (CephClusters sets
+    rbd_disable_zero_copy_writes=false) sends it as is: measured +28 % throughput and -8 %
+    client CPU on a 2-core BlueStore machine (bench/README.md)."""
+    finished = threading.Event()
+    result = [0]
+
+    def on_complete(completion: rbd.Completion) -> None:
+        result[0] = completion.get_return_value()
+        finished.set()
+
+    image.aio_write(data, offset, on_complete)
+    finished.wait()
+    if result[0] < 0:
+        raise OSError(-result[0], f"write of {len(data)} bytes at offset {offset} failed: "
+                                  f"{os.strerror(-result[0])}")
 
 
 class CopyEngine:
@@ -163,8 +183,8 @@ class CopyEngine:
             if data is not None:
                 view = memoryview(data)
                 for start, end in runs:
-                    target.write(data if (start, end) == (0, len(data))
-                                 else bytes(view[start:end]), chunk.offset + start)
+                    write(target, data if (start, end) == (0, len(data))
+                          else bytes(view[start:end]), chunk.offset + start)
                     written += end - start
                     ops += 1
                 if chunk.in_target:
