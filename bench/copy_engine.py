@@ -81,19 +81,21 @@ class Client:
     delay: float | None
     handles: dict[str, rados.Rados] = field(default_factory=dict)
 
-    def rados_conf(self) -> dict[str, str]:
-        # As Cairn's workers connect (services/storage/ceph.py); harmless to the rbd tools.
-        conf = {"rbd_disable_zero_copy_writes": "false"}
+    def latency_conf(self) -> dict[str, str]:
         if not self.delay:
-            return conf
-        # Replies from the OSDs reach the client late: every operation pays the latency,
-        # operations in flight pay it in parallel, as on a busy replicated cluster.
-        return {**conf, "ms_inject_delay_type": "osd", "ms_inject_delay_max": str(self.delay),
+            return {}
+        # Replies from the OSDs reach the client late: every operation pays the latency.
+        return {"ms_inject_delay_type": "osd", "ms_inject_delay_max": str(self.delay),
                 "ms_inject_delay_probability": "1"}
 
+    def rados_conf(self) -> dict[str, str]:
+        # Cairn's clients as its workers connect (services/storage/ceph.py).
+        return {"rbd_disable_zero_copy_writes": "false", **self.latency_conf()}
+
     def rbd_args(self, cluster: str) -> list[str]:
+        # The rbd tools as users run them: Ceph's defaults (zero-copy writes off).
         args = ["rbd", "-c", conf_of(cluster), "--no-progress"]
-        for key, value in self.rados_conf().items():
+        for key, value in self.latency_conf().items():
             args += [f"--{key}", value]
         return args
 
