@@ -167,6 +167,15 @@ def remove_image(io: rados.Ioctx, name: str) -> None:
             io.remove_object(obj.key)
 
 
+def write_objects(image: rbd.Image, indexes: list[int], salt: int) -> None:
+    """Deterministic random data into whole objects, 16 writes in flight."""
+    def one(index: int) -> None:
+        image.write(random.Random(salt * 1_000_003 + index).randbytes(OBJECT), index * OBJECT)
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(one, indexes))
+
+
 def make_source(io: rados.Ioctx, name: str, size: int, *, sparse: bool, seed: int) -> int:
     """Deterministic image: random data in every object (dense) or in half of them, in
     runs (sparse); snapshot s1; then CHANGED_FRACTION of the objects rewritten, a few
@@ -176,22 +185,13 @@ def make_source(io: rados.Ioctx, name: str, size: int, *, sparse: bool, seed: in
     objects = size // OBJECT
     rng = random.Random(seed)
     filled = [i for i in range(objects) if not sparse or (i // 8) % 2 == 0]
-
-    def fill(image: rbd.Image, indexes: list[int], salt: int) -> None:
-        def one(index: int) -> None:
-            image.write(random.Random(salt * 1_000_003 + index).randbytes(OBJECT),
-                        index * OBJECT)
-
-        with ThreadPoolExecutor(16) as pool:
-            list(pool.map(one, indexes))
-
     with rbd.Image(io, name) as image:
-        fill(image, filled, seed)
+        write_objects(image, filled, seed)
         image.create_snap("s1")
         changed = rng.sample(range(objects), max(1, int(objects * CHANGED_FRACTION)))
         for index in changed[: len(changed) // 10]:
             image.discard(index * OBJECT, OBJECT)
-        fill(image, changed[len(changed) // 10:], seed + 7)
+        write_objects(image, changed[len(changed) // 10:], seed + 7)
         image.create_snap("s2")
     return len(changed) * OBJECT
 
@@ -206,19 +206,10 @@ def make_thin_source(io: rados.Ioctx, name: str, size: int, seed: int) -> int:
     rng = random.Random(seed)
     picked = rng.sample(range(objects), 2 * int(objects * CHANGED_FRACTION))
     changed = picked[: len(picked) // 2]
-
-    def write(image: rbd.Image, indexes: list[int], salt: int) -> None:
-        def one(index: int) -> None:
-            image.write(random.Random(salt * 1_000_003 + index).randbytes(OBJECT),
-                        index * OBJECT)
-
-        with ThreadPoolExecutor(16) as pool:
-            list(pool.map(one, indexes))
-
     with rbd.Image(io, name) as image:
-        write(image, picked, seed)
+        write_objects(image, picked, seed)
         image.create_snap("s1")
-        write(image, changed, seed + 7)
+        write_objects(image, changed, seed + 7)
         image.create_snap("s2")
     return len(changed) * OBJECT
 
@@ -311,18 +302,30 @@ class Bench:
         self.add("rbd export | rbd import", run_shell(script, self.size, self.data))
         remove_image(bk, "anchor")
 
-    def m_export_diff(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
-                      _r: rados.Ioctx) -> None:
+    def _export_diff(self, src: str, bk: rados.Ioctx, *, time_full: bool) -> None:
+        """export-diff | import-diff of s1 (timed, or set-up for the incremental), then of
+        s1..s2 onto it (timed)."""
         rbd.RBD().create(bk, "anchor", self.size, order=22)
-        script = (self.rbd("bench-a", "export-diff", f"volumes/{src}@s1", "-") + " | "
-                  + self.rbd("bench-a", "import-diff", "-", "backups/anchor"))
-        self.add("export-diff | import-diff (full)", run_shell(script, self.size, self.data))
+        full = run_shell(self.rbd("bench-a", "export-diff", f"volumes/{src}@s1", "-") + " | "
+                         + self.rbd("bench-a", "import-diff", "-", "backups/anchor"),
+                         self.size, self.data)
+        if time_full:
+            self.add("export-diff | import-diff (full)", full)
         script = (self.rbd("bench-a", "export-diff", "--from-snap", "s1", f"volumes/{src}@s2",
                            "-") + " | " + self.rbd("bench-a", "import-diff", "-",
                                                    "backups/anchor"))
         self.add("export-diff | import-diff (incr.)",
                  run_shell(script, self.changed, self.changed))
         remove_image(bk, "anchor")
+
+    def m_export_diff(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
+                      _r: rados.Ioctx) -> None:
+        self._export_diff(src, bk, time_full=True)
+
+    def m_export_diff_incr_only(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
+                                _r: rados.Ioctx) -> None:
+        """The incremental anchor alone: its base (a full export-diff) is set-up, not timed."""
+        self._export_diff(src, bk, time_full=False)
 
     # Cairn
     def _cairn(self, method: str, fn: Callable[[], tuple[CopyStats, object]],
@@ -336,11 +339,14 @@ class Bench:
             self.add(f"{method} + snapshot", Run(elapsed, cpu, moved, stats.bytes_read))
         return stats, extra
 
-    def m_cairn(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx, _r: rados.Ioctx) -> None:
-        """Full, then incremental onto it, then restore of the full: a backup chain."""
+    def _cairn_full(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx) -> manifest.Manifest:
         _, full = self._cairn("Cairn full", lambda: cairn_copy(
             vols, src, "s1", bk, "cairn-bk", window=self.window), self.size)
         assert isinstance(full, manifest.Manifest)
+        return full
+
+    def _cairn_incremental(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
+                           full: manifest.Manifest) -> None:
         stats, _ = self._cairn("Cairn incremental", lambda: cairn_copy(
             vols, src, "s2", bk, "cairn-bk", window=self.window, since="s1", base=full),
             self.changed)
@@ -348,45 +354,32 @@ class Bench:
             print(f"    !! incremental read {stats.bytes_read} bytes for {self.changed} changed")
         self.results.setdefault("incr. bytes read / changed", []).append(
             Run(1.0, 0.0, stats.bytes_read, stats.bytes_read))
+
+    def _cairn_restore(self, vols: rados.Ioctx, bk: rados.Ioctx,
+                       full: manifest.Manifest) -> None:
         self._cairn("Cairn restore", lambda: cairn_copy(
             bk, "cairn-bk", "s1", vols, "cairn-restored", window=self.window, verify=full),
             self.size)
         remove_image(vols, "cairn-restored")
+
+    def m_cairn(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx, _r: rados.Ioctx) -> None:
+        """Full, then incremental onto it, then restore of the full: a backup chain."""
+        full = self._cairn_full(src, vols, bk)
+        self._cairn_incremental(src, vols, bk, full)
+        self._cairn_restore(vols, bk, full)
         remove_image(bk, "cairn-bk")
 
     def m_cairn_full(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
                      _r: rados.Ioctx) -> None:
-        _, full = self._cairn("Cairn full", lambda: cairn_copy(
-            vols, src, "s1", bk, "cairn-bk", window=self.window), self.size)
-        assert isinstance(full, manifest.Manifest)
-        self._cairn("Cairn restore", lambda: cairn_copy(
-            bk, "cairn-bk", "s1", vols, "cairn-restored", window=self.window, verify=full),
-            self.size)
-        remove_image(vols, "cairn-restored")
+        self._cairn_restore(vols, bk, self._cairn_full(src, vols, bk))
         remove_image(bk, "cairn-bk")
-
-    def m_export_diff_incr_only(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
-                                _r: rados.Ioctx) -> None:
-        """The incremental anchor alone: its base (a full export-diff) is set-up, not timed."""
-        rbd.RBD().create(bk, "anchor", self.size, order=22)
-        run_shell(self.rbd("bench-a", "export-diff", f"volumes/{src}@s1", "-") + " | "
-                  + self.rbd("bench-a", "import-diff", "-", "backups/anchor"), 0, 0)
-        script = (self.rbd("bench-a", "export-diff", "--from-snap", "s1", f"volumes/{src}@s2",
-                           "-") + " | " + self.rbd("bench-a", "import-diff", "-",
-                                                   "backups/anchor"))
-        self.add("export-diff | import-diff (incr.)",
-                 run_shell(script, self.changed, self.changed))
-        remove_image(bk, "anchor")
 
     def m_cairn_incr_only(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
                           _r: rados.Ioctx) -> None:
+        """The incremental alone: its base (a full) is set-up, not timed."""
         _, full = cairn_copy(vols, src, "s1", bk, "cairn-bk", window=self.window)
         assert isinstance(full, manifest.Manifest)
-        stats, _ = self._cairn("Cairn incremental", lambda: cairn_copy(
-            vols, src, "s2", bk, "cairn-bk", window=self.window, since="s1", base=full),
-            self.changed)
-        self.results.setdefault("incr. bytes read / changed", []).append(
-            Run(1.0, 0.0, stats.bytes_read, stats.bytes_read))
+        self._cairn_incremental(src, vols, bk, full)
         remove_image(bk, "cairn-bk")
 
     def m_cairn_cross(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,

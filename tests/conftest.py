@@ -99,3 +99,26 @@ def backups_pool() -> Iterator[rados.Ioctx]:
     """The `backups` pool the `local` target writes to."""
     with ceph.ioctx("ceph-a", "backups") as io:
         yield io
+
+
+@pytest.fixture
+def offsite_pool() -> Iterator[rados.Ioctx]:
+    """The `backups` pool on ceph-b, which the `offsite` target writes to."""
+    with ceph.ioctx("ceph-b", "backups") as io:
+        yield io
+
+
+@pytest.fixture
+def offsite_volumes() -> Iterator[rados.Ioctx]:
+    """ceph-b's `volumes` pool, a place to restore into on the other cluster."""
+    with ceph.ioctx("ceph-b", "volumes") as io:
+        yield io
+
+
+@pytest.fixture
+def images(volumes_pool: rados.Ioctx) -> Iterator[list[str]]:
+    """Names of images the test makes in the volumes pool; removed afterwards."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        ceph.remove_image(volumes_pool, name)

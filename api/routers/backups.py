@@ -16,7 +16,9 @@ router = APIRouter(prefix="/v1/backups", tags=["backups"])
              summary="Back up a volume now")
 def create_backup(body: BackupCreate, session: SessionDep, ctx: ContextDep,
                   settings: SettingsDep, clusters: ClustersDep) -> JobPublic:
-    """Queue a full backup of the volume. Answers with the job; poll `GET /v1/jobs/{id}`.
+    """Queue a backup of the volume: incremental (only what changed since its newest
+    restore point on the target) unless `kind` is `full` or there is no usable base.
+    Answers with the job; poll `GET /v1/jobs/{id}`.
     The restore point appears at once with status `creating`."""
     job = service.create_backup(session, ctx, settings, clusters, body)
     return JobPublic.of(job)

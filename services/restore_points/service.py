@@ -28,11 +28,7 @@ from services.volumes.refs import parse_image_ref
 
 def start_restore(session: Session, ctx: RequestContext, settings: Settings,
                   clusters: CephClusters, rp_id: str, request: RestoreCreate) -> Job:
-    rp = restore_points.get(session, ctx, rp_id)
-    if rp.status != RestorePointStatus.AVAILABLE:
-        raise RestorePointBusy(
-            f"restore point {rp.id} is {rp.status}; only an available restore point can be "
-            "restored", restore_point_id=rp.id, status=rp.status)
+    rp = _available(session, ctx, rp_id, "restored")
     if rp.verify_status == VerifyStatus.CORRUPT:
         raise RestorePointBusy(
             f"restore point {rp.id} failed verification ({rp.corrupt_object_count} corrupt "
@@ -84,11 +80,7 @@ def delete_restore_point(session: Session, ctx: RequestContext, settings: Settin
 
 def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_id: str,
                  request: VerifyCreate) -> Job:
-    rp = restore_points.get(session, ctx, rp_id)
-    if rp.status != RestorePointStatus.AVAILABLE:
-        raise RestorePointBusy(
-            f"restore point {rp.id} is {rp.status}; only an available restore point can be "
-            "verified", restore_point_id=rp.id, status=rp.status)
+    rp = _available(session, ctx, rp_id, "verified")
     running = jobs.active_for_restore_point(session, rp.id, JobKind.VERIFY)
     if running is not None:
         return running  # verifying twice at once would only read everything twice
@@ -101,3 +93,12 @@ def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_i
     session.flush()
     dispatch.enqueue(session, job.id, JobKind.VERIFY)
     return job
+
+
+def _available(session: Session, ctx: RequestContext, rp_id: str, to_be: str) -> RestorePoint:
+    rp = restore_points.get(session, ctx, rp_id)
+    if rp.status != RestorePointStatus.AVAILABLE:
+        raise RestorePointBusy(
+            f"restore point {rp.id} is {rp.status}; only an available restore point can be "
+            f"{to_be}", restore_point_id=rp.id, status=rp.status)
+    return rp

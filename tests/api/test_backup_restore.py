@@ -3,8 +3,6 @@ both databases: the restored bytes equal the source snapshot's, sparse stays spa
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import rados
 
@@ -13,15 +11,6 @@ from tests.support.ceph import MiB
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.ceph
-
-
-@pytest.fixture
-def images(volumes_pool: rados.Ioctx) -> Iterator[list[str]]:
-    """Names of images the test makes in the volumes pool; removed afterwards."""
-    names: list[str] = []
-    yield names
-    for name in names:
-        ceph.remove_image(volumes_pool, name)
 
 
 def backup(stack: Stack, image: str, **extra: object) -> dict[str, object]:

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import rados
 import rbd
@@ -15,18 +13,6 @@ from tests.support.flows import backup, restore, restore_point
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.ceph
-
-
-@pytest.fixture
-def offsite_pool() -> Iterator[rados.Ioctx]:
-    with ceph.ioctx("ceph-b", "backups") as io:
-        yield io
-
-
-@pytest.fixture
-def offsite_volumes() -> Iterator[rados.Ioctx]:
-    with ceph.ioctx("ceph-b", "volumes") as io:
-        yield io
 
 
 def test_backup_to_another_cluster_and_back(

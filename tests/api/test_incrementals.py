@@ -4,8 +4,6 @@ reads only what changed, and the source keeps one cairn.* snapshot."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import rados
 import rbd
@@ -18,14 +16,6 @@ from tests.support.stack import Stack
 pytestmark = pytest.mark.ceph
 
 OBJECT = 4 * MiB
-
-
-@pytest.fixture
-def images(volumes_pool: rados.Ioctx) -> Iterator[list[str]]:
-    names: list[str] = []
-    yield names
-    for name in names:
-        ceph.remove_image(volumes_pool, name)
 
 
 def _mutate(image: rbd.Image, step: int, rng: ceph._Random) -> set[int]:

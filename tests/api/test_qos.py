@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 import rados
-import rbd
 
 from tests.support import ceph
 from tests.support.ceph import MiB
@@ -21,12 +20,8 @@ pytestmark = pytest.mark.ceph
 
 @pytest.fixture
 def volume(volumes_pool: rados.Ioctx) -> Iterator[str]:
-    name = ceph.unique_name("qos")
-    rbd.RBD().create(volumes_pool, name, 48 * MiB)
-    with rbd.Image(volumes_pool, name) as image:
-        image.write(ceph._Random(9).bytes(48 * MiB), 0)
-    yield name
-    ceph.remove_image(volumes_pool, name)
+    with ceph.dense_image(volumes_pool, "qos", 48 * MiB, seed=9) as name:
+        yield name
 
 
 def test_a_limited_backup_keeps_to_its_limit(stack: Stack, volume: str) -> None:

@@ -81,6 +81,20 @@ def remove_image(io: rados.Ioctx, name: str) -> None:
         pass
 
 
+@contextmanager
+def dense_image(io: rados.Ioctx, prefix: str, size: int, *, seed: int) -> Iterator[str]:
+    """A fully written image of random data (for jobs that must take a while); removed
+    afterwards."""
+    name = unique_name(prefix)
+    rbd.RBD().create(io, name, size)
+    with rbd.Image(io, name) as image:
+        image.write(_Random(seed).bytes(size), 0)
+    try:
+        yield name
+    finally:
+        remove_image(io, name)
+
+
 def make_mixed_image(io: rados.Ioctx, name: str, *, size: int = 64 * MiB,
                      seed: int = 1) -> None:
     """An image with random data, all-zero regions written explicitly inside data objects,

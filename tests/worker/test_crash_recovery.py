@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 import pytest
 import rados
-import rbd
 from fastapi.testclient import TestClient
 
 from api.main import create_app
@@ -28,13 +27,8 @@ def pools() -> Iterator[tuple[rados.Ioctx, rados.Ioctx]]:
 
 @pytest.fixture
 def dense_volume(pools: tuple[rados.Ioctx, rados.Ioctx]) -> Iterator[str]:
-    vols, _ = pools
-    name = ceph.unique_name("crash")
-    rbd.RBD().create(vols, name, 32 * MiB)
-    with rbd.Image(vols, name) as image:
-        image.write(ceph._Random(7).bytes(32 * MiB), 0)
-    yield name
-    ceph.remove_image(vols, name)
+    with ceph.dense_image(pools[0], "crash", 32 * MiB, seed=7) as name:
+        yield name
 
 
 def kill_worker_mid_copy(stack: Stack, client: TestClient, volume: str) -> dict[str, object]:

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 
 import pytest
 import rados
-import rbd
 
 from tests.support import ceph
 from tests.support.ceph import MiB
@@ -25,12 +24,8 @@ pytestmark = pytest.mark.ceph
 
 @pytest.fixture
 def dense_volume(volumes_pool: rados.Ioctx) -> Iterator[str]:
-    name = ceph.unique_name("dense")
-    rbd.RBD().create(volumes_pool, name, 64 * MiB)
-    with rbd.Image(volumes_pool, name) as image:
-        image.write(ceph._Random(8).bytes(64 * MiB), 0)
-    yield name
-    ceph.remove_image(volumes_pool, name)
+    with ceph.dense_image(volumes_pool, "dense", 64 * MiB, seed=8) as name:
+        yield name
 
 
 def _cairn_objects(io: rados.Ioctx, rp_id: str) -> list[str]:
