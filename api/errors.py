@@ -29,7 +29,8 @@ class ErrorResponse(BaseModel):
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The `responses=` of an endpoint: the errors it can answer, for the OpenAPI document."""
     text = {400: "Bad request", 401: "Missing or invalid credentials", 404: "Not found",
-            409: "Conflict with the current state", 422: "Invalid input",
+            403: "The caller's role may not do this", 409: "Conflict with the current state",
+            413: "Over the project's quota", 422: "Invalid input",
             503: "A Ceph cluster is unreachable"}
     return {s: {"model": ErrorResponse, "description": text.get(s, "Error")} for s in statuses}
 

@@ -11,9 +11,11 @@ import uvicorn
 from fastapi import FastAPI
 
 from api import errors
-from api.routers import backups, health, jobs, restore_points
+from api.routers import backups, health, jobs, plans, quotas, restore_points
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
+from services.limits.leases import Leases
+from services.scheduler.admission import Admission
 from services.settings import Settings, get_settings
 from services.storage.ceph import CephClusters
 
@@ -25,6 +27,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         app.state.clusters.close()
+        app.state.leases.close()
         app.state.db.dispose()
 
     app = FastAPI(
@@ -34,10 +37,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.db = Database(settings.database_url, Dispatcher(make_celery(settings.redis_url)))
+    app.state.db = Database(settings.database_url)
+    app.state.leases = Leases.from_settings(settings)
+    admission = Admission(app.state.db, app.state.leases,
+                          Dispatcher(make_celery(settings.redis_url)), settings)
+    app.state.db.on_commit(admission.admit_ids)
     app.state.clusters = CephClusters(settings)
     errors.install(app)
-    for module in (health, backups, jobs, restore_points):
+    for module in (health, plans, backups, jobs, restore_points, quotas):
         app.include_router(module.router)
     return app
 

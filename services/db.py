@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
-from services.dispatch import Dispatcher, attach_outbox
+from services.dispatch import OutboxHandler, attach_outbox
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -32,11 +32,13 @@ def make_engine(url: str) -> Engine:
 
 
 class Database:
-    def __init__(self, url: str, dispatcher: Dispatcher | None = None) -> None:
+    def __init__(self, url: str) -> None:
         self.engine = make_engine(url)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
-        if dispatcher is not None:
-            attach_outbox(self.sessions, dispatcher)
+
+    def on_commit(self, handler: OutboxHandler) -> None:
+        """Hand the jobs each committed unit of work enqueued to `handler`."""
+        attach_outbox(self.sessions, handler)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -1,13 +1,15 @@
 """Sending jobs to the workers, only after the commit that created them.
 
-A job is enqueued by `enqueue(session, job_id, kind)`; the message goes to the broker after
-the session commits (nothing is sent when it rolls back), so a worker never looks for a row
-that is not there. If the broker is down at that moment the job simply stays `queued` and
-cairn-scheduler sends it again: the jobs table is the outbox."""
+A job is enqueued by `enqueue(session, job_id, kind)`; after the session commits (nothing
+happens when it rolls back) the jobs are handed to admission (services/scheduler/admission),
+which takes their concurrency slots and sends them to the broker. A job that gets no slot,
+or whose message cannot be sent, stays `queued` and cairn-scheduler admits it later: the
+jobs table is the outbox, so a worker never looks for a row that is not there."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
@@ -24,6 +26,7 @@ TASK_FOR_KIND = {
     JobKind.RESTORE: "restore.run",
     JobKind.DELETE: "restore_point.delete",
     JobKind.VERIFY: "restore_point.verify",
+    JobKind.PRUNE: "plan.prune",
 }
 
 
@@ -58,16 +61,20 @@ def enqueue(session: Session, job_id: str, kind: JobKind) -> None:
     session.info.setdefault(_OUTBOX, []).append((job_id, kind))
 
 
-def attach_outbox(sessions: sessionmaker[Session], dispatcher: Dispatcher) -> None:
+OutboxHandler = Callable[[list[str]], None]
+
+
+def attach_outbox(sessions: sessionmaker[Session], handler: OutboxHandler) -> None:
     def after_commit(session: Session) -> None:
         pending: list[tuple[str, JobKind]] = session.info.pop(_OUTBOX, [])
-        for job_id, kind in pending:
-            try:
-                dispatcher.send(job_id, kind)
-            except Exception:
-                # Not lost: the row is committed as queued and the scheduler re-sends it.
-                log.warning("could not send job %s now; the scheduler will retry", job_id,
-                            exc_info=True)
+        if not pending:
+            return
+        try:
+            handler([job_id for job_id, _ in pending])
+        except Exception:
+            # Not lost: the rows are committed as queued and the scheduler admits them.
+            log.warning("could not start jobs %s now; the scheduler will retry",
+                        [job_id for job_id, _ in pending], exc_info=True)
 
     def after_soft_rollback(session: Session, previous: Any) -> None:
         # A savepoint rolled back inside the unit of work keeps the outbox; only the end

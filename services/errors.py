@@ -34,6 +34,10 @@ class JobNotFound(NotFound):
     code = "job_not_found"
 
 
+class PlanNotFound(NotFound):
+    code = "plan_not_found"
+
+
 class BadRequest(CairnError):
     status_code = 400
     code = "bad_request"
@@ -56,6 +60,26 @@ class UnknownCluster(InvalidInput):
     code = "unknown_cluster"
 
 
+class InvalidSchedule(InvalidInput):
+    code = "invalid_schedule"
+
+
+class InvalidRetention(InvalidInput):
+    code = "invalid_retention"
+
+
+class QuotaExceeded(CairnError):
+    """The project would store more than its quota allows."""
+
+    status_code = 413
+    code = "quota_exceeded"
+
+
+class Forbidden(CairnError):
+    status_code = 403
+    code = "forbidden"
+
+
 class Conflict(CairnError):
     status_code = 409
     code = "conflict"
@@ -67,6 +91,10 @@ class ImageExists(Conflict):
 
 class RestorePointBusy(Conflict):
     code = "restore_point_busy"
+
+
+class VolumeBusy(Conflict):
+    code = "volume_busy"
 
 
 class BackupAlreadyRunning(Conflict):
@@ -112,6 +140,10 @@ class JobCancelled(CairnError):
 
 class JobNotCancellable(Conflict):
     code = "job_not_cancellable"
+
+
+class PlanNameTaken(Conflict):
+    code = "plan_name_taken"
 
 
 class Unauthorized(CairnError):

@@ -2,7 +2,10 @@
 
 from services.base import Base
 from services.jobs.models import Job
+from services.plans.models import Plan, PlanVolume
+from services.quotas.models import ProjectQuota
 from services.restore_points.models import RestorePoint
-from services.volumes.models import Volume
+from services.volumes.models import Volume, VolumeLock
 
-__all__ = ["Base", "Job", "RestorePoint", "Volume"]
+__all__ = ["Base", "Job", "Plan", "PlanVolume", "ProjectQuota", "RestorePoint", "Volume",
+           "VolumeLock"]

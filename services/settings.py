@@ -28,6 +28,9 @@ class BackupTargetSettings(BaseModel):
     """Name of a cluster in `clusters`."""
     pool: str
     """RBD pool holding the backup images."""
+    max_jobs: int | None = Field(default=None, ge=1)
+    """Copy jobs (backups, restores, verifies) running at once against this target; the
+    service-wide `max_jobs_per_target` when None."""
 
 
 class Settings(BaseSettings):
@@ -84,7 +87,34 @@ class Settings(BaseSettings):
     """How often cairn-scheduler looks for lost and stuck jobs."""
 
     worker_concurrency: int = Field(default=4, ge=1)
-    """Jobs one cairn-worker process runs at once."""
+    """Jobs one cairn-worker process runs at once (the per-worker concurrency limit)."""
+
+    max_jobs_per_target: int = Field(default=4, ge=1)
+    """Copy jobs running at once against one backup target (unless the target sets its own
+    `max_jobs`). Jobs over the limit stay queued and start as soon as a slot frees."""
+
+    max_jobs_per_project: int = Field(default=8, ge=1)
+    """Copy jobs of one project running at once, whatever the target."""
+
+    lease_seconds: float = Field(default=60.0, gt=0)
+    """Lifetime of a concurrency slot (a lease in Redis) unless its job's worker renews it:
+    a dead worker's slots free themselves within this time."""
+
+    scheduler_tick_seconds: float = Field(default=1.0, gt=0)
+    """How often cairn-scheduler looks for due slots and starts jobs that waited for a
+    free slot."""
+
+    misfire_grace_seconds: float = Field(default=3600.0, ge=0)
+    """A slot missed (scheduler down) by less than this still runs, late and once; older
+    missed slots are recorded as skipped."""
+
+    prune_interval_seconds: float = Field(default=3600.0, gt=0)
+    """How often each plan's retention is applied even when no backup ran (plans also prune
+    after each of their backups)."""
+
+    clock_file: Path | None = None
+    """Development and tests only: read the current time from this file (ISO 8601), so
+    tests can drive the scheduler through days, DST changes and outages."""
 
     @model_validator(mode="after")
     def _check_references(self) -> Settings:
@@ -99,6 +129,8 @@ class Settings(BaseSettings):
                 f"CAIRN_DEFAULT_BACKUP_TARGET {self.default_backup_target!r} is not a "
                 f"configured backup target ({sorted(self.backup_targets)})"
             )
+        if self.environment == "production" and self.clock_file is not None:
+            raise ValueError("clock_file replaces the real time; refused in production")
         if self.environment == "production" and self.auth_strategy == "noauth":
             raise ValueError("auth_strategy noauth trusts request headers; refused in production")
         return self
@@ -108,3 +140,10 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process's settings, read once from the environment."""
     return Settings()
+
+
+def target_job_limit(settings: Settings, target: str) -> int:
+    configured = settings.backup_targets.get(target)
+    if configured is not None and configured.max_jobs is not None:
+        return configured.max_jobs
+    return settings.max_jobs_per_target

@@ -20,6 +20,7 @@ class JobKind(enum.StrEnum):
     RESTORE = "restore"
     DELETE = "delete"
     VERIFY = "verify"
+    PRUNE = "prune"
 
 
 class JobStatus(enum.StrEnum):
@@ -28,6 +29,14 @@ class JobStatus(enum.StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    SKIPPED = "skipped"
+    """A scheduled slot that did not run (missed while the scheduler was down, or its
+    volume's previous backup still queued or running); the job says why."""
+
+
+class PlanStatus(enum.StrEnum):
+    ENABLED = "enabled"
+    PAUSED = "paused"
 
 
 class RestorePointStatus(enum.StrEnum):
@@ -63,6 +72,7 @@ JOB_TRANSITIONS: Mapping[JobStatus, frozenset[JobStatus]] = {
     JobStatus.SUCCEEDED: frozenset(),
     JobStatus.FAILED: frozenset(),
     JobStatus.CANCELLED: frozenset(),
+    JobStatus.SKIPPED: frozenset(),
 }
 
 RESTORE_POINT_TRANSITIONS: Mapping[RestorePointStatus, frozenset[RestorePointStatus]] = {

@@ -122,3 +122,20 @@ def images(volumes_pool: rados.Ioctx) -> Iterator[list[str]]:
     yield names
     for name in names:
         ceph.remove_image(volumes_pool, name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def fresh_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database of the test's own, migrated, on each backend: for tests that run their
+    own scheduler processes, which must not see the session stack's rows (or be seen by its
+    scheduler)."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'own.db'}"
+        migrate(url)
+        yield url
+        return
+    name = new_pg_database()
+    url = f"postgresql+psycopg://postgres@127.0.0.1:{PG_PORT}/{name}"
+    migrate(url)
+    yield url
+    drop_pg_database(name)

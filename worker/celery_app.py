@@ -7,6 +7,7 @@ from services.dispatch import make_celery
 from services.settings import get_settings
 from worker.managers.backup import run_backup
 from worker.managers.delete import run_delete
+from worker.managers.prune import run_prune
 from worker.managers.restore import run_restore
 from worker.managers.verify import run_verify
 from worker.runtime import get_runtime
@@ -32,3 +33,8 @@ def restore_point_delete(job_id: str) -> None:
 @app.task(name="restore_point.verify")
 def restore_point_verify(job_id: str) -> None:
     run_verify(get_runtime(), job_id)
+
+
+@app.task(name="plan.prune")
+def plan_prune(job_id: str) -> None:
+    run_prune(get_runtime(), job_id)

@@ -8,7 +8,9 @@ import socket
 import threading
 from dataclasses import dataclass
 
+from services.clock import Clock, clock_for
 from services.db import Database
+from services.limits.leases import Leases
 from services.settings import Settings, get_settings
 from services.storage.ceph import CephClusters
 
@@ -19,6 +21,8 @@ class Runtime:
     db: Database
     clusters: CephClusters
     name: str
+    leases: Leases
+    clock: Clock
 
 
 _lock = threading.Lock()
@@ -31,7 +35,8 @@ def get_runtime() -> Runtime:
         if _runtime is None or _runtime.name != _worker_name():
             settings = get_settings()
             _runtime = Runtime(settings, Database(settings.database_url),
-                               CephClusters(settings), _worker_name())
+                               CephClusters(settings), _worker_name(),
+                               Leases.from_settings(settings), clock_for(settings.clock_file))
         return _runtime
 
 

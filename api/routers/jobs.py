@@ -1,13 +1,57 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from api.deps import ContextDep, SessionDep
 from api.errors import error_responses
+from services.errors import InvalidInput
 from services.jobs import repository, service
-from services.jobs.schemas import JobPublic, JobUpdate
+from services.jobs.schemas import JobList, JobPublic, JobUpdate
+from services.status import JobKind, JobStatus
+from services.volumes import repository as volumes
+from services.volumes.refs import parse_image_ref
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+
+@router.get("", response_model=JobList, responses=error_responses(400, 401, 422),
+            summary="Job history")
+def list_jobs(
+    session: SessionDep, ctx: ContextDep,
+    plan_id: Annotated[str | None, Query(description="Only jobs this plan made")] = None,
+    volume: Annotated[str | None, Query(description="Only this volume (cluster/pool/image)")]
+    = None,
+    kind: Annotated[JobKind | None, Query()] = None,
+    status: Annotated[JobStatus | None, Query()] = None,
+    since: Annotated[datetime | None, Query(description="Created at or after (ISO 8601)")]
+    = None,
+    until: Annotated[datetime | None, Query(description="Created before (ISO 8601)")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Page size")] = 100,
+    marker: Annotated[str | None, Query(description="`next_marker` of the previous page")]
+    = None,
+) -> JobList:
+    """The project's jobs, newest first, filtered by plan, volume, kind, status and the time
+    they were created. Skipped slots are jobs too (status `skipped`, with the reason)."""
+    volume_id = None
+    if volume is not None:
+        found = volumes.find_by_ref(session, ctx.project_id,
+                                    parse_image_ref(volume, field="volume"))
+        if found is None:
+            return JobList(jobs=[], next_marker=None)
+        volume_id = found.id
+    where = repository.JobFilter(plan_id=plan_id, volume_id=volume_id, kind=kind, status=status,
+                                 since=_aware(since, "since"), until=_aware(until, "until"))
+    rows, next_marker = repository.list_page(session, ctx, where, limit=limit, marker=marker)
+    return JobList(jobs=[JobPublic.of(j) for j in rows], next_marker=next_marker)
+
+
+def _aware(value: datetime | None, field: str) -> datetime | None:
+    if value is not None and value.tzinfo is None:
+        raise InvalidInput(f"{field} needs a timezone, e.g. 2026-11-21T00:00:00Z", field=field)
+    return value
 
 
 @router.get("/{job_id}", response_model=JobPublic, responses=error_responses(401, 404),

@@ -12,6 +12,7 @@ from services.restore_points.schemas import (
     RestoreCreate,
     RestorePointList,
     RestorePointPublic,
+    RestorePointUpdate,
     VerifyCreate,
 )
 from services.volumes import repository as volumes
@@ -26,6 +27,7 @@ def list_restore_points(
     session: SessionDep, ctx: ContextDep,
     volume: Annotated[str | None,
                       Query(description="Only this volume (cluster/pool/image)")] = None,
+    plan_id: Annotated[str | None, Query(description="Only restore points of this plan")] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="Page size")] = 100,
     marker: Annotated[str | None, Query(description="`next_marker` of the previous page")] = None,
 ) -> RestorePointList:
@@ -38,7 +40,7 @@ def list_restore_points(
             return RestorePointList(restore_points=[], next_marker=None)
         volume_id = found.id
     rows, next_marker = repository.list_page(session, ctx, volume_id=volume_id, limit=limit,
-                                             marker=marker)
+                                             marker=marker, plan_id=plan_id)
     return RestorePointList(restore_points=[RestorePointPublic.of(r) for r in rows],
                             next_marker=next_marker)
 
@@ -48,6 +50,15 @@ def list_restore_points(
 def get_restore_point(restore_point_id: str, session: SessionDep,
                       ctx: ContextDep) -> RestorePointPublic:
     return RestorePointPublic.of(repository.get(session, ctx, restore_point_id))
+
+
+@router.patch("/{restore_point_id}", response_model=RestorePointPublic,
+              responses=error_responses(401, 404, 422), summary="Lock or unlock a restore point")
+def update_restore_point(restore_point_id: str, body: RestorePointUpdate, session: SessionDep,
+                         ctx: ContextDep) -> RestorePointPublic:
+    """A locked restore point is kept by every prune and refuses deletion until the time."""
+    return RestorePointPublic.of(service.set_lock(session, ctx, restore_point_id,
+                                                  body.locked_until))
 
 
 @router.post("/{restore_point_id}/restore", status_code=202, response_model=JobPublic,

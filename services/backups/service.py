@@ -12,6 +12,7 @@ from services.context import RequestContext
 from services.errors import BackupAlreadyRunning, UnknownTarget
 from services.jobs import repository as jobs
 from services.jobs.models import Job
+from services.quotas import service as quotas
 from services.restore_points.models import RestorePoint
 from services.settings import Settings
 from services.status import JobKind
@@ -32,6 +33,7 @@ def create_backup(session: Session, ctx: RequestContext, settings: Settings,
     rbd_images.require_volume(clusters, ref, field="volume")
 
     volume = volumes.get_or_create(session, ctx.project_id, ref)
+    quotas.require_room(session, ctx.project_id, 1)
     running = jobs.active_backup_for_volume(session, volume.id)
     if running is not None:
         raise _already_running(str(ref), running.id)
@@ -40,6 +42,7 @@ def create_backup(session: Session, ctx: RequestContext, settings: Settings,
     session.add(rp)
     session.flush()
     job = Job(project_id=ctx.project_id, kind=JobKind.BACKUP, volume=volume, volume_id=volume.id,
+              target=target, backup_kind=request.kind,
               restore_point=rp, restore_point_id=rp.id,
               qos_bytes_per_second=request.qos_bytes_per_second,
               qos_ops_per_second=request.qos_ops_per_second,

@@ -2,19 +2,31 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import (
+    BigInteger,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
 from services.restore_points.models import RestorePoint
-from services.status import JobKind, JobStatus
+from services.status import JobKind, JobStatus, RestorePointKind
 from services.volumes.models import Volume
 
 _ACTIVE_BACKUP = text("kind = 'backup' AND status IN ('queued', 'running')")
+_ACTIVE_PRUNE = text("kind = 'prune' AND status IN ('queued', 'running')")
 
 
 class Job(Base):
-    """One unit of work on one volume or restore point: backup, restore or delete."""
+    """One unit of work on one volume, restore point or plan: backup, restore, delete,
+    verify or prune."""
 
     __tablename__ = "jobs"
     __table_args__ = (
@@ -27,8 +39,20 @@ class Job(Base):
             sqlite_where=_ACTIVE_BACKUP,
             postgresql_where=_ACTIVE_BACKUP,
         ),
-        Index(None, "status", "queued_at"),
-        Index(None, "project_id", "created_at"),
+        # A plan's slot runs once per volume, however many scheduler replicas race for it.
+        UniqueConstraint("plan_id", "volume_id", "slot_at"),
+        # One prune per plan at a time: "prune after each backup" never piles them up.
+        Index(
+            "uq_jobs_active_prune_plan",
+            "plan_id",
+            unique=True,
+            sqlite_where=_ACTIVE_PRUNE,
+            postgresql_where=_ACTIVE_PRUNE,
+        ),
+        Index(None, "status", "sent_at", "not_before"),
+        Index(None, "project_id", "created_at", "id"),
+        Index(None, "plan_id", "created_at"),
+        Index(None, "volume_id", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True, default=new_id)
@@ -39,6 +63,22 @@ class Job(Base):
     restore_point_id: Mapped[str | None] = mapped_column(ForeignKey("restore_points.id"),
                                                          index=True)
     restore_target: Mapped[str | None] = mapped_column(String(512))
+    target: Mapped[str | None] = mapped_column(String(64))
+    """The backup target the job writes (backup) or reads (restore, verify): its
+    concurrency limit applies."""
+    backup_kind: Mapped[RestorePointKind | None] = mapped_column(String(16))
+    """For a scheduled backup, the kind its restore point is made as (the restore point
+    itself is created when the job starts, so a job waiting for its window or a free slot
+    holds no half-made restore point)."""
+    plan_id: Mapped[str | None] = mapped_column(String(36))
+    """The plan that made the job (not a foreign key: the history outlives the plan)."""
+    slot_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    """The scheduled slot this job runs; None for on-demand jobs."""
+    not_before: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    """The job is not started earlier (its slot, or the opening of its plan's window)."""
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    """When the job got its concurrency slots and was sent to the broker; None while it
+    waits for them."""
     qos_bytes_per_second: Mapped[int | None] = mapped_column(BigInteger)
     qos_ops_per_second: Mapped[int | None] = mapped_column(Integer)
     cancel_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -62,6 +102,8 @@ class Job(Base):
     worker: Mapped[str | None] = mapped_column(String(255))
     error_code: Mapped[str | None] = mapped_column(String(64))
     error_message: Mapped[str | None] = mapped_column(Text)
+    summary: Mapped[str | None] = mapped_column(Text)
+    """What a finished prune did, in words."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     queued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
-from sqlalchemy import select
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
 from services.context import RequestContext
-from services.errors import JobNotFound
+from services.errors import InvalidMarker, JobNotFound
 from services.jobs.models import Job
-from services.status import ACTIVE_JOB_STATUSES, JobKind
+from services.status import ACTIVE_JOB_STATUSES, JobKind, JobStatus
 
 
 def get(session: Session, ctx: RequestContext, job_id: str) -> Job:
@@ -30,3 +33,41 @@ def active_backup_for_volume(session: Session, volume_id: str) -> Job | None:
         select(Job).where(Job.volume_id == volume_id, Job.kind == JobKind.BACKUP,
                           Job.status.in_(ACTIVE_JOB_STATUSES)).limit(1)
     ).first()
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    plan_id: str | None = None
+    volume_id: str | None = None
+    kind: JobKind | None = None
+    status: JobStatus | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+def list_page(session: Session, ctx: RequestContext, where: JobFilter, *, limit: int,
+              marker: str | None) -> tuple[list[Job], str | None]:
+    """Newest first (by creation); returns the page and the marker of the next one."""
+    stmt = select(Job).where(Job.project_id == ctx.project_id)
+    if where.plan_id is not None:
+        stmt = stmt.where(Job.plan_id == where.plan_id)
+    if where.volume_id is not None:
+        stmt = stmt.where(Job.volume_id == where.volume_id)
+    if where.kind is not None:
+        stmt = stmt.where(Job.kind == where.kind)
+    if where.status is not None:
+        stmt = stmt.where(Job.status == where.status)
+    if where.since is not None:
+        stmt = stmt.where(Job.created_at >= where.since)
+    if where.until is not None:
+        stmt = stmt.where(Job.created_at < where.until)
+    if marker is not None:
+        last = session.get(Job, marker)
+        if last is None or last.project_id != ctx.project_id:
+            raise InvalidMarker(f"marker {marker!r} is not a job of this project")
+        stmt = stmt.where(or_(Job.created_at < last.created_at,
+                              and_(Job.created_at == last.created_at, Job.id < last.id)))
+    stmt = stmt.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1)
+    rows = list(session.scalars(stmt))
+    next_marker = rows[limit - 1].id if len(rows) > limit else None
+    return rows[:limit], next_marker

@@ -59,11 +59,25 @@ class JobError(BaseModel):
     message: str
 
 
+class JobSchedule(BaseModel):
+    plan_id: str
+    slot_at: datetime | None = Field(description="The plan's slot (UTC); None for run-now")
+    not_before: datetime | None = Field(
+        description="The job does not start earlier: its slot, or the opening of the plan's "
+                    "backup window")
+    waiting_for_slot: bool = Field(
+        description="Queued, due, and waiting for a free concurrency slot (its target's or "
+                    "its project's limit is reached)")
+
+
 class JobPublic(BaseModel):
     id: str
     kind: JobKind
     status: JobStatus
     project_id: str
+    target: str | None = Field(description="Backup target the job writes or reads")
+    schedule: JobSchedule | None = Field(description="Set when a plan made the job")
+    summary: str | None = Field(description="What a finished prune did")
     volume: str | None = Field(description="cluster/pool/image of the volume")
     restore_point_id: str | None
     restore_target: str | None = Field(description="Image a restore writes to")
@@ -90,10 +104,19 @@ class JobPublic(BaseModel):
         elif job.bytes_total == 0 and job.status == JobStatus.SUCCEEDED:
             percent = 100.0
         error = None
-        if job.error_message and job.status in (JobStatus.FAILED, JobStatus.CANCELLED):
+        if job.error_message and job.status in (JobStatus.FAILED, JobStatus.CANCELLED,
+                                                JobStatus.SKIPPED):
             error = JobError(code=job.error_code or "error", message=job.error_message)
+        schedule = None
+        if job.plan_id is not None:
+            due = job.not_before is None or job.not_before <= utcnow()
+            schedule = JobSchedule(plan_id=job.plan_id, slot_at=job.slot_at,
+                                   not_before=job.not_before,
+                                   waiting_for_slot=job.status == JobStatus.QUEUED and due
+                                   and job.sent_at is None)
         return cls(
             id=job.id, kind=job.kind, status=job.status, project_id=job.project_id,
+            target=job.target, schedule=schedule, summary=job.summary,
             volume=job.volume.ref if job.volume else None,
             restore_point_id=job.restore_point_id, restore_target=job.restore_target,
             qos=JobQos(bytes_per_second=job.qos_bytes_per_second,
@@ -138,3 +161,9 @@ class JobUpdate(BaseModel):
 
     qos_bytes_per_second: int | None = Field(default=None, gt=0)
     qos_ops_per_second: int | None = Field(default=None, gt=0)
+
+
+class JobList(BaseModel):
+    jobs: list[JobPublic]
+    next_marker: str | None = Field(description="Pass as `marker` for the next page; None on "
+                                                "the last one")

@@ -61,6 +61,11 @@ class RestorePoint(Base):
     corrupt_object_count: Mapped[int | None] = mapped_column(BigInteger)
     corrupt_objects: Mapped[str | None] = mapped_column(Text)
     """JSON list of the first corrupt object indexes found by the last verify."""
+    plan_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    """The plan whose job made it; its retention applies. None for on-demand backups,
+    which stay until deleted."""
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    """No prune deletes it before this time."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

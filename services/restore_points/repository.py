@@ -17,12 +17,15 @@ def get(session: Session, ctx: RequestContext, rp_id: str) -> RestorePoint:
 
 
 def list_page(session: Session, ctx: RequestContext, *, volume_id: str | None, limit: int,
-              marker: str | None) -> tuple[list[RestorePoint], str | None]:
+              marker: str | None,
+              plan_id: str | None = None) -> tuple[list[RestorePoint], str | None]:
     """Newest first; returns the page and the marker of the next one."""
     stmt = select(RestorePoint).where(RestorePoint.project_id == ctx.project_id,
                                       RestorePoint.status != RestorePointStatus.DELETED)
     if volume_id is not None:
         stmt = stmt.where(RestorePoint.volume_id == volume_id)
+    if plan_id is not None:
+        stmt = stmt.where(RestorePoint.plan_id == plan_id)
     if marker is not None:
         last = session.get(RestorePoint, marker)
         if last is None or last.project_id != ctx.project_id:

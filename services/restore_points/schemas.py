@@ -63,6 +63,8 @@ class RestorePointPublic(BaseModel):
     backup_image: str
     backup_snapshot: str
     checksum: Checksum | None
+    plan_id: str | None = Field(description="The plan that made it; its retention applies")
+    locked_until: datetime | None = Field(description="No prune or delete before this time")
     created_at: datetime
     completed_at: datetime | None
 
@@ -86,8 +88,15 @@ class RestorePointPublic(BaseModel):
             size_bytes=rp.size_bytes, bytes_copied=rp.bytes_copied,
             duration_seconds=rp.duration_seconds, source_snapshot=rp.snapshot,
             backup_image=rp.backup_image, backup_snapshot=rp.snapshot, checksum=checksum,
+            plan_id=rp.plan_id, locked_until=rp.locked_until,
             created_at=rp.created_at, completed_at=rp.completed_at,
         )
+
+
+class RestorePointUpdate(BaseModel):
+    locked_until: datetime | None = Field(
+        description="Keep the restore point until this time (ISO 8601 with zone): neither "
+                    "retention nor a delete request removes it before. null unlocks it")
 
 
 class RestorePointList(BaseModel):

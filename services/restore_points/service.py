@@ -3,11 +3,14 @@ again in the worker (guarded updates), so a race between them is refused, never 
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy.orm import Session
 
 from services import dispatch
+from services.base import utcnow
 from services.context import RequestContext
-from services.errors import ImageExists, InvalidStatusTransition, RestorePointBusy
+from services.errors import ImageExists, InvalidInput, InvalidStatusTransition, RestorePointBusy
 from services.jobs import repository as jobs
 from services.jobs.models import Job
 from services.restore_points import repository as restore_points
@@ -42,7 +45,7 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
             f"an RBD image {str(dest)!r} already exists; restore into a new image name "
             "(restoring over an existing image is refused so nothing is overwritten)",
             target=str(dest))
-    job = Job(project_id=ctx.project_id, kind=JobKind.RESTORE, volume=rp.volume,
+    job = Job(project_id=ctx.project_id, kind=JobKind.RESTORE, volume=rp.volume, target=rp.target,
               volume_id=rp.volume_id, restore_point=rp, restore_point_id=rp.id,
               restore_target=str(dest), qos_bytes_per_second=request.qos_bytes_per_second,
               qos_ops_per_second=request.qos_ops_per_second,
@@ -62,6 +65,10 @@ def delete_restore_point(session: Session, ctx: RequestContext, settings: Settin
             raise RestorePointBusy(
                 f"restore point {rp.id} is being {doing} by job {reader.id}; delete it after "
                 "that job finishes", restore_point_id=rp.id, job_id=reader.id)
+    if rp.locked_until is not None and rp.locked_until > utcnow():
+        raise RestorePointBusy(
+            f"restore point {rp.id} is locked until {rp.locked_until.isoformat()}; unlock it "
+            "(PATCH locked_until null) to delete it", restore_point_id=rp.id)
     if rp.status in (RestorePointStatus.CREATING, RestorePointStatus.DELETING):
         raise RestorePointBusy(
             f"restore point {rp.id} is {rp.status}; try again when that has finished",
@@ -84,7 +91,7 @@ def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_i
     running = jobs.active_for_restore_point(session, rp.id, JobKind.VERIFY)
     if running is not None:
         return running  # verifying twice at once would only read everything twice
-    job = Job(project_id=ctx.project_id, kind=JobKind.VERIFY, volume=rp.volume,
+    job = Job(project_id=ctx.project_id, kind=JobKind.VERIFY, volume=rp.volume, target=rp.target,
               volume_id=rp.volume_id, restore_point=rp, restore_point_id=rp.id,
               qos_bytes_per_second=request.qos_bytes_per_second,
               qos_ops_per_second=request.qos_ops_per_second,
@@ -101,4 +108,15 @@ def _available(session: Session, ctx: RequestContext, rp_id: str, to_be: str) ->
         raise RestorePointBusy(
             f"restore point {rp.id} is {rp.status}; only an available restore point can be "
             f"{to_be}", restore_point_id=rp.id, status=rp.status)
+    return rp
+
+
+def set_lock(session: Session, ctx: RequestContext, rp_id: str,
+             locked_until: datetime | None) -> RestorePoint:
+    rp = restore_points.get(session, ctx, rp_id)
+    if locked_until is not None and locked_until.tzinfo is None:
+        raise InvalidInput("locked_until needs a timezone, e.g. 2027-01-01T00:00:00Z",
+                           field="locked_until")
+    rp.locked_until = locked_until
+    session.flush()
     return rp

@@ -1,44 +1,90 @@
-"""`cairn-scheduler`: the loop that keeps jobs moving. Today it reconciles lost and stuck
-jobs; turning plans into jobs joins it with the plans feature."""
+"""`cairn-scheduler`: the loop that keeps jobs moving. Each tick it turns due plan slots into
+jobs, requests periodic prunes, hands lost and stuck jobs back (every
+`reconcile_interval_seconds`) and admits queued jobs whose concurrency slots are free.
+Several replicas may run at once: every step is safe against a racing twin."""
 
 from __future__ import annotations
 
 import logging
 import signal
 import threading
-from datetime import timedelta
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from services.base import utcnow
+from services.clock import clock_for
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
+from services.limits.leases import Leases
+from services.scheduler.admission import Admission
+from services.scheduler.planner import request_prunes, schedule_due
 from services.scheduler.reconciler import reconcile
-from services.settings import get_settings
+from services.settings import Settings, get_settings
 
 log = logging.getLogger("cairn.scheduler")
+
+
+class Scheduler:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.clock = clock_for(settings.clock_file)
+        self.db = Database(settings.database_url)
+        self.leases = Leases.from_settings(settings)
+        self.admission = Admission(self.db, self.leases,
+                                   Dispatcher(make_celery(settings.redis_url)), settings)
+        self._last_reconcile = 0.0
+
+    def tick(self) -> None:
+        """One round; each step on its own so a failing one (Redis away) does not stop the
+        others (slots are still turned into jobs while the broker is down)."""
+        now = self.clock()
+        steps: list[tuple[str, Callable[[datetime], None]]] = [
+            ("schedule", self._schedule), ("reconcile", self._reconcile), ("admit", self._admit)]
+        for name, step in steps:
+            try:
+                step(now)
+            except Exception:
+                log.warning("%s step failed; retrying next tick", name, exc_info=True)
+
+    def _schedule(self, now: datetime) -> None:
+        result = schedule_due(self.db, self.settings, now)
+        if result.plans:
+            log.info("slots due in %d plans: %d jobs queued, %d skipped, %d failed",
+                     result.plans, result.queued, result.skipped, result.failed)
+        request_prunes(self.db, self.settings, now)
+
+    def _reconcile(self, now: datetime) -> None:
+        if time.monotonic() - self._last_reconcile < self.settings.reconcile_interval_seconds:
+            return
+        self._last_reconcile = time.monotonic()
+        # Heartbeats and send times are real-clock bookkeeping, whatever the schedule clock.
+        result = reconcile(
+            self.db, now=utcnow(),
+            heartbeat_timeout=timedelta(seconds=self.settings.job_heartbeat_timeout_seconds),
+            redispatch_after=timedelta(seconds=self.settings.job_redispatch_after_seconds))
+        if result.requeued or result.redispatched:
+            log.info("requeued %s, re-sending %s", result.requeued, result.redispatched)
+
+    def _admit(self, now: datetime) -> None:
+        self.admission.admit(now)
+
+    def close(self) -> None:
+        self.leases.close()
+        self.db.dispose()
 
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = get_settings()
-    dispatcher = Dispatcher(make_celery(settings.redis_url))
-    db = Database(settings.database_url)
+    scheduler = Scheduler(settings)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    log.info("cairn-scheduler started (reconcile every %.1f s)",
-             settings.reconcile_interval_seconds)
+    log.info("cairn-scheduler started (tick %.1f s, reconcile every %.1f s)",
+             settings.scheduler_tick_seconds, settings.reconcile_interval_seconds)
     while not stop.is_set():
-        try:
-            result = reconcile(
-                db, dispatcher, now=utcnow(),
-                heartbeat_timeout=timedelta(seconds=settings.job_heartbeat_timeout_seconds),
-                redispatch_after=timedelta(seconds=settings.job_redispatch_after_seconds),
-            )
-            if result.requeued or result.redispatched:
-                log.info("requeued %s, re-sent %s", result.requeued, result.redispatched)
-        except Exception:
-            # The database may be restarting; the next round tries again.
-            log.exception("reconcile round failed")
-        stop.wait(settings.reconcile_interval_seconds)
-    db.dispose()
+        scheduler.tick()
+        stop.wait(settings.scheduler_tick_seconds)
+    scheduler.close()
     log.info("cairn-scheduler stopped")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import String, UniqueConstraint
+from sqlalchemy import ForeignKey, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
@@ -25,3 +25,16 @@ class Volume(Base):
     @property
     def ref(self) -> str:
         return f"{self.cluster}/{self.pool}/{self.image}"
+
+
+class VolumeLock(Base):
+    """Held by the one backup or prune working on a volume, so a prune never deletes what a
+    running incremental builds on. The primary key makes a second holder impossible: an
+    IntegrityError means "taken"."""
+
+    __tablename__ = "volume_locks"
+
+    volume_id: Mapped[str] = mapped_column(ForeignKey("volumes.id", ondelete="CASCADE"),
+                                           primary_key=True)
+    job_id: Mapped[str] = mapped_column(ID)
+    acquired_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

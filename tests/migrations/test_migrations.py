@@ -28,6 +28,10 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[s
     drop_pg_database(name)
 
 
+ALL_TABLES = {"volumes", "restore_points", "jobs", "plans", "plan_volumes", "project_quotas",
+              "volume_locks"}
+
+
 def tables(url: str) -> set[str]:
     engine = make_engine(url)
     try:
@@ -40,11 +44,11 @@ def test_upgrade_downgrade_upgrade(empty_database: str) -> None:
     config = alembic_config(empty_database)
     config.attributes["configure_logging"] = False
     command.upgrade(config, "head")
-    assert tables(empty_database) == {"volumes", "restore_points", "jobs"}
+    assert tables(empty_database) == ALL_TABLES
     command.downgrade(config, "base")
     assert tables(empty_database) == set()
     command.upgrade(config, "head")
-    assert tables(empty_database) == {"volumes", "restore_points", "jobs"}
+    assert tables(empty_database) == ALL_TABLES
 
 
 def test_migrated_schema_matches_the_models(empty_database: str) -> None:

@@ -35,12 +35,19 @@ def service_env(database_url: str, redis_db: int, **overrides: str) -> dict[str,
         "CAIRN_REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}/{redis_db}",
         "CAIRN_CLUSTERS": json.dumps({"ceph-a": {"conf": str(conf_path("ceph-a"))},
                                       "ceph-b": {"conf": str(conf_path("ceph-b"))}}),
-        "CAIRN_BACKUP_TARGETS": json.dumps({"local": {"cluster": "ceph-a", "pool": "backups"},
-                                            "offsite": {"cluster": "ceph-b", "pool": "backups"}}),
+        "CAIRN_BACKUP_TARGETS": json.dumps({
+            "local": {"cluster": "ceph-a", "pool": "backups"},
+            "offsite": {"cluster": "ceph-b", "pool": "backups"},
+            # Same pool, its own concurrency limit: the limits tests run against it.
+            "limited": {"cluster": "ceph-a", "pool": "backups", "max_jobs": 3}}),
         "CAIRN_DEFAULT_BACKUP_TARGET": "local",
         "CAIRN_PROGRESS_INTERVAL_SECONDS": "0.3",
         "CAIRN_JOB_HEARTBEAT_TIMEOUT_SECONDS": "4",
         "CAIRN_RECONCILE_INTERVAL_SECONDS": "0.5",
+        "CAIRN_SCHEDULER_TICK_SECONDS": "0.2",
+        # Longer than the heartbeat timeout: a dead worker's job is queued again (and keeps
+        # its slot) before the slot could go to another job, so the limit is never exceeded.
+        "CAIRN_LEASE_SECONDS": "6",
         "CAIRN_JOB_REDISPATCH_AFTER_SECONDS": "5",
         "CAIRN_WORKER_CONCURRENCY": "4",
         # A small window keeps "resumed, not restarted" measurable on test-sized volumes.

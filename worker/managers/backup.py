@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass
 
 import rados
 import rbd
 
 from services.base import utcnow
-from services.errors import CairnError, DataCorrupt, JobCancelled, JobLost, NotFound
+from services.errors import CairnError, DataCorrupt, JobCancelled, JobLost, NotFound, VolumeBusy
+from services.plans.prunes import request_prune
 from services.restore_points import repository as restore_points
 from services.restore_points.models import RestorePoint
 from services.status import (
@@ -25,6 +27,7 @@ from services.status import (
     guarded_update,
 )
 from services.storage import rbd_images
+from services.volumes import locks
 from services.volumes.models import Volume
 from worker.engine import checkpoint, manifest
 from worker.engine.copy import CopyEngine, CopyStats, Digests
@@ -40,6 +43,8 @@ from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
+LOCK_WAIT_SECONDS = 120.0
+
 _CAIRN_SNAPSHOT = re.compile(r"^cairn\.[0-9a-f-]{36}$")
 
 
@@ -52,8 +57,7 @@ class Base:
 
 
 def run_backup(rt: Runtime, job_id: str) -> None:
-    run_job(rt.db, rt.name, job_id, "backup", rt.settings.progress_interval_seconds,
-            lambda job, reporter: _run(rt, job, reporter))
+    run_job(rt, job_id, "backup", lambda job, reporter: _run(rt, job, reporter))
 
 
 def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
@@ -71,7 +75,11 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
         return
     try:
         reporter.check()
-        stats = _copy(rt, job, reporter, rp, volume)
+        _lock_volume(rt, job, reporter, volume)
+        try:
+            stats = _copy(rt, job, reporter, rp, volume)
+        finally:
+            locks.unlock(rt.db, volume.id, job.id)
     except JobLost:
         raise  # not ours any more: nothing to clean up or record
     except BaseException as exc:
@@ -84,6 +92,22 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
             raise
         return
     reporter.finish(JobStatus.SUCCEEDED, stats=stats)
+    if job.plan_id is not None:
+        # Retention follows every backup of a plan (the scheduler admits the prune).
+        with rt.db.session() as session:
+            request_prune(session, job.plan_id, job.project_id, rt.clock())
+
+
+def _lock_volume(rt: Runtime, job: ClaimedJob, reporter: JobReporter, volume: Volume) -> None:
+    """Wait for the volume's lock: a prune of the volume's plan holds it for seconds."""
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    while (holder := locks.try_lock(rt.db, volume.id, job.id)) is not None:
+        if time.monotonic() > deadline:
+            raise VolumeBusy(f"the volume {volume.ref!r} stayed locked by job {holder} for "
+                             f"{LOCK_WAIT_SECONDS:.0f} s; try again when it has finished",
+                             job_id=holder)
+        reporter.check()
+        time.sleep(0.2)
 
 
 def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,

@@ -22,8 +22,7 @@ log = logging.getLogger(__name__)
 
 
 def run_delete(rt: Runtime, job_id: str) -> None:
-    run_job(rt.db, rt.name, job_id, "delete", rt.settings.progress_interval_seconds,
-            lambda job, reporter: _run(rt, job, reporter))
+    run_job(rt, job_id, "delete", lambda job, reporter: _run(rt, job, reporter))
 
 
 def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
@@ -33,12 +32,7 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
         volume = rp.volume
         session.expunge_all()
     try:
-        _delete(rt, rp, volume)
-        with rt.db.session() as session:
-            if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
-                                  RestorePointStatus.DELETED, expect=RestorePointStatus.DELETING,
-                                  extra={"deleted_at": utcnow()}):
-                raise JobLost(f"restore point {rp.id} is no longer being deleted")
+        delete_restore_point(rt, rp, volume)
     except JobLost:
         raise  # not ours any more: nothing to clean up or record
     except BaseException as exc:
@@ -53,6 +47,16 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
             raise
         return
     reporter.finish(JobStatus.SUCCEEDED)
+
+
+def delete_restore_point(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
+    """Remove a `deleting` restore point's data and mark it deleted."""
+    _delete(rt, rp, volume)
+    with rt.db.session() as session:
+        if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
+                              RestorePointStatus.DELETED, expect=RestorePointStatus.DELETING,
+                              extra={"deleted_at": utcnow()}):
+            raise JobLost(f"restore point {rp.id} is no longer being deleted")
 
 
 def _delete(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:

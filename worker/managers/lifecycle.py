@@ -14,14 +14,20 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
 from services.base import utcnow
 from services.db import Database
 from services.errors import CairnError, JobCancelled, JobLost
 from services.jobs.models import Job
-from services.status import JOB_TRANSITIONS, JobStatus, guarded_update
+from services.limits.leases import Leases, Scope, scopes_for
+from services.plans import timing
+from services.plans.models import Plan
+from services.restore_points.models import RestorePoint
+from services.status import JOB_TRANSITIONS, JobKind, JobStatus, RestorePointKind, guarded_update
 from worker.engine.copy import CopyStats
 from worker.engine.qos import Pacer
+from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -41,29 +47,84 @@ class ClaimedJob:
     qos_bytes_per_second: int | None
     qos_ops_per_second: int | None
     cancel_requested: bool
+    project_id: str = ""
+    plan_id: str | None = None
+    scopes: tuple[Scope, ...] = ()
+    """The concurrency slots the job holds; renewed with its heartbeat, freed at its end."""
 
     @property
     def out_of_attempts(self) -> bool:
         return self.attempt > self.max_attempts
 
 
-def claim(db: Database, job_id: str, worker: str) -> ClaimedJob | None:
-    """Move the job from queued to running for this worker; None when it is not queued
-    (a duplicate delivery, or already done)."""
-    now = utcnow()
-    with db.session() as session:
+def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
+    """Move the job from queued to running for this worker; None when it is not queued (a
+    duplicate delivery, or already done), not due yet, outside its plan's backup window, or
+    without a free concurrency slot: it then goes back to admission."""
+    now = rt.clock()
+    with rt.db.session() as session:
+        job = session.get(Job, job_id)
+        if job is None or job.status != JobStatus.QUEUED:
+            return None
+        wait_until = _start_time(session, job, now)
+        if wait_until is not None:
+            log.info("job %s waits until %s (not due, or outside its backup window)",
+                     job_id, wait_until.isoformat())
+            _back_to_admission(session, job_id, not_before=wait_until)
+            return None
+        scopes = scopes_for(rt.settings, JobKind(job.kind), job.project_id, job.target)
+        blocked = rt.leases.acquire(job_id, scopes)
+        if blocked is not None:
+            log.info("job %s waits for a slot on %s", job_id, blocked.label)
+            _back_to_admission(session, job_id, not_before=job.not_before)
+            return None
         won = guarded_update(
             session, Job, job_id, JOB_TRANSITIONS, JobStatus.RUNNING, expect=JobStatus.QUEUED,
-            extra={"attempt": Job.attempt + 1, "started_at": now, "heartbeat_at": now,
-                   "worker": worker, "finished_at": None},
+            extra={"attempt": Job.attempt + 1, "started_at": utcnow(), "heartbeat_at": utcnow(),
+                   "worker": rt.name, "finished_at": None},
         )
         if not won:
+            # Another delivery of the same job won; the leases are shared by job id.
             return None
-        job = session.get(Job, job_id, populate_existing=True)
-        assert job is not None
+        session.refresh(job)
+        if job.kind == JobKind.BACKUP and job.restore_point_id is None:
+            _create_restore_point(session, job)
         return ClaimedJob(job.id, job.attempt, job.max_attempts, job.restore_point_id,
                           job.volume_id, job.restore_target, job.qos_bytes_per_second,
-                          job.qos_ops_per_second, job.cancel_requested_at is not None)
+                          job.qos_ops_per_second, job.cancel_requested_at is not None,
+                          job.project_id, job.plan_id, tuple(scopes))
+
+
+def _start_time(session: Session, job: Job, now: datetime) -> datetime | None:
+    """When a job that may not start now may start; None when it may start now."""
+    if job.not_before is not None and job.not_before > now:
+        return job.not_before
+    if job.plan_id is None or job.slot_at is None:
+        return None  # on-demand and run-now jobs are not bound to a window
+    plan = session.get(Plan, job.plan_id)
+    window = timing.window_of(plan) if plan is not None else None
+    if window is None or window.contains(now):
+        return None
+    return window.next_open(now)
+
+
+def _back_to_admission(session: Session, job_id: str, *, not_before: datetime | None) -> None:
+    session.execute(update(Job).where(Job.id == job_id, Job.status == JobStatus.QUEUED)
+                    .values(sent_at=None, not_before=not_before))
+
+
+def _create_restore_point(session: Session, job: Job) -> None:
+    """A scheduled or run-now backup gets its restore point when it starts, so a job
+    waiting for its window or a free slot holds no half-made restore point."""
+    assert job.volume_id is not None
+    assert job.target is not None
+    rp = RestorePoint(project_id=job.project_id, volume_id=job.volume_id, target=job.target,
+                      kind=job.backup_kind or RestorePointKind.INCREMENTAL,
+                      plan_id=job.plan_id)
+    session.add(rp)
+    session.flush()
+    job.restore_point_id = rp.id
+    session.flush()
 
 
 class JobReporter:
@@ -73,9 +134,11 @@ class JobReporter:
     When the job is no longer ours or was cancelled, the next progress call raises
     JobLost / JobCancelled so the copy stops."""
 
-    def __init__(self, db: Database, job: ClaimedJob, interval: float) -> None:
+    def __init__(self, db: Database, job: ClaimedJob, interval: float,
+                 leases: Leases | None = None) -> None:
         self.db = db
         self.job = job
+        self.leases = leases
         self.interval = interval
         self.pacer = Pacer(job.qos_bytes_per_second, job.qos_ops_per_second)
         self.on_persist: Callable[[CopyStats], None] | None = None
@@ -105,6 +168,7 @@ class JobReporter:
                 self._follow_limits()
                 if time.monotonic() - last_beat >= self.interval:
                     self._write({})
+                    self._renew_slots()
                     last_beat = time.monotonic()
             except JobLost:
                 return
@@ -112,6 +176,19 @@ class JobReporter:
                 # The database may be briefly away; a heartbeat missed for long enough
                 # hands the job to another worker, which is the safe outcome.
                 log.warning("heartbeat of job %s failed", self.job.id, exc_info=True)
+
+    def _renew_slots(self) -> None:
+        if self.leases is None or not self.job.scopes:
+            return
+        try:
+            full = self.leases.acquire(self.job.id, list(self.job.scopes))
+        except Exception:
+            # Redis away: nothing new is admitted meanwhile, and the job keeps running.
+            log.warning("could not renew the slots of job %s", self.job.id, exc_info=True)
+            return
+        if full is not None:
+            log.warning("job %s lost its slot on %s (lease expired and taken); it finishes "
+                        "anyway", self.job.id, full.label)
 
     def _follow_limits(self) -> None:
         with self.db.session() as session:
@@ -168,10 +245,12 @@ class JobReporter:
                      "copy_window": window, "throughput_bytes_per_second": None})
 
     def finish(self, status: JobStatus, *, stats: CopyStats | None = None,
-               error_code: str | None = None, error_message: str | None = None) -> bool:
+               error_code: str | None = None, error_message: str | None = None,
+               summary: str | None = None) -> bool:
         self._stop.set()
         values: dict[str, Any] = {"finished_at": utcnow(), "heartbeat_at": utcnow(),
-                                  "error_code": error_code, "error_message": error_message}
+                                  "error_code": error_code, "error_message": error_message,
+                                  "summary": summary}
         if stats is not None:
             values.update(stats_values(stats))
             copied = stats.bytes_done - stats.bytes_resumed
@@ -196,19 +275,27 @@ def stats_values(stats: CopyStats) -> dict[str, Any]:
 JobBody = Callable[[ClaimedJob, JobReporter], None]
 
 
-def run_job(db: Database, worker: str, job_id: str, kind: str, interval: float,
-            body: JobBody) -> None:
+def run_job(rt: Runtime, job_id: str, kind: str, body: JobBody) -> None:
     """Claim the job and run `body` with its heartbeat going; a job that is not queued (a
-    duplicate delivery) or that another worker took over is left alone."""
-    job = claim(db, job_id, worker)
+    duplicate delivery) or that another worker took over is left alone. Its concurrency
+    slots are freed when it ends, however it ends."""
+    job = claim(rt, job_id)
     if job is None:
-        log.info("%s job %s is not queued; nothing to do", kind, job_id)
+        log.info("%s job %s is not startable now; nothing to do", kind, job_id)
         return
-    with JobReporter(db, job, interval) as reporter:
+    try:
+        with JobReporter(rt.db, job, rt.settings.progress_interval_seconds,
+                         rt.leases) as reporter:
+            try:
+                body(job, reporter)
+            except JobLost:
+                log.warning("%s job %s was taken over by another worker", kind, job_id)
+    finally:
         try:
-            body(job, reporter)
-        except JobLost:
-            log.warning("%s job %s was taken over by another worker", kind, job_id)
+            rt.leases.release(job.id, list(job.scopes))
+        except Exception:
+            log.warning("could not free the slots of job %s; they expire by themselves",
+                        job_id, exc_info=True)
 
 
 def failure_reason(exc: BaseException) -> tuple[str, str]:

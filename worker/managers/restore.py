@@ -34,8 +34,7 @@ CHECKPOINT_KEY = "cairn.restore_checkpoint"
 
 
 def run_restore(rt: Runtime, job_id: str) -> None:
-    run_job(rt.db, rt.name, job_id, "restore", rt.settings.progress_interval_seconds,
-            lambda job, reporter: _run(rt, job, reporter))
+    run_job(rt, job_id, "restore", lambda job, reporter: _run(rt, job, reporter))
 
 
 def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:

@@ -34,8 +34,7 @@ LISTED_CORRUPT_OBJECTS = 100
 
 
 def run_verify(rt: Runtime, job_id: str) -> None:
-    run_job(rt.db, rt.name, job_id, "verify", rt.settings.progress_interval_seconds,
-            lambda job, reporter: _run(rt, job, reporter))
+    run_job(rt, job_id, "verify", lambda job, reporter: _run(rt, job, reporter))
 
 
 def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:

@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from api.deps import ClustersDep, ContextDep, SessionDep, SettingsDep
+from api.errors import error_responses
+from services.base import utcnow
+from services.errors import InvalidInput
+from services.jobs.schemas import JobPublic
+from services.plans import repository, service
+from services.plans.schemas import (
+    NextRuns,
+    PlanCreate,
+    PlanList,
+    PlanPublic,
+    PlanUpdate,
+    RetentionPreview,
+    RunNow,
+    RunNowResult,
+)
+from services.status import PlanStatus
+
+router = APIRouter(prefix="/v1/plans", tags=["plans"])
+
+
+@router.post("", status_code=201, response_model=PlanPublic,
+             responses=error_responses(401, 409, 413, 422, 503), summary="Create a plan")
+def create_plan(body: PlanCreate, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
+                clusters: ClustersDep) -> PlanPublic:
+    """Protect volumes on a schedule: cron or RRULE rules (each with a timezone and a kind;
+    full wins when two hit the same slot), an optional backup window, retention and QoS."""
+    return PlanPublic.of(service.create_plan(session, ctx, settings, clusters, body, utcnow()))
+
+
+@router.get("", response_model=PlanList, responses=error_responses(400, 401, 422),
+            summary="List plans")
+def list_plans(
+    session: SessionDep, ctx: ContextDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    marker: Annotated[str | None, Query(description="`next_marker` of the previous page")]
+    = None,
+) -> PlanList:
+    rows, next_marker = repository.list_page(session, ctx, limit=limit, marker=marker)
+    return PlanList(plans=[PlanPublic.of(p) for p in rows], next_marker=next_marker)
+
+
+@router.get("/{plan_id}", response_model=PlanPublic, responses=error_responses(401, 404),
+            summary="Show a plan")
+def get_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> PlanPublic:
+    return PlanPublic.of(repository.get(session, ctx, plan_id))
+
+
+@router.patch("/{plan_id}", response_model=PlanPublic,
+              responses=error_responses(401, 404, 409, 422, 503), summary="Change a plan")
+def update_plan(plan_id: str, body: PlanUpdate, session: SessionDep, ctx: ContextDep,
+                settings: SettingsDep, clusters: ClustersDep) -> PlanPublic:
+    """Fields given replace the plan's. New rules or a new timezone take effect from the
+    next slot after now."""
+    return PlanPublic.of(service.update_plan(session, ctx, settings, clusters, plan_id, body,
+                                             utcnow()))
+
+
+@router.delete("/{plan_id}", status_code=204, responses=error_responses(401, 404),
+               summary="Delete a plan")
+def delete_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> Response:
+    """The plan's restore points stay (delete them one by one); its jobs that have not
+    started are cancelled."""
+    service.delete_plan(session, ctx, plan_id, utcnow())
+    return Response(status_code=204)
+
+
+@router.post("/{plan_id}/pause", response_model=PlanPublic,
+             responses=error_responses(401, 404), summary="Pause a plan")
+def pause_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> PlanPublic:
+    """No new scheduled jobs until resumed; jobs already queued or running go on."""
+    return PlanPublic.of(service.set_status(session, ctx, plan_id, PlanStatus.PAUSED, utcnow()))
+
+
+@router.post("/{plan_id}/resume", response_model=PlanPublic,
+             responses=error_responses(401, 404), summary="Resume a plan")
+def resume_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> PlanPublic:
+    """The schedule continues with its next slot after now; slots that fell while the plan
+    was paused are not made up."""
+    return PlanPublic.of(service.set_status(session, ctx, plan_id, PlanStatus.ENABLED,
+                                            utcnow()))
+
+
+@router.post("/{plan_id}/run", status_code=202, response_model=RunNowResult,
+             responses=error_responses(401, 404, 413, 422), summary="Run a plan now")
+def run_plan(plan_id: str, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
+             body: RunNow | None = None) -> RunNowResult:
+    """One backup of each of the plan's volumes now, with its target, QoS and retention
+    (not bound to its backup window). Volumes whose backup is already queued or running are
+    listed in `skipped`."""
+    jobs, skipped = service.run_now(session, ctx, settings, plan_id, body or RunNow(), utcnow())
+    return RunNowResult(jobs=[JobPublic.of(j) for j in jobs], skipped=skipped)
+
+
+@router.get("/{plan_id}/next-runs", response_model=NextRuns,
+            responses=error_responses(401, 404, 422), summary="The plan's next slots")
+def next_runs(
+    plan_id: str, session: SessionDep, ctx: ContextDep,
+    count: Annotated[int, Query(ge=1, le=1000)] = 10,
+    after: Annotated[datetime | None, Query(description="Slots after this time (ISO 8601 "
+                                                        "with zone); now when omitted")] = None,
+) -> NextRuns:
+    """Each slot with its kind, in UTC and on the plan's wall clock, and when its jobs may
+    start (the window's opening when the slot falls outside the backup window)."""
+    if after is not None and after.tzinfo is None:
+        raise InvalidInput("after needs a timezone, e.g. 2026-11-21T00:00:00Z", field="after")
+    plan = repository.get(session, ctx, plan_id)
+    return NextRuns(plan_id=plan.id, runs=service.next_runs(plan, after or utcnow(), count))
+
+
+@router.get("/{plan_id}/retention-preview", response_model=RetentionPreview,
+            responses=error_responses(401, 404), summary="What retention keeps")
+def retention_preview(plan_id: str, session: SessionDep, ctx: ContextDep) -> RetentionPreview:
+    """Every available restore point of the plan, newest first per volume: kept (and by
+    which rules) or to be pruned by the next prune."""
+    plan = repository.get(session, ctx, plan_id)
+    return service.retention_preview(session, plan, utcnow())

@@ -1,0 +1,38 @@
+"""The time schedules are read against: which slots are due, whether a backup window is
+open, which restore points retention keeps. Production reads the system clock; development
+and tests may point `CAIRN_CLOCK_FILE` at a file holding an ISO 8601 time, so a test moves a
+real scheduler through days, DST changes and outages in seconds. The file's time runs on
+from the moment it was written. Liveness bookkeeping (heartbeats, when a job was sent) always
+uses the real clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from services.base import utcnow
+
+Clock = Callable[[], datetime]
+
+
+def file_clock(path: Path) -> Clock:
+    def now() -> datetime:
+        text = path.read_text().strip()
+        value = datetime.fromisoformat(text)
+        if value.tzinfo is None:
+            raise ValueError(f"clock file {path} holds a time without a zone: {text!r}")
+        written = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+        return value.astimezone(UTC) + max(utcnow() - written, timedelta(0))
+    return now
+
+
+def set_file_clock(path: Path, at: datetime) -> None:
+    """Set a file clock (tests): atomically, so a reader never sees half a time."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(at.isoformat())
+    tmp.replace(path)
+
+
+def clock_for(clock_file: Path | None) -> Clock:
+    return utcnow if clock_file is None else file_clock(clock_file)

@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field, field_validator
+
+from services.jobs.schemas import JobPublic
+from services.plans.models import Plan
+from services.plans.retention import Policy
+from services.status import PlanStatus, RestorePointKind
+
+
+class ScheduleRule(BaseModel):
+    """One rule: a cron expression or an RFC 5545 RRULE, read on the wall clock of its
+    timezone."""
+
+    kind: RestorePointKind = Field(
+        default=RestorePointKind.INCREMENTAL,
+        description="What a slot of this rule makes; when two rules hit one slot, full wins")
+    cron: str | None = Field(default=None, max_length=255, examples=["0 2 * * *"],
+                             description="Five-field cron: minute hour day-of-month month "
+                                         "day-of-week")
+    rrule: str | None = Field(default=None, max_length=1000,
+                              examples=["FREQ=WEEKLY;BYDAY=SU;BYHOUR=2;BYMINUTE=0"],
+                              description="RFC 5545 recurrence rule (FREQ is required)")
+    timezone: str | None = Field(default=None, max_length=64, examples=["Europe/Berlin"],
+                                 description="IANA zone; the plan's timezone when omitted")
+    start: datetime | None = Field(
+        default=None, description="RRULE only: local wall-clock start (DTSTART); counts "
+                                  "INTERVAL from here. The day the rule was saved when omitted")
+
+
+class Retention(BaseModel):
+    """Keep the `keep_last` newest restore points plus, per calendar period in the plan's
+    timezone, the newest restore point of each of the last `daily` days, `weekly` ISO weeks,
+    `monthly` months and `yearly` years that have one. All zero: keep everything."""
+
+    keep_last: int = Field(default=0, ge=0, le=10000)
+    daily: int = Field(default=0, ge=0, le=10000)
+    weekly: int = Field(default=0, ge=0, le=10000)
+    monthly: int = Field(default=0, ge=0, le=10000)
+    yearly: int = Field(default=0, ge=0, le=1000)
+
+    def policy(self) -> Policy:
+        return Policy(self.keep_last, self.daily, self.weekly, self.monthly, self.yearly)
+
+
+class BackupWindow(BaseModel):
+    """Local times (plan timezone) between which jobs may start; may cross midnight."""
+
+    start: str = Field(pattern=r"^\d{2}:\d{2}$", examples=["22:00"])
+    end: str = Field(pattern=r"^\d{2}:\d{2}$", examples=["06:00"])
+
+
+def _volumes_not_empty(value: list[str] | None) -> list[str] | None:
+    if value is not None and not value:
+        raise ValueError("a plan protects at least one volume; the list is empty")
+    if value is not None and len(set(value)) != len(value):
+        raise ValueError("a volume is listed more than once")
+    return value
+
+
+class PlanCreate(BaseModel):
+    name: str = Field(min_length=1, max_length=255, examples=["nightly"])
+    description: str | None = Field(default=None, max_length=2000)
+    volumes: list[str] = Field(max_length=1000, examples=[["ceph-a/volumes/demo"]],
+                               description="RBD images `cluster/pool/image`")
+    rules: list[ScheduleRule] = Field(min_length=1, max_length=20)
+    timezone: str = Field(default="UTC", max_length=64, examples=["Europe/Berlin"])
+    window: BackupWindow | None = None
+    retention: Retention = Field(default_factory=Retention)
+    qos_bytes_per_second: int | None = Field(default=None, gt=0)
+    qos_ops_per_second: int | None = Field(default=None, gt=0)
+    target: str | None = Field(default=None, max_length=64,
+                               description="Backup target; the service's default when omitted")
+    enabled: bool = True
+
+    _check_volumes = field_validator("volumes")(_volumes_not_empty)
+
+
+class PlanUpdate(BaseModel):
+    """Fields given replace the plan's; `null` clears the optional ones (window, QoS)."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=255)
+    description: str | None = Field(default=None, max_length=2000)
+    volumes: list[str] | None = Field(default=None, max_length=1000)
+    rules: list[ScheduleRule] | None = Field(default=None, min_length=1, max_length=20)
+    timezone: str | None = Field(default=None, max_length=64)
+    window: BackupWindow | None = None
+    retention: Retention | None = None
+    qos_bytes_per_second: int | None = Field(default=None, gt=0)
+    qos_ops_per_second: int | None = Field(default=None, gt=0)
+    target: str | None = Field(default=None, max_length=64)
+
+    _check_volumes = field_validator("volumes")(_volumes_not_empty)
+
+
+class RunNow(BaseModel):
+    kind: RestorePointKind = RestorePointKind.INCREMENTAL
+
+
+class PlanPublic(BaseModel):
+    id: str
+    name: str
+    description: str | None
+    status: PlanStatus
+    volumes: list[str]
+    rules: list[ScheduleRule]
+    timezone: str
+    window: BackupWindow | None
+    retention: Retention
+    qos_bytes_per_second: int | None
+    qos_ops_per_second: int | None
+    target: str
+    next_run_at: datetime | None = Field(description="The next slot (UTC); None when paused "
+                                                     "or the rules have no future slot")
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, plan: Plan) -> PlanPublic:
+        window = (BackupWindow(start=plan.window_start, end=plan.window_end)
+                  if plan.window_start and plan.window_end else None)
+        return cls(
+            id=plan.id, name=plan.name, description=plan.description, status=plan.status,
+            volumes=[v.ref for v in plan.volumes],
+            rules=[ScheduleRule.model_validate(r) for r in plan.rules],
+            timezone=plan.timezone, window=window,
+            retention=Retention.model_validate(plan.retention),
+            qos_bytes_per_second=plan.qos_bytes_per_second,
+            qos_ops_per_second=plan.qos_ops_per_second, target=plan.target,
+            next_run_at=plan.next_slot_at if plan.status == PlanStatus.ENABLED else None,
+            created_at=plan.created_at, updated_at=plan.updated_at)
+
+
+class PlanList(BaseModel):
+    plans: list[PlanPublic]
+    next_marker: str | None
+
+
+class NextRun(BaseModel):
+    at: datetime = Field(description="The slot, UTC")
+    local: str = Field(description="The slot on the plan's wall clock, ISO 8601 with offset")
+    timezone: str
+    kind: RestorePointKind
+    starts_at: datetime = Field(description="When the jobs may start: the slot, or the "
+                                            "opening of the backup window when the slot is "
+                                            "outside it")
+
+
+class NextRuns(BaseModel):
+    plan_id: str
+    runs: list[NextRun]
+
+
+class RetentionItem(BaseModel):
+    restore_point_id: str
+    volume: str
+    target: str
+    created_at: datetime
+    local_date: str
+    kind: RestorePointKind
+    keep: bool
+    kept_by: list[str] = Field(description="The rules keeping it: last, daily, weekly, monthly, "
+                                           "yearly, newest, locked, in use; empty when pruned")
+
+
+class RetentionPreview(BaseModel):
+    plan_id: str
+    retention: Retention
+    evaluated_at: datetime
+    restore_points: list[RetentionItem]
+
+
+class RunNowResult(BaseModel):
+    jobs: list[JobPublic]
+    skipped: list[dict[str, str]] = Field(description="Volumes not backed up, with why")

@@ -1,0 +1,251 @@
+"""Plans: create and change them (every rule, zone and window validated with a message a
+user can act on), pause and resume them, run them now, and show what they will do: their
+next slots and which restore points their retention keeps."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from services import dispatch
+from services.context import RequestContext
+from services.errors import PlanNameTaken, UnknownTarget
+from services.jobs.models import Job
+from services.plans import repository, schedule, timing
+from services.plans.models import Plan
+from services.plans.retention import Point, evaluate
+from services.plans.schemas import (
+    NextRun,
+    PlanCreate,
+    PlanUpdate,
+    Retention,
+    RetentionItem,
+    RetentionPreview,
+    RunNow,
+    ScheduleRule,
+)
+from services.quotas import service as quotas
+from services.restore_points.models import RestorePoint
+from services.settings import Settings
+from services.status import (
+    ACTIVE_JOB_STATUSES,
+    JobKind,
+    JobStatus,
+    PlanStatus,
+    RestorePointStatus,
+)
+from services.storage import rbd_images
+from services.storage.ceph import CephClusters
+from services.volumes import repository as volumes
+from services.volumes.models import Volume
+from services.volumes.refs import parse_image_ref
+
+
+def create_plan(session: Session, ctx: RequestContext, settings: Settings,
+                clusters: CephClusters, request: PlanCreate, now: datetime) -> Plan:
+    target = _target(settings, request.target)
+    schedule.zone(request.timezone)
+    rules = _rules(request.rules, request.timezone, now)
+    plan = Plan(project_id=ctx.project_id, name=request.name, description=request.description,
+                target=target, timezone=request.timezone, rules=rules,
+                window_start=request.window.start if request.window else None,
+                window_end=request.window.end if request.window else None,
+                retention=request.retention.model_dump(),
+                qos_bytes_per_second=request.qos_bytes_per_second,
+                qos_ops_per_second=request.qos_ops_per_second,
+                status=PlanStatus.ENABLED if request.enabled else PlanStatus.PAUSED,
+                created_at=now, updated_at=now)
+    timing.window_of(plan)  # validates the window's times
+    quotas.require_room(session, ctx.project_id, len(request.volumes))
+    plan.volumes = _volumes(session, ctx, clusters, request.volumes)
+    plan.next_slot_at = timing.next_slot_after(plan, now)
+    _save(session, plan)
+    return plan
+
+
+def update_plan(session: Session, ctx: RequestContext, settings: Settings,
+                clusters: CephClusters, plan_id: str, change: PlanUpdate,
+                now: datetime) -> Plan:
+    plan = repository.get(session, ctx, plan_id)
+    given = change.model_fields_set
+    if "target" in given:
+        plan.target = _target(settings, change.target)
+    if "timezone" in given and change.timezone is not None:
+        schedule.zone(change.timezone)
+        plan.timezone = change.timezone
+    if "rules" in given and change.rules is not None:
+        plan.rules = _rules(change.rules, plan.timezone, now)
+    if "window" in given:
+        plan.window_start = change.window.start if change.window else None
+        plan.window_end = change.window.end if change.window else None
+    for field in ("name", "description", "qos_bytes_per_second", "qos_ops_per_second"):
+        if field in given:
+            setattr(plan, field, getattr(change, field))
+    if "retention" in given and change.retention is not None:
+        plan.retention = change.retention.model_dump()
+    if "volumes" in given and change.volumes is not None:
+        plan.volumes = _volumes(session, ctx, clusters, change.volumes)
+    timing.rules_of(plan)  # a new timezone must still suit every rule
+    timing.window_of(plan)
+    if given & {"rules", "timezone"}:
+        # New rules start with their next slot; slots of the old rules are not made up.
+        plan.next_slot_at = timing.next_slot_after(plan, now)
+    plan.updated_at = now
+    _save(session, plan)
+    return plan
+
+
+def delete_plan(session: Session, ctx: RequestContext, plan_id: str, now: datetime) -> None:
+    """The plan goes; its restore points stay (they are the tenant's data: delete them one
+    by one) and its jobs that have not started are cancelled."""
+    plan = repository.get(session, ctx, plan_id)
+    session.execute(
+        update(Job).where(Job.plan_id == plan.id, Job.status == JobStatus.QUEUED,
+                          Job.attempt == 0)
+        .values(status=JobStatus.CANCELLED, finished_at=now, error_code="plan_deleted",
+                error_message="the plan was deleted before this job started"))
+    session.delete(plan)
+    session.flush()
+
+
+def set_status(session: Session, ctx: RequestContext, plan_id: str, status: PlanStatus,
+               now: datetime) -> Plan:
+    """Pause: no new jobs (queued ones still run). Resume: the schedule continues with the
+    next slot after now; slots that fell while paused are not made up."""
+    plan = repository.get(session, ctx, plan_id)
+    if plan.status != status:
+        plan.status = status
+        if status == PlanStatus.ENABLED:
+            plan.next_slot_at = timing.next_slot_after(plan, now)
+        plan.updated_at = now
+        session.flush()
+    return plan
+
+
+def run_now(session: Session, ctx: RequestContext, settings: Settings, plan_id: str,
+            request: RunNow, now: datetime) -> tuple[list[Job], list[dict[str, str]]]:
+    """One backup per volume of the plan now (with the plan's target, QoS and retention; not
+    bound to its window). A volume whose backup is already queued or running is skipped."""
+    plan = repository.get(session, ctx, plan_id)
+    busy = _busy_volumes(session, [v.id for v in plan.volumes])
+    free = [v for v in plan.volumes if v.id not in busy]
+    quotas.require_room(session, ctx.project_id, len(free))
+    jobs: list[Job] = []
+    skipped = [{"volume": v.ref, "reason": "a backup of this volume is already queued or "
+                "running"} for v in plan.volumes if v.id in busy]
+    for volume in free:
+        job = Job(project_id=plan.project_id, kind=JobKind.BACKUP, volume_id=volume.id,
+                  target=plan.target, backup_kind=request.kind, plan_id=plan.id,
+                  qos_bytes_per_second=plan.qos_bytes_per_second,
+                  qos_ops_per_second=plan.qos_ops_per_second,
+                  max_attempts=settings.job_max_attempts, queued_at=now, created_at=now)
+        try:
+            with session.begin_nested():
+                session.add(job)
+        except IntegrityError:
+            skipped.append({"volume": volume.ref, "reason": "a backup of this volume started "
+                            "at the same moment"})
+            continue
+        dispatch.enqueue(session, job.id, JobKind.BACKUP)
+        jobs.append(job)
+    return jobs, skipped
+
+
+def next_runs(plan: Plan, after: datetime, count: int) -> list[NextRun]:
+    window = timing.window_of(plan)
+    tz = schedule.zone(plan.timezone)
+    return [NextRun(at=slot.at, local=slot.at.astimezone(tz).isoformat(),
+                    timezone=plan.timezone, kind=slot.kind,
+                    starts_at=window.next_open(slot.at) if window else slot.at)
+            for slot in schedule.slots(timing.rules_of(plan), after, count=count)]
+
+
+def retention_preview(session: Session, plan: Plan, now: datetime) -> RetentionPreview:
+    retention = Retention.model_validate(plan.retention)
+    tz = schedule.zone(plan.timezone)
+    items: list[RetentionItem] = []
+    for group in plan_restore_points(session, plan.id):
+        rows = {point.id: rp for point, rp in group}
+        for verdict in evaluate([p for p, _ in group], retention.policy(), tz, now):
+            rp = rows[verdict.point.id]
+            items.append(RetentionItem(
+                restore_point_id=rp.id, volume=rp.volume.ref, target=rp.target,
+                created_at=rp.created_at, local_date=rp.created_at.astimezone(tz).date()
+                .isoformat(), kind=rp.kind, keep=verdict.keep, kept_by=verdict.kept_by))
+    return RetentionPreview(plan_id=plan.id, retention=retention, evaluated_at=now,
+                            restore_points=items)
+
+
+def plan_restore_points(session: Session,
+                        plan_id: str) -> list[list[tuple[Point, RestorePoint]]]:
+    """The plan's available restore points as retention points, one group per (volume,
+    target), each marked when a queued or running restore or verify reads it."""
+    rows = list(session.scalars(
+        select(RestorePoint).where(RestorePoint.plan_id == plan_id,
+                                   RestorePoint.status == RestorePointStatus.AVAILABLE)))
+    in_use = set(session.scalars(
+        select(Job.restore_point_id).where(
+            Job.restore_point_id.in_([r.id for r in rows]),
+            Job.kind.in_([JobKind.RESTORE, JobKind.VERIFY]),
+            Job.status.in_(ACTIVE_JOB_STATUSES)))) if rows else set()
+    groups: dict[tuple[str, str], list[tuple[Point, RestorePoint]]] = {}
+    for rp in rows:
+        point = Point(rp.id, rp.created_at, rp.locked_until, rp.id in in_use)
+        groups.setdefault((rp.volume_id, rp.target), []).append((point, rp))
+    return list(groups.values())
+
+
+def _busy_volumes(session: Session, volume_ids: list[str]) -> set[str]:
+    if not volume_ids:
+        return set()
+    return set(session.scalars(
+        select(Job.volume_id).where(Job.volume_id.in_(volume_ids), Job.kind == JobKind.BACKUP,
+                                    Job.status.in_(ACTIVE_JOB_STATUSES))))
+
+
+def _target(settings: Settings, name: str | None) -> str:
+    target = name or settings.default_backup_target
+    if target is None or target not in settings.backup_targets:
+        known = ", ".join(sorted(settings.backup_targets)) or "none"
+        what = f"unknown backup target {target!r}" if target else "no backup target given"
+        raise UnknownTarget(f"{what}; configured targets: {known}", field="target")
+    return target
+
+
+def _rules(rules: list[ScheduleRule], plan_tz: str, now: datetime) -> list[dict[str, Any]]:
+    stored = []
+    for rule in rules:
+        raw = rule.model_dump(mode="json", exclude_none=True)
+        if rule.rrule is not None and rule.start is None:
+            # Pin the start so INTERVAL counts from a fixed day, not from each evaluation.
+            tz = schedule.zone(rule.timezone or plan_tz)
+            raw["start"] = schedule.local_wall(now, tz).replace(
+                hour=0, minute=0, second=0, microsecond=0).isoformat()
+        elif rule.start is not None:
+            raw["start"] = rule.start.replace(tzinfo=None).isoformat()
+        stored.append(raw)
+    timing.compile_rules(stored, plan_tz)
+    return stored
+
+
+def _volumes(session: Session, ctx: RequestContext, clusters: CephClusters,
+             refs: list[str]) -> list[Volume]:
+    out = []
+    for i, text in enumerate(refs):
+        ref = parse_image_ref(text, field=f"volumes.{i}")
+        rbd_images.require_volume(clusters, ref, field=f"volumes.{i}")
+        out.append(volumes.get_or_create(session, ctx.project_id, ref))
+    return out
+
+
+def _save(session: Session, plan: Plan) -> None:
+    try:
+        with session.begin_nested():
+            session.add(plan)
+    except IntegrityError:
+        raise PlanNameTaken(f"this project already has a plan named {plan.name!r}; choose "
+                            "another name", name=plan.name) from None

@@ -1,0 +1,40 @@
+"""A plan's stored rules and window as schedule objects, and its next slot."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from services.plans import schedule
+from services.plans.models import Plan
+from services.status import RestorePointKind
+
+
+def compile_rules(rules: list[dict[str, Any]], default_tz: str) -> list[schedule.Rule]:
+    out = []
+    for i, rule in enumerate(rules):
+        start = rule.get("start")
+        out.append(schedule.compile_rule(
+            RestorePointKind(rule.get("kind", RestorePointKind.INCREMENTAL)),
+            rule.get("timezone") or default_tz, cron_text=rule.get("cron"),
+            rrule_text=rule.get("rrule"),
+            start=datetime.fromisoformat(start) if isinstance(start, str) else start,
+            field=f"rules.{i}"))
+    return out
+
+
+def rules_of(plan: Plan) -> list[schedule.Rule]:
+    return compile_rules(plan.rules, plan.timezone)
+
+
+def window_of(plan: Plan) -> schedule.Window | None:
+    if not plan.window_start or not plan.window_end:
+        return None
+    return schedule.Window(schedule.parse_clock(plan.window_start, "window.start"),
+                           schedule.parse_clock(plan.window_end, "window.end"),
+                           schedule.zone(plan.timezone))
+
+
+def next_slot_after(plan: Plan, after: datetime) -> datetime | None:
+    found = schedule.slots(rules_of(plan), after, count=1)
+    return found[0].at if found else None

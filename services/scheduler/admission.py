@@ -1,0 +1,110 @@
+"""Admission: which queued jobs start now. A job starts when it is due (`not_before`) and
+holds a concurrency slot in each of its scopes (its backup target, its project); it is then
+marked sent and handed to the broker. Jobs over a limit stay queued and are looked at again
+on the next round, or as soon as the API enqueues something.
+
+Fair share: candidates are taken round-robin across projects (each project's oldest job,
+then each project's second oldest, ...), so a project with 500 queued volumes does not
+starve one with 5: when a slot frees, the next project in turn gets it."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import func, or_, select, update
+
+from services.base import utcnow
+from services.db import Database
+from services.dispatch import Dispatcher
+from services.jobs.models import Job
+from services.limits.leases import Leases, Scope, scopes_for
+from services.settings import Settings
+from services.status import JobKind, JobStatus
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+"""Candidates looked at per round; the round-robin order makes every project appear early."""
+
+
+@dataclass
+class AdmitResult:
+    sent: list[str] = field(default_factory=list)
+    waiting: int = 0
+    """Due jobs that found no free slot."""
+
+
+class Admission:
+    def __init__(self, db: Database, leases: Leases, dispatcher: Dispatcher,
+                 settings: Settings) -> None:
+        self.db = db
+        self.leases = leases
+        self.dispatcher = dispatcher
+        self.settings = settings
+
+    def admit(self, now: datetime, job_ids: list[str] | None = None) -> AdmitResult:
+        """Start what is due at `now` (the schedule clock) and has free slots."""
+        result = AdmitResult()
+        candidates = self._candidates(now, job_ids)
+        full: set[str] = set()
+        chosen: list[tuple[str, JobKind, list[Scope]]] = []
+        for job_id, kind, project_id, target in candidates:
+            scopes = scopes_for(self.settings, JobKind(kind), project_id, target)
+            if any(s.key in full for s in scopes):
+                result.waiting += 1
+                continue
+            blocked = self.leases.acquire(job_id, scopes)
+            if blocked is not None:
+                full.add(blocked.key)
+                result.waiting += 1
+                continue
+            chosen.append((job_id, JobKind(kind), scopes))
+        if not chosen:
+            return result
+        with self.db.session() as session:
+            # Only one admitter marks a job sent (several schedulers, or the API and one).
+            won = set(session.scalars(
+                update(Job)
+                .where(Job.id.in_([j for j, _, _ in chosen]), Job.status == JobStatus.QUEUED,
+                       Job.sent_at.is_(None))
+                .values(sent_at=utcnow())
+                .returning(Job.id)
+            ))
+        for job_id, kind, scopes in chosen:
+            if job_id not in won:
+                continue  # another admitter sent it; the leases are that job's, keep them
+            try:
+                self.dispatcher.send(job_id, kind)
+                result.sent.append(job_id)
+            except Exception:
+                log.warning("could not send job %s; it waits for the next round", job_id,
+                            exc_info=True)
+                self._unsend(job_id)
+                self.leases.release(job_id, scopes)
+        return result
+
+    def admit_ids(self, job_ids: list[str]) -> None:
+        """The API's after-commit hook: start what it just enqueued, if slots allow."""
+        self.admit(utcnow(), job_ids)
+
+    def _candidates(self, now: datetime,
+                    job_ids: list[str] | None) -> list[tuple[str, str, str, str | None]]:
+        turn = func.row_number().over(partition_by=Job.project_id,
+                                      order_by=(Job.queued_at, Job.id)).label("turn")
+        inner = select(Job.id, Job.kind, Job.project_id, Job.target, Job.queued_at, turn).where(
+            Job.status == JobStatus.QUEUED, Job.sent_at.is_(None),
+            or_(Job.not_before.is_(None), Job.not_before <= now))
+        if job_ids is not None:
+            inner = inner.where(Job.id.in_(job_ids))
+        ranked = inner.subquery()
+        stmt = (select(ranked.c.id, ranked.c.kind, ranked.c.project_id, ranked.c.target)
+                .order_by(ranked.c.turn, ranked.c.queued_at, ranked.c.id).limit(BATCH))
+        with self.db.session() as session:
+            return [(r[0], r[1], r[2], r[3]) for r in session.execute(stmt)]
+
+    def _unsend(self, job_id: str) -> None:
+        with self.db.session() as session:
+            session.execute(update(Job).where(Job.id == job_id, Job.status == JobStatus.QUEUED)
+                            .values(sent_at=None))

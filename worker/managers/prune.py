@@ -1,0 +1,113 @@
+"""Prune of one plan: for each of its volumes, under the volume's lock (so no backup of the
+volume runs meanwhile and no incremental loses its base), delete the restore points the
+plan's retention no longer keeps. A volume whose backup holds the lock is left for the next
+prune, which follows that backup. The rule itself is services/plans/retention.py."""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import select
+
+from services.errors import CairnError
+from services.plans import schedule, service
+from services.plans.models import Plan
+from services.plans.retention import evaluate
+from services.plans.schemas import Retention
+from services.restore_points.models import RestorePoint
+from services.status import (
+    RESTORE_POINT_TRANSITIONS,
+    JobStatus,
+    RestorePointStatus,
+    guarded_update,
+)
+from services.volumes import locks
+from worker.managers.delete import delete_restore_point
+from worker.managers.lifecycle import ClaimedJob, JobReporter, failure_reason, run_job
+from worker.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+
+def run_prune(rt: Runtime, job_id: str) -> None:
+    run_job(rt, job_id, "prune", lambda job, reporter: _run(rt, job, reporter))
+
+
+def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
+    assert job.plan_id is not None
+    with rt.db.session() as session:
+        plan = session.get(Plan, job.plan_id)
+        if plan is None:
+            reporter.finish(JobStatus.SUCCEEDED, summary="the plan was deleted; nothing pruned")
+            return
+        volume_ids = sorted({v.id for v in plan.volumes} | _volumes_with_points(rt, plan.id))
+    pruned: list[str] = []
+    busy: list[str] = []
+    failed: list[str] = []
+    for volume_id in volume_ids:
+        holder = locks.try_lock(rt.db, volume_id, job.id)
+        if holder is not None:
+            busy.append(volume_id)
+            continue
+        try:
+            _prune_volume(rt, job.plan_id, volume_id, pruned, failed)
+        finally:
+            locks.unlock(rt.db, volume_id, job.id)
+    summary = f"pruned {len(pruned)} restore points"
+    if pruned:
+        summary += f" ({', '.join(pruned[:20])}{', ...' if len(pruned) > 20 else ''})"
+    if busy:
+        summary += (f"; {len(busy)} volumes were being backed up and are pruned after that "
+                    "backup")
+    if failed:
+        reporter.finish(JobStatus.FAILED, summary=summary, error_code="prune_incomplete",
+                        error_message=f"{summary}; could not delete: {'; '.join(failed)}")
+        return
+    reporter.finish(JobStatus.SUCCEEDED, summary=summary)
+
+
+def _volumes_with_points(rt: Runtime, plan_id: str) -> set[str]:
+    """Volumes removed from the plan still have its restore points; retention covers them."""
+    with rt.db.session() as session:
+        return set(session.scalars(select(RestorePoint.volume_id).where(
+            RestorePoint.plan_id == plan_id,
+            RestorePoint.status == RestorePointStatus.AVAILABLE).distinct()))
+
+
+def _prune_volume(rt: Runtime, plan_id: str, volume_id: str, pruned: list[str],
+                  failed: list[str]) -> None:
+    now = rt.clock()
+    with rt.db.session() as session:
+        plan = session.get(Plan, plan_id)
+        if plan is None:
+            return
+        policy = Retention.model_validate(plan.retention).policy()
+        tz = schedule.zone(plan.timezone)
+        doomed: list[RestorePoint] = []
+        for group in service.plan_restore_points(session, plan_id):
+            if group[0][1].volume_id != volume_id:
+                continue
+            rows = {point.id: rp for point, rp in group}
+            for verdict in evaluate([p for p, _ in group], policy, tz, now):
+                if not verdict.keep:
+                    doomed.append(rows[verdict.point.id])
+        for rp in doomed:
+            # Deleting is claimed like a user's delete: available -> deleting, one winner.
+            if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
+                                  RestorePointStatus.DELETING,
+                                  expect=RestorePointStatus.AVAILABLE,
+                                  extra={"status_reason": f"pruned by plan {plan_id}"}):
+                doomed.remove(rp)
+        session.expunge_all()
+    for rp in doomed:
+        try:
+            delete_restore_point(rt, rp, rp.volume)
+            pruned.append(rp.id)
+        except CairnError as exc:
+            code, message = failure_reason(exc)
+            failed.append(f"{rp.id}: {message}")
+            with rt.db.session() as session:
+                guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
+                               RestorePointStatus.ERROR, expect=RestorePointStatus.DELETING,
+                               extra={"status_reason": f"prune could not delete it ({code}): "
+                                      f"{message}; delete it again to retry"})
