@@ -16,7 +16,7 @@ down_revision = "0002"
 branch_labels = None
 depends_on = None
 
-_ACTIVE_PRUNE = sa.text("kind = 'prune' AND status IN ('queued', 'running')")
+_QUEUED_PRUNE = sa.text("kind = 'prune' AND status = 'queued'")
 
 _JOB_COLUMNS = [
     sa.Column("target", sa.String(64), nullable=True),
@@ -99,8 +99,8 @@ def upgrade() -> None:
     op.create_index("ix_jobs_project_id_created_at_id", "jobs", ["project_id", "created_at", "id"])
     op.create_index("ix_jobs_plan_id_created_at", "jobs", ["plan_id", "created_at"])
     op.create_index("ix_jobs_volume_id_created_at", "jobs", ["volume_id", "created_at"])
-    op.create_index("uq_jobs_active_prune_plan", "jobs", ["plan_id"], unique=True,
-                    sqlite_where=_ACTIVE_PRUNE, postgresql_where=_ACTIVE_PRUNE)
+    op.create_index("uq_jobs_queued_prune_plan", "jobs", ["plan_id"], unique=True,
+                    sqlite_where=_QUEUED_PRUNE, postgresql_where=_QUEUED_PRUNE)
     with op.batch_alter_table("restore_points") as batch:
         for column in _RESTORE_POINT_COLUMNS:
             batch.add_column(column)
@@ -112,7 +112,7 @@ def downgrade() -> None:
     with op.batch_alter_table("restore_points") as batch:
         for column in reversed(_RESTORE_POINT_COLUMNS):
             batch.drop_column(column.name)
-    op.drop_index("uq_jobs_active_prune_plan", table_name="jobs")
+    op.drop_index("uq_jobs_queued_prune_plan", table_name="jobs")
     op.drop_index("ix_jobs_volume_id_created_at", table_name="jobs")
     op.drop_index("ix_jobs_plan_id_created_at", table_name="jobs")
     op.drop_index("ix_jobs_project_id_created_at_id", table_name="jobs")

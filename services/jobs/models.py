@@ -21,7 +21,7 @@ from services.status import JobKind, JobStatus, RestorePointKind
 from services.volumes.models import Volume
 
 _ACTIVE_BACKUP = text("kind = 'backup' AND status IN ('queued', 'running')")
-_ACTIVE_PRUNE = text("kind = 'prune' AND status IN ('queued', 'running')")
+_QUEUED_PRUNE = text("kind = 'prune' AND status = 'queued'")
 
 
 class Job(Base):
@@ -41,13 +41,15 @@ class Job(Base):
         ),
         # A plan's slot runs once per volume, however many scheduler replicas race for it.
         UniqueConstraint("plan_id", "volume_id", "slot_at"),
-        # One prune per plan at a time: "prune after each backup" never piles them up.
+        # At most one prune per plan waits: "prune after each backup" never piles them up,
+        # and a backup ending while a prune runs (which skipped its busy volume) still gets
+        # a prune after it.
         Index(
-            "uq_jobs_active_prune_plan",
+            "uq_jobs_queued_prune_plan",
             "plan_id",
             unique=True,
-            sqlite_where=_ACTIVE_PRUNE,
-            postgresql_where=_ACTIVE_PRUNE,
+            sqlite_where=_QUEUED_PRUNE,
+            postgresql_where=_QUEUED_PRUNE,
         ),
         Index(None, "status", "sent_at", "not_before"),
         Index(None, "project_id", "created_at", "id"),

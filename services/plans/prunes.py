@@ -13,7 +13,7 @@ from services.status import JobKind, JobStatus
 
 
 def request_prune(session: Session, plan_id: str, project_id: str, now: datetime) -> None:
-    """Queue a prune of the plan unless one is queued or running already."""
+    """Queue a prune of the plan unless one is already waiting to start."""
     insert_ignoring_conflicts(session, [job_values(
         project_id=project_id, kind=JobKind.PRUNE, plan_id=plan_id, status=JobStatus.QUEUED,
         queued_at=now, created_at=now)])

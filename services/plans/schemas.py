@@ -123,7 +123,7 @@ class PlanPublic(BaseModel):
                   if plan.window_start and plan.window_end else None)
         return cls(
             id=plan.id, name=plan.name, description=plan.description, status=plan.status,
-            volumes=[v.ref for v in plan.volumes],
+            volumes=sorted(v.ref for v in plan.volumes),
             rules=[ScheduleRule.model_validate(r) for r in plan.rules],
             timezone=plan.timezone, window=window,
             retention=Retention.model_validate(plan.retention),

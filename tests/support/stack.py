@@ -118,11 +118,12 @@ class Stack:
         return self.client.delete(path, headers=dict(headers))
 
     def wait_job(self, job_id: str, *, statuses: tuple[str, ...] = ("succeeded", "failed",
-                 "cancelled"), timeout: float = 120) -> dict[str, Any]:
+                 "cancelled"), timeout: float = 120,
+                 headers: Mapping[str, str] = HEADERS) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         job: dict[str, Any] = {}
         while time.monotonic() < deadline:
-            job = self.get(f"/v1/jobs/{job_id}").json()
+            job = self.get(f"/v1/jobs/{job_id}", headers).json()
             if job["status"] in statuses:
                 return job
             time.sleep(0.1)
