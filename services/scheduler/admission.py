@@ -3,9 +3,10 @@ holds a concurrency slot in each of its scopes (its backup target, its project);
 marked sent and handed to the broker. Jobs over a limit stay queued and are looked at again
 on the next round, or as soon as the API enqueues something.
 
-Fair share: candidates are taken round-robin across projects (each project's oldest job,
-then each project's second oldest, ...), so a project with 500 queued volumes does not
-starve one with 5: when a slot frees, the next project in turn gets it."""
+Fair share: candidates are taken round-robin across projects, counting the jobs each
+project already has started: a project's n-th waiting job ranks n + (its started jobs), and
+ties go to the oldest. So a project with 500 queued volumes does not starve one with 5:
+when a slot frees, the project with the fewest jobs under way gets it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 
 from services.base import utcnow
 from services.db import Database
@@ -99,8 +100,14 @@ class Admission:
         if job_ids is not None:
             inner = inner.where(Job.id.in_(job_ids))
         ranked = inner.subquery()
+        started = (select(Job.project_id, func.count().label("n")).where(
+            or_(Job.status == JobStatus.RUNNING,
+                and_(Job.status == JobStatus.QUEUED, Job.sent_at.is_not(None))))
+            .group_by(Job.project_id).subquery())
+        rank = ranked.c.turn + func.coalesce(started.c.n, 0)
         stmt = (select(ranked.c.id, ranked.c.kind, ranked.c.project_id, ranked.c.target)
-                .order_by(ranked.c.turn, ranked.c.queued_at, ranked.c.id).limit(BATCH))
+                .join(started, started.c.project_id == ranked.c.project_id, isouter=True)
+                .order_by(rank, ranked.c.queued_at, ranked.c.id).limit(BATCH))
         with self.db.session() as session:
             return [(r[0], r[1], r[2], r[3]) for r in session.execute(stmt)]
 
