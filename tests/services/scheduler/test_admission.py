@@ -67,7 +67,7 @@ def test_small_project_is_not_starved_by_a_big_one(database_url: str, redis: Red
     leases = Leases(redis, lease_seconds=60)
     dispatcher = RecordingDispatcher()
     admission = Admission(db, leases, dispatcher, settings)  # type: ignore[arg-type]
-    big = add_jobs(db, f"big-{uuid.uuid4().hex[:6]}", 500, target)
+    add_jobs(db, f"big-{uuid.uuid4().hex[:6]}", 500, target)
     small = add_jobs(db, f"small-{uuid.uuid4().hex[:6]}", 5, target)
 
     # Three slots free at once: the round-robin gives each project one before either gets a
