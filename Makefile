@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STATE := $(CURDIR)/.state
 API_PORT ?= 8787
 
-.PHONY: help bootstrap up down status test test-only lint typecheck check bench clean
+.PHONY: help bootstrap up down status test test-only lint typecheck check bench bench-scheduler clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -48,6 +48,10 @@ test-only: ## run the test suite against an already running stack
 
 bench: bootstrap ## copy-engine benchmark on its own BlueStore clusters (~20 min); prints figures
 	@$(PY) bench/copy_engine.py
+
+bench-scheduler: bootstrap ## scheduler and list-endpoint benchmark on PostgreSQL (~3 min); prints figures
+	@bash deploy/local/stack.sh up infra
+	@$(PY) bench/scheduler.py
 
 clean: down ## stop the stack and remove its data, the venv and caches
 	rm -rf $(STATE) $(VENV) .mypy_cache .ruff_cache

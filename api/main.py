@@ -53,6 +53,10 @@ def run() -> None:
     parser = argparse.ArgumentParser(prog="cairn-api")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8787)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="uvicorn worker processes (one per core suits the API)")
+    parser.add_argument("--log-level", default="info")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO)
-    uvicorn.run("api.main:create_app", factory=True, host=args.host, port=args.port)
+    logging.basicConfig(level=args.log_level.upper())
+    uvicorn.run("api.main:create_app", factory=True, host=args.host, port=args.port,
+                workers=args.workers, log_level=args.log_level)

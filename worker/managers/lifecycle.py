@@ -101,6 +101,8 @@ def _start_time(session: Session, job: Job, now: datetime) -> datetime | None:
         return job.not_before
     if job.plan_id is None or job.slot_at is None:
         return None  # on-demand and run-now jobs are not bound to a window
+    if job.attempt > 0:
+        return None  # a job that started runs to its end, even its retry after a crash
     plan = session.get(Plan, job.plan_id)
     window = timing.window_of(plan) if plan is not None else None
     if window is None or window.contains(now):
@@ -279,7 +281,13 @@ def run_job(rt: Runtime, job_id: str, kind: str, body: JobBody) -> None:
     """Claim the job and run `body` with its heartbeat going; a job that is not queued (a
     duplicate delivery) or that another worker took over is left alone. Its concurrency
     slots are freed when it ends, however it ends."""
-    job = claim(rt, job_id)
+    try:
+        job = claim(rt, job_id)
+    except Exception as exc:
+        # Nothing fails silently: a job that cannot even start says why.
+        log.exception("%s job %s could not start", kind, job_id)
+        _fail_unstarted(rt, job_id, exc)
+        return
     if job is None:
         log.info("%s job %s is not startable now; nothing to do", kind, job_id)
         return
@@ -296,6 +304,19 @@ def run_job(rt: Runtime, job_id: str, kind: str, body: JobBody) -> None:
         except Exception:
             log.warning("could not free the slots of job %s; they expire by themselves",
                         job_id, exc_info=True)
+
+
+def _fail_unstarted(rt: Runtime, job_id: str, exc: Exception) -> None:
+    code, message = failure_reason(exc)
+    try:
+        with rt.db.session() as session:
+            guarded_update(session, Job, job_id, JOB_TRANSITIONS, JobStatus.FAILED,
+                           expect=JobStatus.QUEUED,
+                           extra={"finished_at": utcnow(), "error_code": code,
+                                  "error_message": f"the job could not start: {message}"})
+    except Exception:
+        # The database itself is away: the job stays queued and is retried.
+        log.warning("could not record why job %s did not start", job_id, exc_info=True)
 
 
 def failure_reason(exc: BaseException) -> tuple[str, str]:

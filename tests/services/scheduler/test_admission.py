@@ -60,10 +60,10 @@ def finish(db: Database, leases: Leases, settings: Settings, job_ids: list[str])
                         .values(status=JobStatus.SUCCEEDED))
 
 
-def test_small_project_is_not_starved_by_a_big_one(database_url: str, redis: Redis) -> None:
+def test_small_project_is_not_starved_by_a_big_one(fresh_database_url: str, redis: Redis) -> None:
     target = f"t-{uuid.uuid4().hex[:6]}"
     settings = Settings(max_jobs_per_target=3, max_jobs_per_project=100)
-    db = Database(database_url)
+    db = Database(fresh_database_url)
     leases = Leases(redis, lease_seconds=60)
     dispatcher = RecordingDispatcher()
     admission = Admission(db, leases, dispatcher, settings)  # type: ignore[arg-type]
@@ -92,9 +92,9 @@ def test_small_project_is_not_starved_by_a_big_one(database_url: str, redis: Red
     db.dispose()
 
 
-def test_a_job_not_yet_due_is_not_started(database_url: str, redis: Redis) -> None:
+def test_a_job_not_yet_due_is_not_started(fresh_database_url: str, redis: Redis) -> None:
     settings = Settings()
-    db = Database(database_url)
+    db = Database(fresh_database_url)
     dispatcher = RecordingDispatcher()
     admission = Admission(db, Leases(redis, 60), dispatcher, settings)  # type: ignore[arg-type]
     (job,) = add_jobs(db, f"p-{uuid.uuid4().hex[:6]}", 1, "local")

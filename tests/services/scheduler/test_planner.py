@@ -22,8 +22,8 @@ HOURLY = [{"kind": "incremental", "cron": "0 * * * *"}]
 
 
 @pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url)
+def db(fresh_database_url: str) -> Iterator[Database]:
+    database = Database(fresh_database_url)
     yield database
     database.dispose()
 
