@@ -11,6 +11,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from api import errors
+from api.inflight import InFlightLimit
 from api.routers import backups, health, jobs, plans, quotas, restore_points
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
@@ -44,6 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.db.on_commit(admission.admit_ids)
     app.state.clusters = CephClusters(settings)
     errors.install(app)
+    app.add_middleware(InFlightLimit, limit=settings.api_threads)
     for module in (health, plans, backups, jobs, restore_points, quotas):
         app.include_router(module.router)
     return app

@@ -86,6 +86,11 @@ class Settings(BaseSettings):
     reconcile_interval_seconds: float = Field(default=5.0, gt=0)
     """How often cairn-scheduler looks for lost and stuck jobs."""
 
+    api_threads: int = Field(default=20, ge=1, le=25)
+    """Requests one cairn-api process works on at once (more wait at the door); kept below
+    the database pool (10 + 20 overflow) so requests never wait on each other for a
+    connection."""
+
     worker_concurrency: int = Field(default=4, ge=1)
     """Jobs one cairn-worker process runs at once (the per-worker concurrency limit)."""
 

@@ -42,5 +42,6 @@ def insert_ignoring_conflicts(session: Session, rows: list[dict[str, Any]]) -> N
         stmt = sqlite.insert(Job).on_conflict_do_nothing()
     else:  # pragma: no cover - Cairn supports SQLite and PostgreSQL
         raise RuntimeError(f"unsupported database {dialect}")
+    connection = session.connection()  # Core, not the ORM's bulk path: no identity map
     for start in range(0, len(rows), 1000):
-        session.execute(stmt, rows[start:start + 1000])
+        connection.execute(stmt, rows[start:start + 1000])

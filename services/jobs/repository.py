@@ -3,8 +3,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import select, tuple_
+from sqlalchemy.orm import Session, noload
 
 from services.context import RequestContext
 from services.errors import InvalidMarker, JobNotFound
@@ -65,9 +65,12 @@ def list_page(session: Session, ctx: RequestContext, where: JobFilter, *, limit:
         last = session.get(Job, marker)
         if last is None or last.project_id != ctx.project_id:
             raise InvalidMarker(f"marker {marker!r} is not a job of this project")
-        stmt = stmt.where(or_(Job.created_at < last.created_at,
-                              and_(Job.created_at == last.created_at, Job.id < last.id)))
-    stmt = stmt.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1)
+        # A row-value comparison: the (project_id, created_at, id) index serves it as a
+        # range, where the equivalent OR makes PostgreSQL sort the whole project.
+        stmt = stmt.where(tuple_(Job.created_at, Job.id) < tuple_(last.created_at, last.id))
+    # The page shows the restore point's id only: do not load the row with every job.
+    stmt = (stmt.options(noload(Job.restore_point))
+            .order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1))
     rows = list(session.scalars(stmt))
     next_marker = rows[limit - 1].id if len(rows) > limit else None
     return rows[:limit], next_marker

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
 from services.context import RequestContext
@@ -30,10 +30,10 @@ def list_page(session: Session, ctx: RequestContext, *, volume_id: str | None, l
         last = session.get(RestorePoint, marker)
         if last is None or last.project_id != ctx.project_id:
             raise InvalidMarker(f"marker {marker!r} is not a restore point of this project")
-        stmt = stmt.where(or_(
-            RestorePoint.created_at < last.created_at,
-            and_(RestorePoint.created_at == last.created_at, RestorePoint.id < last.id),
-        ))
+        # A row-value comparison: the (project_id, created_at, id) index serves it as a
+        # range, where the equivalent OR makes PostgreSQL sort the whole project.
+        stmt = stmt.where(tuple_(RestorePoint.created_at, RestorePoint.id)
+                          < tuple_(last.created_at, last.id))
     stmt = stmt.order_by(RestorePoint.created_at.desc(), RestorePoint.id.desc()).limit(limit + 1)
     rows = list(session.scalars(stmt))
     next_marker = rows[limit - 1].id if len(rows) > limit else None

@@ -26,7 +26,7 @@ from services.status import JobKind, JobStatus
 
 log = logging.getLogger(__name__)
 
-BATCH = 500
+BATCH = 2000
 """Candidates looked at per round; the round-robin order makes every project appear early."""
 
 
@@ -73,15 +73,11 @@ class Admission:
                 .values(sent_at=utcnow())
                 .returning(Job.id)
             ))
-        for job_id, kind, scopes in chosen:
-            if job_id not in won:
-                continue  # another admitter sent it; the leases are that job's, keep them
-            try:
-                self.dispatcher.send(job_id, kind)
-                result.sent.append(job_id)
-            except Exception:
-                log.warning("could not send job %s; it waits for the next round", job_id,
-                            exc_info=True)
+        mine = [(job_id, kind) for job_id, kind, _ in chosen if job_id in won]
+        result.sent = self.dispatcher.send_many(mine)
+        # Another admitter sent the ones not won; their leases are that job's, kept.
+        for job_id, _, scopes in chosen:
+            if job_id in won and job_id not in result.sent:
                 self._unsend(job_id)
                 self.leases.release(job_id, scopes)
         return result

@@ -47,7 +47,7 @@ def _requeue_dead(session: Session, now: datetime, cutoff: datetime) -> list[str
     dead = list(session.execute(
         select(Job.id, Job.attempt, Job.worker).where(
             Job.status == JobStatus.RUNNING, Job.heartbeat_at < cutoff)
-    ).tuples())
+    ).all())
     out = []
     for job_id, attempt, worker in dead:
         result = session.execute(

@@ -27,8 +27,9 @@ class RecordingDispatcher:
     def __init__(self) -> None:
         self.sent: list[str] = []
 
-    def send(self, job_id: str, kind: JobKind) -> None:
-        self.sent.append(job_id)
+    def send_many(self, jobs: list[tuple[str, JobKind]]) -> list[str]:
+        self.sent += [job_id for job_id, _ in jobs]
+        return [job_id for job_id, _ in jobs]
 
 
 @pytest.fixture
