@@ -237,7 +237,9 @@ async def load(clients: int, seconds: float, volumes: list[str], markers: list[s
 
         async def one(n: int) -> None:
             rng = random.Random(n)
-            next_at = time.monotonic() + rng.random()
+            # Spread the clients over one period, or an open loop arrives in bursts.
+            period = 1.0 / rate_per_client if rate_per_client else 1.0
+            next_at = time.monotonic() + rng.random() * period
             while time.monotonic() < end:
                 if rate_per_client is not None:
                     await asyncio.sleep(max(0.0, next_at - time.monotonic()))

@@ -3,10 +3,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from api.deps import ContextDep, SessionDep
 from api.errors import error_responses
+from api.responses import json_response
 from services.errors import InvalidInput
 from services.jobs import repository, service
 from services.jobs.schemas import JobList, JobPublic, JobUpdate
@@ -32,7 +33,7 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=1000, description="Page size")] = 100,
     marker: Annotated[str | None, Query(description="`next_marker` of the previous page")]
     = None,
-) -> JobList:
+) -> Response:
     """The project's jobs, newest first, filtered by plan, volume, kind, status and the time
     they were created. Skipped slots are jobs too (status `skipped`, with the reason)."""
     volume_id = None
@@ -40,12 +41,12 @@ def list_jobs(
         found = volumes.find_by_ref(session, ctx.project_id,
                                     parse_image_ref(volume, field="volume"))
         if found is None:
-            return JobList(jobs=[], next_marker=None)
+            return json_response(JobList(jobs=[], next_marker=None))
         volume_id = found.id
     where = repository.JobFilter(plan_id=plan_id, volume_id=volume_id, kind=kind, status=status,
                                  since=_aware(since, "since"), until=_aware(until, "until"))
     rows, next_marker = repository.list_page(session, ctx, where, limit=limit, marker=marker)
-    return JobList(jobs=[JobPublic.of(j) for j in rows], next_marker=next_marker)
+    return json_response(JobList(jobs=[JobPublic.of(j) for j in rows], next_marker=next_marker))
 
 
 def _aware(value: datetime | None, field: str) -> datetime | None:

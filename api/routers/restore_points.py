@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from api.deps import ClustersDep, ContextDep, SessionDep, SettingsDep
 from api.errors import error_responses
+from api.responses import json_response
 from services.jobs.schemas import JobPublic
 from services.restore_points import repository, service
 from services.restore_points.schemas import (
@@ -30,19 +31,19 @@ def list_restore_points(
     plan_id: Annotated[str | None, Query(description="Only restore points of this plan")] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="Page size")] = 100,
     marker: Annotated[str | None, Query(description="`next_marker` of the previous page")] = None,
-) -> RestorePointList:
+) -> Response:
     """The project's restore points, newest first."""
     volume_id = None
     if volume is not None:
         found = volumes.find_by_ref(session, ctx.project_id,
                                     parse_image_ref(volume, field="volume"))
         if found is None:
-            return RestorePointList(restore_points=[], next_marker=None)
+            return json_response(RestorePointList(restore_points=[], next_marker=None))
         volume_id = found.id
     rows, next_marker = repository.list_page(session, ctx, volume_id=volume_id, limit=limit,
                                              marker=marker, plan_id=plan_id)
-    return RestorePointList(restore_points=[RestorePointPublic.of(r) for r in rows],
-                            next_marker=next_marker)
+    return json_response(RestorePointList(
+        restore_points=[RestorePointPublic.of(r) for r in rows], next_marker=next_marker))
 
 
 @router.get("/{restore_point_id}", response_model=RestorePointPublic,

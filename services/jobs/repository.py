@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select, tuple_
-from sqlalchemy.orm import Session, noload
+from sqlalchemy.orm import Session, lazyload
 
 from services.context import RequestContext
 from services.errors import InvalidMarker, JobNotFound
@@ -69,7 +69,7 @@ def list_page(session: Session, ctx: RequestContext, where: JobFilter, *, limit:
         # range, where the equivalent OR makes PostgreSQL sort the whole project.
         stmt = stmt.where(tuple_(Job.created_at, Job.id) < tuple_(last.created_at, last.id))
     # The page shows the restore point's id only: do not load the row with every job.
-    stmt = (stmt.options(noload(Job.restore_point))
+    stmt = (stmt.options(lazyload(Job.restore_point))
             .order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1))
     rows = list(session.scalars(stmt))
     next_marker = rows[limit - 1].id if len(rows) > limit else None
