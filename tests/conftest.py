@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -61,12 +62,11 @@ def drop_pg_database(name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
-def database_url(request: pytest.FixtureRequest,
-                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A fresh database migrated to head, on each backend in turn."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path_factory.mktemp('sqlite') / 'cairn.db'}"
+@contextmanager
+def migrated_database(backend: str, directory: Path) -> Iterator[str]:
+    """A new database on `backend` (SQLite in `directory`), migrated to head; dropped after."""
+    if backend == "sqlite":
+        url = f"sqlite:///{directory / 'cairn.db'}"
         migrate(url)
         yield url
         return
@@ -75,6 +75,14 @@ def database_url(request: pytest.FixtureRequest,
     migrate(url)
     yield url
     drop_pg_database(name)
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A fresh database migrated to head, on each backend in turn."""
+    with migrated_database(request.param, tmp_path_factory.mktemp("sqlite")) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -129,13 +137,5 @@ def fresh_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
     """A database of the test's own, migrated, on each backend: for tests that run their
     own scheduler processes, which must not see the session stack's rows (or be seen by its
     scheduler)."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'own.db'}"
-        migrate(url)
+    with migrated_database(request.param, tmp_path) as url:
         yield url
-        return
-    name = new_pg_database()
-    url = f"postgresql+psycopg://postgres@127.0.0.1:{PG_PORT}/{name}"
-    migrate(url)
-    yield url
-    drop_pg_database(name)

@@ -13,7 +13,6 @@ from services.jobs import repository, service
 from services.jobs.schemas import JobList, JobPublic, JobUpdate
 from services.status import JobKind, JobStatus
 from services.volumes import repository as volumes
-from services.volumes.refs import parse_image_ref
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
@@ -36,13 +35,7 @@ def list_jobs(
 ) -> Response:
     """The project's jobs, newest first, filtered by plan, volume, kind, status and the time
     they were created. Skipped slots are jobs too (status `skipped`, with the reason)."""
-    volume_id = None
-    if volume is not None:
-        found = volumes.find_by_ref(session, ctx.project_id,
-                                    parse_image_ref(volume, field="volume"))
-        if found is None:
-            return json_response(JobList(jobs=[], next_marker=None))
-        volume_id = found.id
+    volume_id = volumes.id_for_filter(session, ctx.project_id, volume)
     where = repository.JobFilter(plan_id=plan_id, volume_id=volume_id, kind=kind, status=status,
                                  since=_aware(since, "since"), until=_aware(until, "until"))
     rows, next_marker = repository.list_page(session, ctx, where, limit=limit, marker=marker)

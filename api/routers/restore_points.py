@@ -17,7 +17,6 @@ from services.restore_points.schemas import (
     VerifyCreate,
 )
 from services.volumes import repository as volumes
-from services.volumes.refs import parse_image_ref
 
 router = APIRouter(prefix="/v1/restore-points", tags=["restore points"])
 
@@ -33,13 +32,7 @@ def list_restore_points(
     marker: Annotated[str | None, Query(description="`next_marker` of the previous page")] = None,
 ) -> Response:
     """The project's restore points, newest first."""
-    volume_id = None
-    if volume is not None:
-        found = volumes.find_by_ref(session, ctx.project_id,
-                                    parse_image_ref(volume, field="volume"))
-        if found is None:
-            return json_response(RestorePointList(restore_points=[], next_marker=None))
-        volume_id = found.id
+    volume_id = volumes.id_for_filter(session, ctx.project_id, volume)
     rows, next_marker = repository.list_page(session, ctx, volume_id=volume_id, limit=limit,
                                              marker=marker, plan_id=plan_id)
     return json_response(RestorePointList(

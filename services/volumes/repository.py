@@ -5,7 +5,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from services.volumes.models import Volume
-from services.volumes.refs import ImageRef
+from services.volumes.refs import ImageRef, parse_image_ref
 
 
 def get_or_create(session: Session, project_id: str, ref: ImageRef) -> Volume:
@@ -37,3 +37,12 @@ def find_by_ref(session: Session, project_id: str, ref: ImageRef) -> Volume | No
             Volume.image == ref.image,
         )
     ).one_or_none()
+
+
+def id_for_filter(session: Session, project_id: str, text: str | None) -> str | None:
+    """The id to filter a list by for a `volume` query parameter: None without one, the
+    registered volume's id, or an id no row has (an unknown volume has nothing to list)."""
+    if text is None:
+        return None
+    found = find_by_ref(session, project_id, parse_image_ref(text, field="volume"))
+    return found.id if found is not None else ""

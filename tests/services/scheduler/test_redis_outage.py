@@ -18,7 +18,7 @@ from services.clock import set_file_clock
 from services.db import Database
 from services.restore_points.models import RestorePoint
 from services.status import JobStatus, RestorePointStatus
-from tests.conftest import PG_PORT, drop_pg_database, migrate, new_pg_database
+from tests.conftest import migrated_database
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.factories import jobs_of, make_plan
@@ -60,12 +60,9 @@ class Redis:
 
 
 @pytest.fixture
-def own_database() -> Iterator[str]:
-    name = new_pg_database()
-    url = f"postgresql+psycopg://postgres@127.0.0.1:{PG_PORT}/{name}"
-    migrate(url)
-    yield url
-    drop_pg_database(name)
+def own_database(tmp_path: Path) -> Iterator[str]:
+    with migrated_database("postgresql", tmp_path) as url:
+        yield url
 
 
 def test_jobs_due_during_a_redis_outage_all_run_once(
