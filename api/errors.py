@@ -57,7 +57,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
+        errors = [{**e, "msg": str(e["msg"]).removeprefix("Value error, ")}
+                  for e in exc.errors()]
         problems = []
         for err in errors:
             if err.get("type") == "json_invalid":

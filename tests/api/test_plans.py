@@ -100,7 +100,7 @@ def test_plan_lifecycle_and_next_runs_across_spring_forward(stack: Stack,
     ({"rules": [{"cron": "0 2 * * *", "timezone": "Mars/Olympus"}]}, 422,
      "unknown timezone 'Mars/Olympus'"),
     ({"timezone": "Europe/Berlni"}, 422, "unknown timezone 'Europe/Berlni'"),
-    ({"volumes": []}, 422, "a plan protects at least one volume"),
+    ({"volumes": []}, 422, "volumes: a plan protects at least one volume"),
     ({"rules": [{"rrule": "BYDAY=MO;BYHOUR=2"}]}, 422, "has no frequency: add FREQ=DAILY"),
     ({"rules": [{"cron": "0 2 * * *", "rrule": "FREQ=DAILY"}]}, 422, "not both"),
     ({"retention": {"daily": -1}}, 422, "retention.daily: Input should be greater than or "
