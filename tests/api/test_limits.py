@@ -89,7 +89,8 @@ def test_twenty_volumes_never_exceed_the_target_limit_even_across_a_worker_kill(
             stack.worker.kill()   # holds three slots; SIGKILL leaves them in Redis
             stack.worker.start("ready")
         done = wait_all(stack, plan["id"])
-    assert [j["status"] for j in done] == ["succeeded"] * VOLUMES, done
+    failed = [(j["id"], j["attempt"], j["error"]) for j in done if j["status"] != "succeeded"]
+    assert not failed, failed
     assert max(sampler.samples) == 3, sampler.samples  # the limit was used, and never passed
     assert len(sampler.samples) > 40
     if kill_worker:

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from redis.exceptions import RedisError
 from sqlalchemy import select, update
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from services.base import utcnow
@@ -283,6 +285,12 @@ def run_job(rt: Runtime, job_id: str, kind: str, body: JobBody) -> None:
     slots are freed when it ends, however it ends."""
     try:
         job = claim(rt, job_id)
+    except (DBAPIError, RedisError):
+        # The database or Redis is briefly away: the job stays queued and the scheduler
+        # sends it again (it was marked sent, so after job_redispatch_after_seconds).
+        log.warning("%s job %s could not be picked up now; it will be sent again", kind,
+                    job_id, exc_info=True)
+        return
     except Exception as exc:
         # Nothing fails silently: a job that cannot even start says why.
         log.exception("%s job %s could not start", kind, job_id)
