@@ -35,7 +35,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
-from sqlalchemy import insert
+from sqlalchemy import func, insert, select, text
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -122,7 +122,6 @@ def make_plans(db: Database, plans: int, volumes_each: int) -> None:
 
 
 def count_jobs(db: Database, sent: bool = False) -> int:
-    from sqlalchemy import func, select
     with db.session() as session:
         stmt = select(func.count()).select_from(Job).where(Job.slot_at == SLOT)
         if sent:
@@ -203,7 +202,7 @@ def fill_lists(db: Database, count: int) -> list[str]:
             session.execute(insert(RestorePoint), rps)
             session.execute(insert(Job), jobs)
     with db.session() as session:
-        session.execute(__import__("sqlalchemy").text("ANALYZE"))
+        session.execute(text("ANALYZE"))
     return [f"ceph-a/volumes/vol-{i}" for i in range(100)]
 
 
@@ -291,7 +290,6 @@ def bench_lists(count: int, workers: int, seconds: float) -> None:
         volumes = fill_lists(db, count)
         print(f"  filled {count} restore points and {count} jobs in "
               f"{time.monotonic() - t:.1f} s")
-        from sqlalchemy import select
         with db.session() as session:
             markers = list(session.scalars(select(RestorePoint.id).limit(2000)))
         db.dispose()

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from services.base import utcnow
+from services.errors import InvalidInput
 
 Clock = Callable[[], datetime]
 
@@ -36,3 +37,10 @@ def set_file_clock(path: Path, at: datetime) -> None:
 
 def clock_for(clock_file: Path | None) -> Clock:
     return utcnow if clock_file is None else file_clock(clock_file)
+
+
+def require_aware(value: datetime | None, field: str) -> datetime | None:
+    """A time a user gave must say its zone; a naive one is refused rather than guessed."""
+    if value is not None and value.tzinfo is None:
+        raise InvalidInput(f"{field} needs a timezone, e.g. 2026-11-21T00:00:00Z", field=field)
+    return value

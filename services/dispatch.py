@@ -50,9 +50,6 @@ class Dispatcher:
     def __init__(self, celery: Celery) -> None:
         self.celery = celery
 
-    def send(self, job_id: str, kind: JobKind) -> None:
-        self.celery.send_task(TASK_FOR_KIND[kind], args=[job_id], queue=QUEUE)
-
     def send_many(self, jobs: list[tuple[str, JobKind]]) -> list[str]:
         """Send over one producer (one broker channel): Kombu's Redis transport otherwise
         builds a client per message, 1 ms each. Returns the ids sent before any failure."""

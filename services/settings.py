@@ -9,6 +9,8 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from services.errors import UnknownTarget
+
 
 class ClusterSettings(BaseModel):
     """How to reach one Ceph cluster."""
@@ -152,3 +154,14 @@ def target_job_limit(settings: Settings, target: str) -> int:
     if configured is not None and configured.max_jobs is not None:
         return configured.max_jobs
     return settings.max_jobs_per_target
+
+
+def resolve_target(settings: Settings, name: str | None) -> str:
+    """The backup target a request means: the one it names, or the default; refused with
+    the configured ones listed when it is unknown."""
+    target = name or settings.default_backup_target
+    if target is None or target not in settings.backup_targets:
+        known = ", ".join(sorted(settings.backup_targets)) or "none"
+        what = f"unknown backup target {target!r}" if target else "no backup target given"
+        raise UnknownTarget(f"{what}; configured targets: {known}", field="target")
+    return target

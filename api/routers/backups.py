@@ -12,7 +12,7 @@ router = APIRouter(prefix="/v1/backups", tags=["backups"])
 
 
 @router.post("", status_code=202, response_model=JobPublic,
-             responses=error_responses(401, 404, 409, 422, 503),
+             responses=error_responses(401, 404, 409, 413, 422, 503),
              summary="Back up a volume now")
 def create_backup(body: BackupCreate, session: SessionDep, ctx: ContextDep,
                   settings: SettingsDep, clusters: ClustersDep) -> JobPublic:

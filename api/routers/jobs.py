@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 from api.deps import ContextDep, SessionDep
 from api.errors import error_responses
 from api.responses import json_response
-from services.errors import InvalidInput
+from services.clock import require_aware
 from services.jobs import repository, service
 from services.jobs.schemas import JobList, JobPublic, JobUpdate
 from services.status import JobKind, JobStatus
@@ -37,15 +37,10 @@ def list_jobs(
     they were created. Skipped slots are jobs too (status `skipped`, with the reason)."""
     volume_id = volumes.id_for_filter(session, ctx.project_id, volume)
     where = repository.JobFilter(plan_id=plan_id, volume_id=volume_id, kind=kind, status=status,
-                                 since=_aware(since, "since"), until=_aware(until, "until"))
+                                 since=require_aware(since, "since"),
+                                 until=require_aware(until, "until"))
     rows, next_marker = repository.list_page(session, ctx, where, limit=limit, marker=marker)
     return json_response(JobList(jobs=[JobPublic.of(j) for j in rows], next_marker=next_marker))
-
-
-def _aware(value: datetime | None, field: str) -> datetime | None:
-    if value is not None and value.tzinfo is None:
-        raise InvalidInput(f"{field} needs a timezone, e.g. 2026-11-21T00:00:00Z", field=field)
-    return value
 
 
 @router.get("/{job_id}", response_model=JobPublic, responses=error_responses(401, 404),

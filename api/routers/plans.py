@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 from api.deps import ClustersDep, ContextDep, SessionDep, SettingsDep
 from api.errors import error_responses
 from services.base import utcnow
-from services.errors import InvalidInput
+from services.clock import require_aware
 from services.jobs.schemas import JobPublic
 from services.plans import repository, service
 from services.plans.schemas import (
@@ -109,8 +109,7 @@ def next_runs(
 ) -> NextRuns:
     """Each slot with its kind, in UTC and on the plan's wall clock, and when its jobs may
     start (the window's opening when the slot falls outside the backup window)."""
-    if after is not None and after.tzinfo is None:
-        raise InvalidInput("after needs a timezone, e.g. 2026-11-21T00:00:00Z", field="after")
+    require_aware(after, "after")
     plan = repository.get(session, ctx, plan_id)
     return NextRuns(plan_id=plan.id, runs=service.next_runs(plan, after or utcnow(), count))
 

@@ -9,12 +9,12 @@ from sqlalchemy.orm import Session
 from services import dispatch
 from services.backups.schemas import BackupCreate
 from services.context import RequestContext
-from services.errors import BackupAlreadyRunning, UnknownTarget
+from services.errors import BackupAlreadyRunning
 from services.jobs import repository as jobs
 from services.jobs.models import Job
 from services.quotas import service as quotas
 from services.restore_points.models import RestorePoint
-from services.settings import Settings
+from services.settings import Settings, resolve_target
 from services.status import JobKind
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
@@ -24,11 +24,7 @@ from services.volumes.refs import parse_image_ref
 
 def create_backup(session: Session, ctx: RequestContext, settings: Settings,
                   clusters: CephClusters, request: BackupCreate) -> Job:
-    target = request.target or settings.default_backup_target
-    if target is None or target not in settings.backup_targets:
-        known = ", ".join(sorted(settings.backup_targets)) or "none"
-        what = f"unknown backup target {target!r}" if target else "no backup target given"
-        raise UnknownTarget(f"{what}; configured targets: {known}", field="target")
+    target = resolve_target(settings, request.target)
     ref = parse_image_ref(request.volume, field="volume")
     rbd_images.require_volume(clusters, ref, field="volume")
 

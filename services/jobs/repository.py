@@ -28,6 +28,15 @@ def active_for_restore_point(session: Session, restore_point_id: str,
     ).first()
 
 
+def volumes_with_active_backup(session: Session, volume_ids: list[str]) -> set[str]:
+    """Of these volumes, those with a backup queued or running."""
+    if not volume_ids:
+        return set()
+    return set(session.scalars(
+        select(Job.volume_id).where(Job.volume_id.in_(volume_ids), Job.kind == JobKind.BACKUP,
+                                    Job.status.in_(ACTIVE_JOB_STATUSES))))
+
+
 def active_backup_for_volume(session: Session, volume_id: str) -> Job | None:
     return session.scalars(
         select(Job).where(Job.volume_id == volume_id, Job.kind == JobKind.BACKUP,

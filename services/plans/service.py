@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 
 from services import dispatch
 from services.context import RequestContext
-from services.errors import PlanNameTaken, UnknownTarget
+from services.errors import PlanNameTaken
+from services.jobs import repository as jobs_repository
 from services.jobs.models import Job
 from services.plans import repository, schedule, timing
 from services.plans.models import Plan
@@ -30,7 +31,7 @@ from services.plans.schemas import (
 )
 from services.quotas import service as quotas
 from services.restore_points.models import RestorePoint
-from services.settings import Settings
+from services.settings import Settings, resolve_target
 from services.status import (
     ACTIVE_JOB_STATUSES,
     JobKind,
@@ -47,7 +48,7 @@ from services.volumes.refs import parse_image_ref
 
 def create_plan(session: Session, ctx: RequestContext, settings: Settings,
                 clusters: CephClusters, request: PlanCreate, now: datetime) -> Plan:
-    target = _target(settings, request.target)
+    target = resolve_target(settings, request.target)
     schedule.zone(request.timezone)
     rules = _rules(request.rules, request.timezone, now)
     plan = Plan(project_id=ctx.project_id, name=request.name, description=request.description,
@@ -73,7 +74,7 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
     plan = repository.get(session, ctx, plan_id)
     given = change.model_fields_set
     if "target" in given:
-        plan.target = _target(settings, change.target)
+        plan.target = resolve_target(settings, change.target)
     if "timezone" in given and change.timezone is not None:
         schedule.zone(change.timezone)
         plan.timezone = change.timezone
@@ -131,7 +132,7 @@ def run_now(session: Session, ctx: RequestContext, settings: Settings, plan_id: 
     """One backup per volume of the plan now (with the plan's target, QoS and retention; not
     bound to its window). A volume whose backup is already queued or running is skipped."""
     plan = repository.get(session, ctx, plan_id)
-    busy = _busy_volumes(session, [v.id for v in plan.volumes])
+    busy = jobs_repository.volumes_with_active_backup(session, [v.id for v in plan.volumes])
     free = [v for v in plan.volumes if v.id not in busy]
     quotas.require_room(session, ctx.project_id, len(free))
     jobs: list[Job] = []
@@ -180,13 +181,16 @@ def retention_preview(session: Session, plan: Plan, now: datetime) -> RetentionP
                             restore_points=items)
 
 
-def plan_restore_points(session: Session,
-                        plan_id: str) -> list[list[tuple[Point, RestorePoint]]]:
-    """The plan's available restore points as retention points, one group per (volume,
-    target), each marked when a queued or running restore or verify reads it."""
-    rows = list(session.scalars(
-        select(RestorePoint).where(RestorePoint.plan_id == plan_id,
-                                   RestorePoint.status == RestorePointStatus.AVAILABLE)))
+def plan_restore_points(session: Session, plan_id: str, volume_id: str | None = None
+                        ) -> list[list[tuple[Point, RestorePoint]]]:
+    """The plan's available restore points (of one volume when given) as retention points,
+    one group per (volume, target), each marked when a queued or running restore or verify
+    reads it."""
+    stmt = select(RestorePoint).where(RestorePoint.plan_id == plan_id,
+                                      RestorePoint.status == RestorePointStatus.AVAILABLE)
+    if volume_id is not None:
+        stmt = stmt.where(RestorePoint.volume_id == volume_id)
+    rows = list(session.scalars(stmt))
     in_use = set(session.scalars(
         select(Job.restore_point_id).where(
             Job.restore_point_id.in_([r.id for r in rows]),
@@ -197,23 +201,6 @@ def plan_restore_points(session: Session,
         point = Point(rp.id, rp.created_at, rp.locked_until, rp.id in in_use)
         groups.setdefault((rp.volume_id, rp.target), []).append((point, rp))
     return list(groups.values())
-
-
-def _busy_volumes(session: Session, volume_ids: list[str]) -> set[str]:
-    if not volume_ids:
-        return set()
-    return set(session.scalars(
-        select(Job.volume_id).where(Job.volume_id.in_(volume_ids), Job.kind == JobKind.BACKUP,
-                                    Job.status.in_(ACTIVE_JOB_STATUSES))))
-
-
-def _target(settings: Settings, name: str | None) -> str:
-    target = name or settings.default_backup_target
-    if target is None or target not in settings.backup_targets:
-        known = ", ".join(sorted(settings.backup_targets)) or "none"
-        what = f"unknown backup target {target!r}" if target else "no backup target given"
-        raise UnknownTarget(f"{what}; configured targets: {known}", field="target")
-    return target
 
 
 def _rules(rules: list[ScheduleRule], plan_tz: str, now: datetime) -> list[dict[str, Any]]:

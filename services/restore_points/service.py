@@ -9,8 +9,9 @@ from sqlalchemy.orm import Session
 
 from services import dispatch
 from services.base import utcnow
+from services.clock import require_aware
 from services.context import RequestContext
-from services.errors import ImageExists, InvalidInput, InvalidStatusTransition, RestorePointBusy
+from services.errors import ImageExists, InvalidStatusTransition, RestorePointBusy
 from services.jobs import repository as jobs
 from services.jobs.models import Job
 from services.restore_points import repository as restore_points
@@ -114,9 +115,6 @@ def _available(session: Session, ctx: RequestContext, rp_id: str, to_be: str) ->
 def set_lock(session: Session, ctx: RequestContext, rp_id: str,
              locked_until: datetime | None) -> RestorePoint:
     rp = restore_points.get(session, ctx, rp_id)
-    if locked_until is not None and locked_until.tzinfo is None:
-        raise InvalidInput("locked_until needs a timezone, e.g. 2027-01-01T00:00:00Z",
-                           field="locked_until")
-    rp.locked_until = locked_until
+    rp.locked_until = require_aware(locked_until, "locked_until")
     session.flush()
     return rp

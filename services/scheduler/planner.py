@@ -25,6 +25,7 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from services.db import Database
+from services.jobs import repository as jobs_repository
 from services.jobs.inserts import insert_ignoring_conflicts, job_values
 from services.jobs.models import Job
 from services.plans import schedule, timing
@@ -32,7 +33,7 @@ from services.plans.models import Plan
 from services.plans.prunes import request_prune
 from services.quotas import service as quotas
 from services.settings import Settings
-from services.status import ACTIVE_JOB_STATUSES, JobKind, JobStatus, PlanStatus, RestorePointKind
+from services.status import JobKind, JobStatus, PlanStatus, RestorePointKind
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +105,7 @@ class _Batch:
         if due and len(due) == SLOTS_PER_ROUND:
             next_slot: datetime | None = due[-1].at + timedelta(microseconds=1)
         else:
-            following = schedule.slots(rules, max(self.now, due[-1].at if due else self.now),
-                                       count=1)
+            following = schedule.slots(rules, self.now, count=1)  # due slots are all <= now
             next_slot = following[0].at if following else None
         self.cursors.append({"plan": plan.id, "old": cursor, "new": next_slot})
         missed = [s for s in due if self.now - s.at > self.grace]
@@ -156,9 +156,8 @@ class _Batch:
         """Each run becomes a queued job, or skipped (volume busy), or failed (quota)."""
         if not self.runs:
             return []
-        busy = set(session.scalars(select(Job.volume_id).where(
-            Job.volume_id.in_({r.volume_id for r in self.runs}), Job.kind == JobKind.BACKUP,
-            Job.status.in_(ACTIVE_JOB_STATUSES))))
+        busy = jobs_repository.volumes_with_active_backup(
+            session, sorted({r.volume_id for r in self.runs}))
         wanted: dict[str, int] = {}
         for r in self.runs:
             project = r.common["project_id"]

@@ -83,21 +83,16 @@ def _prune_volume(rt: Runtime, plan_id: str, volume_id: str, pruned: list[str],
             return
         policy = Retention.model_validate(plan.retention).policy()
         tz = schedule.zone(plan.timezone)
-        doomed: list[RestorePoint] = []
-        for group in service.plan_restore_points(session, plan_id):
-            if group[0][1].volume_id != volume_id:
-                continue
+        unkept: list[RestorePoint] = []
+        for group in service.plan_restore_points(session, plan_id, volume_id):
             rows = {point.id: rp for point, rp in group}
-            for verdict in evaluate([p for p, _ in group], policy, tz, now):
-                if not verdict.keep:
-                    doomed.append(rows[verdict.point.id])
-        for rp in doomed:
-            # Deleting is claimed like a user's delete: available -> deleting, one winner.
-            if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
-                                  RestorePointStatus.DELETING,
-                                  expect=RestorePointStatus.AVAILABLE,
-                                  extra={"status_reason": f"pruned by plan {plan_id}"}):
-                doomed.remove(rp)
+            unkept += [rows[v.point.id] for v in evaluate([p for p, _ in group], policy, tz, now)
+                       if not v.keep]
+        # Deleting is claimed like a user's delete: available -> deleting, one winner.
+        doomed = [rp for rp in unkept if guarded_update(
+            session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS, RestorePointStatus.DELETING,
+            expect=RestorePointStatus.AVAILABLE,
+            extra={"status_reason": f"pruned by plan {plan_id}"})]
         session.expunge_all()
     for rp in doomed:
         try:
