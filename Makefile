@@ -5,6 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STATE := $(CURDIR)/.state
 API_PORT ?= 8787
+OPENSTACK ?= 0
 
 .PHONY: help bootstrap up down status test test-only lint typecheck check bench bench-scheduler clean
 
@@ -12,15 +13,21 @@ help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 bootstrap: ## install what is missing: Debian packages, the venv, locked Python packages
-	@bash deploy/local/bootstrap.sh
+	@CAIRN_OPENSTACK=$(OPENSTACK) bash deploy/local/bootstrap.sh
 
-up: bootstrap ## start the whole local stack with a demo volume and print where the API is
-	@bash deploy/local/stack.sh up all
-	@$(PY) deploy/local/demo_volume.py $(STATE)/ceph-a/ceph.conf
+up: bootstrap ## start the whole local stack with a demo volume and print where the API is (OPENSTACK=1: with Keystone and Cinder)
+	@CAIRN_OPENSTACK=$(OPENSTACK) bash deploy/local/stack.sh up all
 	@echo
 	@echo "Cairn is up."
 	@echo "  API:      http://127.0.0.1:$(API_PORT)  (docs: http://127.0.0.1:$(API_PORT)/docs)"
+ifeq ($(OPENSTACK),1)
+	@CAIRN_OPENSTACK=1 $(PY) deploy/local/demo_volume.py --cinder $(STATE)/clouds.yaml $(STATE)/ceph-a/ceph.conf
+	@echo "  Keystone: http://127.0.0.1:45000/v3, Cinder: http://127.0.0.1:48776"
+	@echo "  CLI:      export OS_CLIENT_CONFIG_FILE=$(STATE)/clouds.yaml OS_CLOUD=cairn-demo; $(VENV)/bin/cairn volume list"
+else
+	@$(PY) deploy/local/demo_volume.py $(STATE)/ceph-a/ceph.conf
 	@echo "  volume:   ceph-a/volumes/demo  (try the curl session in README.md)"
+endif
 	@echo "  logs:     $(STATE)/log/"
 	@echo "  stop:     make down"
 
@@ -38,8 +45,9 @@ typecheck: bootstrap ## mypy --strict on services/, api/, worker/
 
 check: lint typecheck ## lint and type check
 
-test: bootstrap ## install what is missing, start the stack's servers, lint, type check, run every test
-	@CAIRN_SECOND_CLUSTER=1 bash deploy/local/stack.sh up infra
+test: ## install what is missing, start the stack's servers (Keystone and Cinder too), lint, type check, run every test
+	@CAIRN_OPENSTACK=1 bash deploy/local/bootstrap.sh
+	@CAIRN_SECOND_CLUSTER=1 CAIRN_OPENSTACK=1 bash deploy/local/stack.sh up infra
 	@$(MAKE) --no-print-directory check
 	@$(MAKE) --no-print-directory test-only
 

@@ -4,16 +4,20 @@ back when it raises; routes never commit), the caller's context, the process's r
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
 from sqlalchemy.orm import Session
 
+from services.auth.keystone import TokenValidator
+from services.auth.policy import Policy
 from services.context import RequestContext
 from services.db import Database
 from services.errors import Unauthorized
+from services.openstack.cinder import CinderGateway
 from services.settings import Settings
 from services.storage.ceph import CephClusters
+from services.volumes.resolve import VolumeResolver
 
 
 def get_db(request: Request) -> Database:
@@ -37,18 +41,55 @@ def get_session(db: Annotated[Database, Depends(get_db)]) -> Iterator[Session]:
 
 
 def get_context(
+    request: Request,
+    x_auth_token: Annotated[str | None, Header(description="Keystone token")] = None,
     x_project_id: Annotated[str | None, Header(description="Project (noauth)")] = None,
     x_roles: Annotated[str | None, Header(description="Comma-separated roles (noauth)")] = None,
 ) -> RequestContext:
+    validator: TokenValidator | None = request.app.state.tokens
+    if validator is not None:
+        if not x_auth_token:
+            raise Unauthorized("missing X-Auth-Token header: authenticate with Keystone and "
+                               "send the token (openstack token issue)")
+        return validator.context_for(x_auth_token)
     # auth_strategy noauth, as Cinder's: the caller says who it is.
     if not x_project_id:
         raise Unauthorized("missing X-Project-Id header: with auth_strategy noauth every "
                            "request names its project")
-    roles = frozenset(r.strip() for r in (x_roles or "").split(",") if r.strip())
+    if x_roles is None:
+        return RequestContext(project_id=x_project_id, roles=frozenset({"member", "reader"}))
+    roles = frozenset(r.strip() for r in x_roles.split(",") if r.strip())
     return RequestContext(project_id=x_project_id, roles=roles)
 
 
+def get_policy(request: Request) -> Policy:
+    policy: Policy = request.app.state.policy
+    return policy
+
+
+def get_cinder(request: Request) -> CinderGateway | None:
+    cinder: CinderGateway | None = request.app.state.cinder
+    return cinder
+
+
+def get_volume_resolver(request: Request) -> VolumeResolver:
+    return VolumeResolver(request.app.state.clusters, request.app.state.cinder)
+
+
 SessionDep = Annotated[Session, Depends(get_session)]
+VolumesDep = Annotated[VolumeResolver, Depends(get_volume_resolver)]
 ContextDep = Annotated[RequestContext, Depends(get_context)]
+CinderDep = Annotated[CinderGateway | None, Depends(get_cinder)]
+
+
+def allowed(action: str) -> Any:
+    """`ctx: Annotated[RequestContext, allowed("plan:create")]`: the caller, once the policy
+    lets them do `action` (403 otherwise, 401 before that without valid credentials)."""
+
+    def check(ctx: ContextDep, policy: Annotated[Policy, Depends(get_policy)]) -> RequestContext:
+        policy.enforce(action, ctx)
+        return ctx
+
+    return Depends(check)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ClustersDep = Annotated[CephClusters, Depends(get_clusters)]

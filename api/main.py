@@ -12,10 +12,13 @@ from fastapi import FastAPI
 
 from api import errors
 from api.inflight import InFlightLimit
-from api.routers import backups, health, jobs, plans, quotas, restore_points
+from api.routers import backups, health, jobs, plans, quotas, restore_points, volumes
+from services.auth.keystone import TokenValidator, service_session
+from services.auth.policy import Policy
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
 from services.limits.leases import Leases
+from services.openstack.cinder import gateway_for
 from services.scheduler.admission import Admission
 from services.settings import Settings, get_settings
 from services.storage.ceph import CephClusters
@@ -44,9 +47,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                           Dispatcher(make_celery(settings.redis_url)), settings)
     app.state.db.on_commit(admission.admit_ids)
     app.state.clusters = CephClusters(settings)
+    app.state.policy = Policy.from_file(settings.policy_file)
+    app.state.tokens = None
+    if settings.auth_strategy == "keystone":
+        assert settings.keystone is not None  # the settings validator requires it
+        app.state.tokens = TokenValidator(
+            service_session(settings.keystone), cache_seconds=settings.token_cache_seconds,
+            region=settings.keystone.region_name, interface=settings.keystone.interface)
+    app.state.cinder = gateway_for(settings.keystone, settings.cinder)
     errors.install(app)
     app.add_middleware(InFlightLimit, limit=settings.api_threads)
-    for module in (health, plans, backups, jobs, restore_points, quotas):
+    for module in (health, volumes, plans, backups, jobs, restore_points, quotas):
         app.include_router(module.router)
     return app
 

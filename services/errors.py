@@ -149,3 +149,21 @@ class PlanNameTaken(Conflict):
 class Unauthorized(CairnError):
     status_code = 401
     code = "unauthorized"
+
+
+class ServiceUnavailable(CairnError):
+    """Another OpenStack service (Keystone, Cinder) could not be reached or failed."""
+
+    status_code = 503
+    code = "service_unavailable"
+
+
+class CinderError(CairnError):
+    """Cinder refused or failed a request Cairn made for the user; its message is passed on."""
+
+    status_code = 502
+    code = "cinder_error"
+
+
+class VolumeInUse(Conflict):
+    code = "volume_in_use"

@@ -3,6 +3,10 @@
     cairn-manage db upgrade [REVISION]     apply migrations (default: head)
     cairn-manage db downgrade REVISION     revert migrations
     cairn-manage db current                show the database's revision
+    cairn-manage keystone register --url URL [--region R] [--os-cloud C]
+                                           add Cairn to the Keystone catalog (service
+                                           type `volume-backup`), with an administrator's
+                                           credentials from clouds.yaml or OS_*
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from alembic import command
 from alembic.config import Config
 
 import migrations
+from services.errors import CairnError
+from services.openstack import cloud_config
+from services.openstack.identity import IdentityAdmin
+from services.openstack.sessions import make_session
 from services.settings import get_settings
 
 
@@ -36,8 +44,19 @@ def main(argv: list[str] | None = None) -> int:
     down = db.add_parser("downgrade", help="revert migrations")
     down.add_argument("revision")
     db.add_parser("current", help="show the current revision")
+    ks = sub.add_parser("keystone", help="the Keystone catalog").add_subparsers(
+        dest="action", required=True)
+    reg = ks.add_parser("register", help="create Cairn's service and endpoints in the catalog")
+    reg.add_argument("--url", required=True,
+                     help="Cairn's API URL as clients reach it, e.g. https://cairn.example:8787")
+    reg.add_argument("--internal-url", help="URL for the internal interface (default: --url)")
+    reg.add_argument("--region", default=None, help="Keystone region of the endpoints")
+    reg.add_argument("--os-cloud", default=None, help="cloud in clouds.yaml (default OS_CLOUD, "
+                     "else the OS_* variables)")
     args = parser.parse_args(argv)
 
+    if args.area == "keystone":
+        return _register(args)
     config = alembic_config()
     if args.action == "upgrade":
         command.upgrade(config, args.revision)
@@ -45,6 +64,33 @@ def main(argv: list[str] | None = None) -> int:
         command.downgrade(config, args.revision)
     else:
         command.current(config)
+    return 0
+
+
+SERVICE_TYPE = "volume-backup"
+"""Cairn's service type in the catalog. `backup` is Freezer's and `data-protection` Karbor's
+in the service-types authority, so a cloud can run Cairn beside either."""
+
+
+def _register(args: argparse.Namespace) -> int:
+    try:
+        cloud = cloud_config.load(args.os_cloud)
+    except CairnError as exc:
+        print(f"cairn-manage: {exc.message}", file=sys.stderr)
+        return 2
+    session = make_session(cloud.auth, verify=cloud.verify)
+    admin = IdentityAdmin(session, region=args.region or cloud.region_name)
+    try:
+        if admin.region is not None:
+            admin.ensure_region(admin.region)
+        service_id = admin.ensure_service(SERVICE_TYPE, "cairn",
+                                          "Cairn: backups of block storage volumes")
+        admin.ensure_endpoints(service_id, args.url, ("public", "admin"))
+        admin.ensure_endpoints(service_id, args.internal_url or args.url, ("internal",))
+    except Exception as exc:  # keystoneauth raises plain Exception for some bad options
+        print(f"cairn-manage: registering in Keystone failed: {exc}", file=sys.stderr)
+        return 1
+    print(f"registered service {SERVICE_TYPE} ({service_id}) at {args.url}")
     return 0
 
 

@@ -35,6 +35,35 @@ class BackupTargetSettings(BaseModel):
     service-wide `max_jobs_per_target` when None."""
 
 
+class KeystoneSettings(BaseModel):
+    """Cairn's service credentials in Keystone: they validate users' tokens and act on
+    Cinder volumes for the workers."""
+
+    auth_url: str
+    """Keystone's v3 URL, e.g. http://keystone:5000/v3."""
+    username: str
+    password: str
+    project_name: str = "service"
+    user_domain_name: str = "Default"
+    project_domain_name: str = "Default"
+    region_name: str | None = None
+    """Region whose endpoints (Cinder's) Cairn uses; any region when None."""
+    interface: Literal["public", "internal", "admin"] = "public"
+    """Which of a service's catalog endpoints Cairn calls."""
+
+
+class CinderSettings(BaseModel):
+    """Where the Cinder backend keeps its volumes: Cinder's RBD driver names a volume's
+    image `volume-<id>` in this pool."""
+
+    cluster: str
+    """Name of a cluster in `clusters` (Cinder's `rbd_ceph_conf`)."""
+    pool: str = "volumes"
+    """Cinder's `rbd_pool`."""
+    wait_seconds: float = Field(default=300.0, gt=0)
+    """How long a restore waits for a new Cinder volume to become available."""
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="CAIRN_",
@@ -62,8 +91,24 @@ class Settings(BaseSettings):
     default_backup_target: str | None = None
     """Target used when a backup request names none."""
 
-    auth_strategy: Literal["noauth"] = "noauth"
-    """How requests are authenticated. noauth trusts X-Project-Id / X-Roles (development)."""
+    auth_strategy: Literal["noauth", "keystone"] = "noauth"
+    """How requests are authenticated. keystone validates X-Auth-Token with Keystone; noauth
+    trusts X-Project-Id / X-Roles (development only)."""
+
+    keystone: KeystoneSettings | None = None
+    """Cairn's service credentials, as JSON; required by auth_strategy keystone and by
+    Cinder."""
+
+    token_cache_seconds: float = Field(default=60.0, ge=0)
+    """How long a validated token is trusted without asking Keystone again (never past its
+    expiry). A revoked token is refused at the latest this long after revocation."""
+
+    policy_file: Path | None = None
+    """OpenStack-style policy file (YAML or JSON) overriding the default rules."""
+
+    cinder: CinderSettings | None = None
+    """The Cinder backend whose volumes Cairn protects, as JSON; enables Cinder volume ids
+    (needs auth_strategy keystone)."""
 
     ceph_connect_timeout_seconds: int = 10
     """How long to wait for a Ceph cluster's monitors before reporting it unreachable."""
@@ -136,6 +181,16 @@ class Settings(BaseSettings):
                 f"CAIRN_DEFAULT_BACKUP_TARGET {self.default_backup_target!r} is not a "
                 f"configured backup target ({sorted(self.backup_targets)})"
             )
+        if self.auth_strategy == "keystone" and self.keystone is None:
+            raise ValueError("auth_strategy keystone needs CAIRN_KEYSTONE (Cairn's service "
+                             "credentials: auth_url, username, password, project_name)")
+        if self.cinder is not None:
+            if self.cinder.cluster not in self.clusters:
+                raise ValueError(f"CAIRN_CINDER names cluster {self.cinder.cluster!r}, which "
+                                 f"is not in CAIRN_CLUSTERS ({sorted(self.clusters)})")
+            if self.keystone is None:
+                raise ValueError("CAIRN_CINDER needs CAIRN_KEYSTONE: Cinder is reached through "
+                                 "Keystone's catalog")
         if self.environment == "production" and self.clock_file is not None:
             raise ValueError("clock_file replaces the real time; refused in production")
         if self.environment == "production" and self.auth_strategy == "noauth":

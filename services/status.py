@@ -23,6 +23,13 @@ class JobKind(enum.StrEnum):
     PRUNE = "prune"
 
 
+class RestoreMode(enum.StrEnum):
+    NEW_VOLUME = "new_volume"
+    """Into a Cinder volume Cairn created for the restore (deleted again if it fails)."""
+    IN_PLACE = "in_place"
+    """Over an existing, detached Cinder volume (held in `maintenance` meanwhile)."""
+
+
 class JobStatus(enum.StrEnum):
     QUEUED = "queued"
     RUNNING = "running"

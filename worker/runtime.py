@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from services.clock import Clock, clock_for
 from services.db import Database
 from services.limits.leases import Leases
+from services.openstack.cinder import CinderGateway, gateway_for
 from services.settings import Settings, get_settings
 from services.storage.ceph import CephClusters
 
@@ -23,6 +24,7 @@ class Runtime:
     name: str
     leases: Leases
     clock: Clock
+    cinder: CinderGateway | None = None
 
 
 _lock = threading.Lock()
@@ -36,7 +38,8 @@ def get_runtime() -> Runtime:
             settings = get_settings()
             _runtime = Runtime(settings, Database(settings.database_url),
                                CephClusters(settings), _worker_name(),
-                               Leases.from_settings(settings), clock_for(settings.clock_file))
+                               Leases.from_settings(settings), clock_for(settings.clock_file),
+                               gateway_for(settings.keystone, settings.cinder))
         return _runtime
 
 

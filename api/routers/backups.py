@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from api.deps import ClustersDep, ContextDep, SessionDep, SettingsDep
+from api.deps import ContextDep, SessionDep, SettingsDep, VolumesDep, allowed
 from api.errors import error_responses
 from services.backups import service
 from services.backups.schemas import BackupCreate
@@ -13,12 +13,13 @@ router = APIRouter(prefix="/v1/backups", tags=["backups"])
 
 @router.post("", status_code=202, response_model=JobPublic,
              responses=error_responses(401, 404, 409, 413, 422, 503),
-             summary="Back up a volume now")
+             summary="Back up a volume now",
+             dependencies=[allowed("backup:create")])
 def create_backup(body: BackupCreate, session: SessionDep, ctx: ContextDep,
-                  settings: SettingsDep, clusters: ClustersDep) -> JobPublic:
+                  settings: SettingsDep, volumes_from: VolumesDep) -> JobPublic:
     """Queue a backup of the volume: incremental (only what changed since its newest
     restore point on the target) unless `kind` is `full` or there is no usable base.
     Answers with the job; poll `GET /v1/jobs/{id}`.
     The restore point appears at once with status `creating`."""
-    job = service.create_backup(session, ctx, settings, clusters, body)
+    job = service.create_backup(session, ctx, settings, volumes_from, body)
     return JobPublic.of(job)

@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from api.deps import ContextDep, SessionDep
+from api.deps import ContextDep, SessionDep, allowed
 from api.errors import error_responses
 from api.responses import json_response
 from services.clock import require_aware
@@ -18,7 +18,8 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 
 @router.get("", response_model=JobList, responses=error_responses(400, 401, 422),
-            summary="Job history")
+            summary="Job history",
+            dependencies=[allowed("job:list")])
 def list_jobs(
     session: SessionDep, ctx: ContextDep,
     plan_id: Annotated[str | None, Query(description="Only jobs this plan made")] = None,
@@ -44,7 +45,8 @@ def list_jobs(
 
 
 @router.get("/{job_id}", response_model=JobPublic, responses=error_responses(401, 404),
-            summary="Show a job")
+            summary="Show a job",
+            dependencies=[allowed("job:get")])
 def get_job(job_id: str, session: SessionDep, ctx: ContextDep) -> JobPublic:
     """Status, progress (bytes done / total, current throughput), timings, the load line
     naming the bottleneck and, when it failed, the reason."""
@@ -52,7 +54,8 @@ def get_job(job_id: str, session: SessionDep, ctx: ContextDep) -> JobPublic:
 
 
 @router.patch("/{job_id}", response_model=JobPublic,
-              responses=error_responses(401, 404, 409, 422), summary="Change a job's QoS")
+              responses=error_responses(401, 404, 409, 422), summary="Change a job's QoS",
+              dependencies=[allowed("job:update")])
 def update_job(job_id: str, body: JobUpdate, session: SessionDep, ctx: ContextDep) -> JobPublic:
     """Change the bytes/s and operations/s limits of a queued or running backup, restore
     or verify; a running copy follows within a second. `null` removes a limit."""
@@ -60,7 +63,8 @@ def update_job(job_id: str, body: JobUpdate, session: SessionDep, ctx: ContextDe
 
 
 @router.post("/{job_id}/cancel", status_code=202, response_model=JobPublic,
-             responses=error_responses(401, 404, 409), summary="Cancel a job")
+             responses=error_responses(401, 404, 409), summary="Cancel a job",
+             dependencies=[allowed("job:cancel")])
 def cancel_job(job_id: str, session: SessionDep, ctx: ContextDep) -> JobPublic:
     """A job that has not started is cancelled at once. A running one stops within a
     second, removes what it made (a cancelled backup leaves no restore point, snapshot or

@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from api.deps import ClustersDep, ContextDep, SessionDep, SettingsDep
+from api.deps import ContextDep, SessionDep, SettingsDep, VolumesDep, allowed
 from api.errors import error_responses
 from services.base import utcnow
 from services.clock import require_aware
@@ -27,16 +27,18 @@ router = APIRouter(prefix="/v1/plans", tags=["plans"])
 
 
 @router.post("", status_code=201, response_model=PlanPublic,
-             responses=error_responses(401, 409, 413, 422, 503), summary="Create a plan")
+             responses=error_responses(401, 409, 413, 422, 503), summary="Create a plan",
+             dependencies=[allowed("plan:create")])
 def create_plan(body: PlanCreate, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
-                clusters: ClustersDep) -> PlanPublic:
+                volumes_from: VolumesDep) -> PlanPublic:
     """Protect volumes on a schedule: cron or RRULE rules (each with a timezone and a kind;
     full wins when two hit the same slot), an optional backup window, retention and QoS."""
-    return PlanPublic.of(service.create_plan(session, ctx, settings, clusters, body, utcnow()))
+    return PlanPublic.of(service.create_plan(session, ctx, settings, volumes_from, body, utcnow()))
 
 
 @router.get("", response_model=PlanList, responses=error_responses(400, 401, 422),
-            summary="List plans")
+            summary="List plans",
+            dependencies=[allowed("plan:list")])
 def list_plans(
     session: SessionDep, ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
@@ -48,23 +50,26 @@ def list_plans(
 
 
 @router.get("/{plan_id}", response_model=PlanPublic, responses=error_responses(401, 404),
-            summary="Show a plan")
+            summary="Show a plan",
+            dependencies=[allowed("plan:get")])
 def get_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> PlanPublic:
     return PlanPublic.of(repository.get(session, ctx, plan_id))
 
 
 @router.patch("/{plan_id}", response_model=PlanPublic,
-              responses=error_responses(401, 404, 409, 422, 503), summary="Change a plan")
+              responses=error_responses(401, 404, 409, 422, 503), summary="Change a plan",
+              dependencies=[allowed("plan:update")])
 def update_plan(plan_id: str, body: PlanUpdate, session: SessionDep, ctx: ContextDep,
-                settings: SettingsDep, clusters: ClustersDep) -> PlanPublic:
+                settings: SettingsDep, volumes_from: VolumesDep) -> PlanPublic:
     """Fields given replace the plan's. New rules or a new timezone take effect from the
     next slot after now."""
-    return PlanPublic.of(service.update_plan(session, ctx, settings, clusters, plan_id, body,
+    return PlanPublic.of(service.update_plan(session, ctx, settings, volumes_from, plan_id, body,
                                              utcnow()))
 
 
 @router.delete("/{plan_id}", status_code=204, responses=error_responses(401, 404),
-               summary="Delete a plan")
+               summary="Delete a plan",
+               dependencies=[allowed("plan:delete")])
 def delete_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> Response:
     """The plan's restore points stay (delete them one by one); its jobs that have not
     started are cancelled."""
@@ -73,14 +78,16 @@ def delete_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> Response:
 
 
 @router.post("/{plan_id}/pause", response_model=PlanPublic,
-             responses=error_responses(401, 404), summary="Pause a plan")
+             responses=error_responses(401, 404), summary="Pause a plan",
+             dependencies=[allowed("plan:update")])
 def pause_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> PlanPublic:
     """No new scheduled jobs until resumed; jobs already queued or running go on."""
     return PlanPublic.of(service.set_status(session, ctx, plan_id, PlanStatus.PAUSED, utcnow()))
 
 
 @router.post("/{plan_id}/resume", response_model=PlanPublic,
-             responses=error_responses(401, 404), summary="Resume a plan")
+             responses=error_responses(401, 404), summary="Resume a plan",
+             dependencies=[allowed("plan:update")])
 def resume_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> PlanPublic:
     """The schedule continues with its next slot after now; slots that fell while the plan
     was paused are not made up."""
@@ -89,7 +96,8 @@ def resume_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> PlanPubli
 
 
 @router.post("/{plan_id}/run", status_code=202, response_model=RunNowResult,
-             responses=error_responses(401, 404, 413, 422), summary="Run a plan now")
+             responses=error_responses(401, 404, 413, 422), summary="Run a plan now",
+             dependencies=[allowed("plan:run")])
 def run_plan(plan_id: str, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
              body: RunNow | None = None) -> RunNowResult:
     """One backup of each of the plan's volumes now, with its target, QoS and retention
@@ -100,7 +108,8 @@ def run_plan(plan_id: str, session: SessionDep, ctx: ContextDep, settings: Setti
 
 
 @router.get("/{plan_id}/next-runs", response_model=NextRuns,
-            responses=error_responses(401, 404, 422), summary="The plan's next slots")
+            responses=error_responses(401, 404, 422), summary="The plan's next slots",
+            dependencies=[allowed("plan:get")])
 def next_runs(
     plan_id: str, session: SessionDep, ctx: ContextDep,
     count: Annotated[int, Query(ge=1, le=1000)] = 10,
@@ -115,7 +124,8 @@ def next_runs(
 
 
 @router.get("/{plan_id}/retention-preview", response_model=RetentionPreview,
-            responses=error_responses(401, 404), summary="What retention keeps")
+            responses=error_responses(401, 404), summary="What retention keeps",
+            dependencies=[allowed("plan:get")])
 def retention_preview(plan_id: str, session: SessionDep, ctx: ContextDep) -> RetentionPreview:
     """Every available restore point of the plan, newest first per volume: kept (and by
     which rules) or to be pruned by the next prune."""

@@ -3,9 +3,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
-from api.deps import ContextDep, SessionDep
+from api.deps import ContextDep, SessionDep, allowed
 from api.errors import error_responses
-from services.errors import Forbidden
 from services.quotas import service
 from services.quotas.schemas import ProjectQuotaPublic, QuotaLimits, QuotaUsage
 
@@ -13,32 +12,27 @@ router = APIRouter(tags=["quotas"])
 
 
 @router.get("/v1/usage", response_model=ProjectQuotaPublic, responses=error_responses(401),
-            summary="The caller's project: quota and usage")
+            summary="The caller's project: quota and usage",
+            dependencies=[allowed("usage:get")])
 def my_usage(session: SessionDep, ctx: ContextDep) -> ProjectQuotaPublic:
     return _public(session, ctx.project_id)
 
 
 @router.get("/v1/quotas/{project_id}", response_model=ProjectQuotaPublic,
-            responses=error_responses(401, 403), summary="A project's quota and usage (admin)")
-def get_quota(project_id: str, session: SessionDep, ctx: ContextDep) -> ProjectQuotaPublic:
-    _require_admin(ctx.roles)
+            responses=error_responses(401, 403), summary="A project's quota and usage (admin)",
+            dependencies=[allowed("quota:get")])
+def get_quota(project_id: str, session: SessionDep) -> ProjectQuotaPublic:
     return _public(session, project_id)
 
 
 @router.put("/v1/quotas/{project_id}", response_model=ProjectQuotaPublic,
-            responses=error_responses(401, 403, 422), summary="Set a project's quota (admin)")
-def set_quota(project_id: str, body: QuotaLimits, session: SessionDep,
-              ctx: ContextDep) -> ProjectQuotaPublic:
+            responses=error_responses(401, 403, 422), summary="Set a project's quota (admin)",
+            dependencies=[allowed("quota:update")])
+def set_quota(project_id: str, body: QuotaLimits, session: SessionDep) -> ProjectQuotaPublic:
     """Limits apply to new backups: run-now and plan creation answer 413 over quota, and a
     scheduled backup over quota fails with the reason. Nothing existing is deleted."""
-    _require_admin(ctx.roles)
     service.set_limits(session, project_id, body.restore_points, body.gigabytes)
     return _public(session, project_id)
-
-
-def _require_admin(roles: frozenset[str]) -> None:
-    if "admin" not in roles:
-        raise Forbidden("setting and reading other projects' quotas needs the admin role")
 
 
 def _public(session: Session, project_id: str) -> ProjectQuotaPublic:

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from api.deps import ClustersDep, ContextDep, SessionDep, SettingsDep
+from api.deps import CinderDep, ClustersDep, ContextDep, SessionDep, SettingsDep, allowed
 from api.errors import error_responses
 from api.responses import json_response
 from services.jobs.schemas import JobPublic
@@ -22,7 +22,8 @@ router = APIRouter(prefix="/v1/restore-points", tags=["restore points"])
 
 
 @router.get("", response_model=RestorePointList, responses=error_responses(400, 401, 422),
-            summary="List restore points")
+            summary="List restore points",
+            dependencies=[allowed("restore_point:list")])
 def list_restore_points(
     session: SessionDep, ctx: ContextDep,
     volume: Annotated[str | None,
@@ -40,14 +41,16 @@ def list_restore_points(
 
 
 @router.get("/{restore_point_id}", response_model=RestorePointPublic,
-            responses=error_responses(401, 404), summary="Show a restore point")
+            responses=error_responses(401, 404), summary="Show a restore point",
+            dependencies=[allowed("restore_point:get")])
 def get_restore_point(restore_point_id: str, session: SessionDep,
                       ctx: ContextDep) -> RestorePointPublic:
     return RestorePointPublic.of(repository.get(session, ctx, restore_point_id))
 
 
 @router.patch("/{restore_point_id}", response_model=RestorePointPublic,
-              responses=error_responses(401, 404, 422), summary="Lock or unlock a restore point")
+              responses=error_responses(401, 404, 422), summary="Lock or unlock a restore point",
+              dependencies=[allowed("restore_point:update")])
 def update_restore_point(restore_point_id: str, body: RestorePointUpdate, session: SessionDep,
                          ctx: ContextDep) -> RestorePointPublic:
     """A locked restore point is kept by every prune and refuses deletion until the time."""
@@ -57,17 +60,22 @@ def update_restore_point(restore_point_id: str, body: RestorePointUpdate, sessio
 
 @router.post("/{restore_point_id}/restore", status_code=202, response_model=JobPublic,
              responses=error_responses(401, 404, 409, 422, 503),
-             summary="Restore into a new image")
+             summary="Restore into a new image, a new Cinder volume or a volume in place",
+             dependencies=[allowed("restore_point:restore")])
 def restore(restore_point_id: str, body: RestoreCreate, session: SessionDep, ctx: ContextDep,
-            settings: SettingsDep, clusters: ClustersDep) -> JobPublic:
-    """Queue a restore of the restore point into a new RBD image (never over an existing
-    one). Answers with the job."""
-    job = service.start_restore(session, ctx, settings, clusters, restore_point_id, body)
+            settings: SettingsDep, clusters: ClustersDep, cinder: CinderDep) -> JobPublic:
+    """Queue a restore of the restore point: into a new RBD image (`target`, never over an
+    existing one), into a new Cinder volume (`new_volume`, created now with your token), or
+    in place over a detached Cinder volume (`volume_id`; an attached one is refused, 409).
+    Answers with the job; a Cinder restore names its volume in `restore_volume_id`."""
+    job = service.start_restore(session, ctx, settings, clusters, cinder, restore_point_id,
+                                body)
     return JobPublic.of(job)
 
 
 @router.delete("/{restore_point_id}", status_code=202, response_model=JobPublic,
-               responses=error_responses(401, 404, 409), summary="Delete a restore point")
+               responses=error_responses(401, 404, 409), summary="Delete a restore point",
+               dependencies=[allowed("restore_point:delete")])
 def delete_restore_point(restore_point_id: str, session: SessionDep, ctx: ContextDep,
                          settings: SettingsDep) -> JobPublic:
     """Queue the deletion of the restore point's backup snapshot (and of the backup image
@@ -78,7 +86,8 @@ def delete_restore_point(restore_point_id: str, session: SessionDep, ctx: Contex
 
 
 @router.post("/{restore_point_id}/verify", status_code=202, response_model=JobPublic,
-             responses=error_responses(401, 404, 409, 422), summary="Verify a restore point")
+             responses=error_responses(401, 404, 409, 422), summary="Verify a restore point",
+             dependencies=[allowed("restore_point:verify")])
 def verify(restore_point_id: str, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
            body: VerifyCreate | None = None) -> JobPublic:
     """Queue a job that re-reads the restore point from the backup pool and compares every

@@ -9,6 +9,12 @@ venv=${CAIRN_VENV:-$repo/.venv}
 
 apt_packages=(ceph-mon ceph-osd ceph-common python3-rbd python3-rados redis-server
               postgresql python3-venv python3-dev jq curl)
+# Keystone and Cinder (CAIRN_OPENSTACK=1; `make test` always): Debian's own packages, run
+# by the system Python 3 under Debian's uwsgi, with RabbitMQ for Cinder's messaging.
+if [ "${CAIRN_OPENSTACK:-0}" = 1 ]; then
+    apt_packages+=(keystone cinder-api cinder-scheduler cinder-volume rabbitmq-server
+                   uwsgi-core uwsgi-plugin-python3 python3-psycopg2)
+fi
 
 sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -6,7 +6,8 @@
 #   stack.sh up|down|status [infra|all]     (default: all)
 #
 # Environment: CAIRN_STATE_DIR (default <repo>/.state), CAIRN_SECOND_CLUSTER=1 to start
-# ceph-b as well, CAIRN_API_PORT (default 8787).
+# ceph-b as well, CAIRN_OPENSTACK=1 to start Keystone and Cinder too (Cairn then
+# authenticates with Keystone and protects Cinder volumes), CAIRN_API_PORT (default 8787).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -19,6 +20,7 @@ venv=${CAIRN_VENV:-$repo/.venv}
 cmd=${1:-status}
 scope=${2:-all}
 second=${CAIRN_SECOND_CLUSTER:-0}
+openstack=${CAIRN_OPENSTACK:-0}
 mkdir -p "$state"
 
 # ---------------------------------------------------------------- Redis
@@ -81,9 +83,18 @@ CAIRN_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
 CAIRN_CLUSTERS='{"ceph-a": {"conf": "$state/ceph-a/ceph.conf"}$( [ "$second" = 1 ] && printf ', "ceph-b": {"conf": "%s"}' "$state/ceph-b/ceph.conf")}'
 CAIRN_BACKUP_TARGETS='{"local": {"cluster": "ceph-a", "pool": "backups"}$( [ "$second" = 1 ] && printf ', "offsite": {"cluster": "ceph-b", "pool": "backups"}')}'
 CAIRN_DEFAULT_BACKUP_TARGET=local
-CAIRN_AUTH_STRATEGY=noauth
 ENV
+    if [ "$openstack" = 1 ]; then
+        cat >>"$env_file" <<ENV
+CAIRN_AUTH_STRATEGY=keystone
+CAIRN_KEYSTONE='{"auth_url": "http://127.0.0.1:$KEYSTONE_PORT/v3", "username": "cairn", "password": "$cairn_password", "project_name": "service", "region_name": "RegionOne"}'
+CAIRN_CINDER='{"cluster": "ceph-a", "pool": "volumes"}'
+ENV
+    else
+        echo "CAIRN_AUTH_STRATEGY=noauth" >>"$env_file"
+    fi
 }
+cairn_password=cairn-service
 run_cairn() {
     local name=$1; shift
     local pidfile="$state/run/$name.pid"
@@ -104,6 +115,16 @@ cairn_up() {
     run_cairn cairn-scheduler "$venv/bin/cairn-scheduler"
     wait_for 30 cairn-api curl -sf "http://127.0.0.1:$API_PORT/healthz"
     echo "cairn-api: up (http://127.0.0.1:$API_PORT)"
+    if [ "$openstack" = 1 ]; then
+        (
+            export OS_AUTH_URL="http://127.0.0.1:$KEYSTONE_PORT/v3" OS_USERNAME=admin \
+                OS_PASSWORD="${CAIRN_OS_ADMIN_PASSWORD:-cairn-admin}" OS_PROJECT_NAME=admin \
+                OS_USER_DOMAIN_NAME=Default OS_PROJECT_DOMAIN_NAME=Default
+            "$venv/bin/cairn-manage" keystone register --url "http://127.0.0.1:$API_PORT" \
+                --region RegionOne >/dev/null
+        )
+        "$venv/bin/python" "$here/openstack_seed.py" demo --clouds-yaml "$state/clouds.yaml"
+    fi
     wait_for 30 cairn-worker grep -q "ready" "$state/log/cairn-worker.log"
     echo "cairn-worker: up"
     if pid_alive "$state/run/cairn-scheduler.pid"; then echo "cairn-scheduler: up"
@@ -127,10 +148,15 @@ case "$cmd" in
         pg_up
         "$here/ceph.sh" start ceph-a "$CEPH_A_PORT"
         if [ "$second" = 1 ]; then "$here/ceph.sh" start ceph-b "$CEPH_B_PORT"; fi
+        if [ "$openstack" = 1 ]; then
+            "$here/openstack.sh" up
+            "$venv/bin/python" "$here/openstack_seed.py" cairn --password "$cairn_password"
+        fi
         if [ "$scope" = all ]; then cairn_up; fi
         ;;
     down)
         cairn_down
+        if [ -d "$state/openstack" ]; then "$here/openstack.sh" down; fi
         "$here/ceph.sh" stop ceph-b "$CEPH_B_PORT"
         "$here/ceph.sh" stop ceph-a "$CEPH_A_PORT"
         pg_down
@@ -141,6 +167,7 @@ case "$cmd" in
         status_line "postgres (127.0.0.1:$PG_PORT)" as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" status
         "$here/ceph.sh" status ceph-a "$CEPH_A_PORT" || true
         "$here/ceph.sh" status ceph-b "$CEPH_B_PORT" || true
+        if [ -d "$state/openstack" ]; then "$here/openstack.sh" status; fi
         for name in cairn-api cairn-worker cairn-scheduler; do
             status_line "$name" pid_alive "$state/run/$name.pid"
         done

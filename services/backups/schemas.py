@@ -8,7 +8,8 @@ from services.status import RestorePointKind
 class BackupCreate(BaseModel):
     volume: str = Field(
         min_length=1, max_length=512,
-        description="The volume to back up, as the RBD image `cluster/pool/image`",
+        description="The volume to back up: a Cinder volume id, or (administrators, or "
+                    "noauth) the RBD image `cluster/pool/image`",
         examples=["ceph-a/volumes/demo"],
     )
     target: str | None = Field(

@@ -16,19 +16,14 @@ from services.quotas import service as quotas
 from services.restore_points.models import RestorePoint
 from services.settings import Settings, resolve_target
 from services.status import JobKind
-from services.storage import rbd_images
-from services.storage.ceph import CephClusters
-from services.volumes import repository as volumes
-from services.volumes.refs import parse_image_ref
+from services.volumes.resolve import VolumeResolver
 
 
 def create_backup(session: Session, ctx: RequestContext, settings: Settings,
-                  clusters: CephClusters, request: BackupCreate) -> Job:
+                  volumes_from: VolumeResolver, request: BackupCreate) -> Job:
     target = resolve_target(settings, request.target)
-    ref = parse_image_ref(request.volume, field="volume")
-    rbd_images.require_volume(clusters, ref, field="volume")
-
-    volume = volumes.get_or_create(session, ctx.project_id, ref)
+    volume = volumes_from.resolve(session, ctx, request.volume, field="volume")
+    ref = volume.ref
     quotas.require_room(session, ctx.project_id, 1)
     running = jobs.active_backup_for_volume(session, volume.id)
     if running is not None:

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
 from services.restore_points.models import RestorePoint
-from services.status import JobKind, JobStatus, RestorePointKind
+from services.status import JobKind, JobStatus, RestoreMode, RestorePointKind
 from services.volumes.models import Volume
 
 _ACTIVE_BACKUP = text("kind = 'backup' AND status IN ('queued', 'running')")
@@ -65,6 +65,10 @@ class Job(Base):
     restore_point_id: Mapped[str | None] = mapped_column(ForeignKey("restore_points.id"),
                                                          index=True)
     restore_target: Mapped[str | None] = mapped_column(String(512))
+    restore_mode: Mapped[RestoreMode | None] = mapped_column(String(16))
+    """How a restore writes `restore_target`: a new RBD image (None), a new Cinder volume
+    Cairn created, or an existing Cinder volume in place."""
+    restore_cinder_volume_id: Mapped[str | None] = mapped_column(String(36))
     target: Mapped[str | None] = mapped_column(String(64))
     """The backup target the job writes (backup) or reads (restore, verify): its
     concurrency limit applies."""

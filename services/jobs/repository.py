@@ -15,7 +15,7 @@ from services.status import ACTIVE_JOB_STATUSES, JobKind, JobStatus
 def get(session: Session, ctx: RequestContext, job_id: str) -> Job:
     job = session.get(Job, job_id)
     # Another project's job is reported exactly like a missing one.
-    if job is None or job.project_id != ctx.project_id:
+    if job is None or not ctx.sees(job.project_id):
         raise JobNotFound(f"job {job_id!r} not found", job_id=job_id)
     return job
 
@@ -57,7 +57,9 @@ class JobFilter:
 def list_page(session: Session, ctx: RequestContext, where: JobFilter, *, limit: int,
               marker: str | None) -> tuple[list[Job], str | None]:
     """Newest first (by creation); returns the page and the marker of the next one."""
-    stmt = select(Job).where(Job.project_id == ctx.project_id)
+    stmt = select(Job)
+    if not ctx.is_admin:  # administrators see every project's jobs
+        stmt = stmt.where(Job.project_id == ctx.project_id)
     if where.plan_id is not None:
         stmt = stmt.where(Job.plan_id == where.plan_id)
     if where.volume_id is not None:
@@ -72,7 +74,7 @@ def list_page(session: Session, ctx: RequestContext, where: JobFilter, *, limit:
         stmt = stmt.where(Job.created_at < where.until)
     if marker is not None:
         last = session.get(Job, marker)
-        if last is None or last.project_id != ctx.project_id:
+        if last is None or not ctx.sees(last.project_id):
             raise InvalidMarker(f"marker {marker!r} is not a job of this project")
         # A row-value comparison: the (project_id, created_at, id) index serves it as a
         # range, where the equivalent OR makes PostgreSQL sort the whole project.

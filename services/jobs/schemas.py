@@ -81,6 +81,8 @@ class JobPublic(BaseModel):
     volume: str | None = Field(description="cluster/pool/image of the volume")
     restore_point_id: str | None
     restore_target: str | None = Field(description="Image a restore writes to")
+    restore_volume_id: str | None = Field(
+        default=None, description="The Cinder volume a restore writes to (new or in place)")
     qos: JobQos = Field(description="The job's limits; change them while it runs with PATCH")
     qos_bytes_per_second: int | None = Field(description="Same as qos.bytes_per_second")
     cancel_requested: bool
@@ -119,6 +121,7 @@ class JobPublic(BaseModel):
             target=job.target, schedule=schedule, summary=job.summary,
             volume=job.volume.ref if job.volume else None,
             restore_point_id=job.restore_point_id, restore_target=job.restore_target,
+            restore_volume_id=job.restore_cinder_volume_id,
             qos=JobQos(bytes_per_second=job.qos_bytes_per_second,
                        ops_per_second=job.qos_ops_per_second),
             qos_bytes_per_second=job.qos_bytes_per_second,

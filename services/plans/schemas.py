@@ -64,7 +64,8 @@ class PlanCreate(BaseModel):
     name: str = Field(min_length=1, max_length=255, examples=["nightly"])
     description: str | None = Field(default=None, max_length=2000)
     volumes: list[str] = Field(max_length=1000, examples=[["ceph-a/volumes/demo"]],
-                               description="RBD images `cluster/pool/image`")
+                               description="Cinder volume ids, or (administrators, or noauth) RBD "
+                                           "images `cluster/pool/image`")
     rules: list[ScheduleRule] = Field(min_length=1, max_length=20)
     timezone: str = Field(default="UTC", max_length=64, examples=["Europe/Berlin"])
     window: BackupWindow | None = None
@@ -123,7 +124,7 @@ class PlanPublic(BaseModel):
                   if plan.window_start and plan.window_end else None)
         return cls(
             id=plan.id, name=plan.name, description=plan.description, status=plan.status,
-            volumes=sorted(v.ref for v in plan.volumes),
+            volumes=sorted(v.cinder_volume_id or v.ref for v in plan.volumes),
             rules=[ScheduleRule.model_validate(r) for r in plan.rules],
             timezone=plan.timezone, window=window,
             retention=Retention.model_validate(plan.retention),

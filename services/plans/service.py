@@ -39,15 +39,12 @@ from services.status import (
     PlanStatus,
     RestorePointStatus,
 )
-from services.storage import rbd_images
-from services.storage.ceph import CephClusters
-from services.volumes import repository as volumes
 from services.volumes.models import Volume
-from services.volumes.refs import parse_image_ref
+from services.volumes.resolve import VolumeResolver
 
 
 def create_plan(session: Session, ctx: RequestContext, settings: Settings,
-                clusters: CephClusters, request: PlanCreate, now: datetime) -> Plan:
+                volumes_from: VolumeResolver, request: PlanCreate, now: datetime) -> Plan:
     target = resolve_target(settings, request.target)
     schedule.zone(request.timezone)
     rules = _rules(request.rules, request.timezone, now)
@@ -62,14 +59,14 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
                 created_at=now, updated_at=now)
     timing.window_of(plan)  # validates the window's times
     quotas.require_room(session, ctx.project_id, len(request.volumes))
-    plan.volumes = _volumes(session, ctx, clusters, request.volumes)
+    plan.volumes = _volumes(session, ctx, volumes_from, request.volumes)
     plan.next_slot_at = timing.next_slot_after(plan, now)
     _save(session, plan)
     return plan
 
 
 def update_plan(session: Session, ctx: RequestContext, settings: Settings,
-                clusters: CephClusters, plan_id: str, change: PlanUpdate,
+                volumes_from: VolumeResolver, plan_id: str, change: PlanUpdate,
                 now: datetime) -> Plan:
     plan = repository.get(session, ctx, plan_id)
     given = change.model_fields_set
@@ -89,7 +86,7 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
     if "retention" in given and change.retention is not None:
         plan.retention = change.retention.model_dump()
     if "volumes" in given and change.volumes is not None:
-        plan.volumes = _volumes(session, ctx, clusters, change.volumes)
+        plan.volumes = _volumes(session, ctx, volumes_from, change.volumes)
     timing.rules_of(plan)  # a new timezone must still suit every rule
     timing.window_of(plan)
     if given & {"rules", "timezone"}:
@@ -219,13 +216,13 @@ def _rules(rules: list[ScheduleRule], plan_tz: str, now: datetime) -> list[dict[
     return stored
 
 
-def _volumes(session: Session, ctx: RequestContext, clusters: CephClusters,
+def _volumes(session: Session, ctx: RequestContext, volumes_from: VolumeResolver,
              refs: list[str]) -> list[Volume]:
-    out = []
+    out: list[Volume] = []
     for i, text in enumerate(refs):
-        ref = parse_image_ref(text, field=f"volumes.{i}")
-        rbd_images.require_volume(clusters, ref, field=f"volumes.{i}")
-        out.append(volumes.get_or_create(session, ctx.project_id, ref))
+        volume = volumes_from.resolve(session, ctx, text, field=f"volumes.{i}")
+        if volume not in out:
+            out.append(volume)
     return out
 
 

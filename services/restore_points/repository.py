@@ -11,7 +11,7 @@ from services.status import RestorePointStatus
 
 def get(session: Session, ctx: RequestContext, rp_id: str) -> RestorePoint:
     rp = session.get(RestorePoint, rp_id)
-    if rp is None or rp.project_id != ctx.project_id or rp.status == RestorePointStatus.DELETED:
+    if rp is None or not ctx.sees(rp.project_id) or rp.status == RestorePointStatus.DELETED:
         raise RestorePointNotFound(f"restore point {rp_id!r} not found", restore_point_id=rp_id)
     return rp
 
@@ -20,15 +20,16 @@ def list_page(session: Session, ctx: RequestContext, *, volume_id: str | None, l
               marker: str | None,
               plan_id: str | None = None) -> tuple[list[RestorePoint], str | None]:
     """Newest first; returns the page and the marker of the next one."""
-    stmt = select(RestorePoint).where(RestorePoint.project_id == ctx.project_id,
-                                      RestorePoint.status != RestorePointStatus.DELETED)
+    stmt = select(RestorePoint).where(RestorePoint.status != RestorePointStatus.DELETED)
+    if not ctx.is_admin:  # administrators see every project's restore points
+        stmt = stmt.where(RestorePoint.project_id == ctx.project_id)
     if volume_id is not None:
         stmt = stmt.where(RestorePoint.volume_id == volume_id)
     if plan_id is not None:
         stmt = stmt.where(RestorePoint.plan_id == plan_id)
     if marker is not None:
         last = session.get(RestorePoint, marker)
-        if last is None or last.project_id != ctx.project_id:
+        if last is None or not ctx.sees(last.project_id):
             raise InvalidMarker(f"marker {marker!r} is not a restore point of this project")
         # A row-value comparison: the (project_id, created_at, id) index serves it as a
         # range, where the equivalent OR makes PostgreSQL sort the whole project.

@@ -3,19 +3,46 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from services.restore_points.models import RestorePoint
 from services.status import RestorePointKind, RestorePointStatus, VerifyStatus
 
 
+class NewVolume(BaseModel):
+    name: str = Field(min_length=1, max_length=255, description="Name of the new Cinder volume")
+    size_gb: int | None = Field(
+        default=None, gt=0, description="Size in GiB; at least the restore point's (the "
+        "default, rounded up)")
+    volume_type: str | None = Field(default=None, max_length=255,
+                                    description="Cinder volume type; Cinder's default if None")
+    description: str | None = Field(default=None, max_length=255)
+
+
 class RestoreCreate(BaseModel):
-    target: str = Field(
-        min_length=1, max_length=512,
+    """Exactly one of `target`, `new_volume` and `volume_id`."""
+
+    target: str | None = Field(
+        default=None, min_length=1, max_length=512,
         description="New RBD image to restore into: `image` (the source volume's pool), "
                     "`pool/image` or `cluster/pool/image`. It must not exist yet.",
         examples=["demo-restored"],
     )
+    new_volume: NewVolume | None = Field(
+        default=None, description="Create a new Cinder volume and restore into it")
+    volume_id: str | None = Field(
+        default=None, min_length=36, max_length=36,
+        description="Restore in place over this existing Cinder volume; it must be "
+                    "`available` (detached) and at least as large as the restore point")
+
+    @model_validator(mode="after")
+    def _one_destination(self) -> RestoreCreate:
+        given = [n for n in ("target", "new_volume", "volume_id") if getattr(self, n)]
+        if len(given) != 1:
+            raise ValueError("say where to restore with exactly one of target (a new RBD "
+                             "image), new_volume (a new Cinder volume) or volume_id (an "
+                             f"existing Cinder volume, in place); got {given or 'none'}")
+        return self
     qos_bytes_per_second: int | None = Field(
         default=None, gt=0, description="Upper bound on the restore's read rate")
     qos_ops_per_second: int | None = Field(

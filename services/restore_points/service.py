@@ -11,9 +11,17 @@ from services import dispatch
 from services.base import utcnow
 from services.clock import require_aware
 from services.context import RequestContext
-from services.errors import ImageExists, InvalidStatusTransition, RestorePointBusy
+from services.errors import (
+    Forbidden,
+    ImageExists,
+    InvalidInput,
+    InvalidStatusTransition,
+    RestorePointBusy,
+)
 from services.jobs import repository as jobs
 from services.jobs.models import Job
+from services.openstack.cinder import CinderGateway
+from services.restore_points import cinder_restores
 from services.restore_points import repository as restore_points
 from services.restore_points.models import RestorePoint
 from services.restore_points.schemas import RestoreCreate, VerifyCreate
@@ -21,6 +29,7 @@ from services.settings import Settings
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobKind,
+    RestoreMode,
     RestorePointStatus,
     VerifyStatus,
     guarded_update,
@@ -31,28 +40,53 @@ from services.volumes.refs import parse_image_ref
 
 
 def start_restore(session: Session, ctx: RequestContext, settings: Settings,
-                  clusters: CephClusters, rp_id: str, request: RestoreCreate) -> Job:
+                  clusters: CephClusters, cinder: CinderGateway | None, rp_id: str,
+                  request: RestoreCreate) -> Job:
     rp = _available(session, ctx, rp_id, "restored")
     if rp.verify_status == VerifyStatus.CORRUPT:
         raise RestorePointBusy(
             f"restore point {rp.id} failed verification ({rp.corrupt_object_count} corrupt "
             "objects); restore from another restore point, or verify it again if the backup "
             "pool was repaired", restore_point_id=rp.id)
-    dest = parse_image_ref(request.target, field="target", default_cluster=rp.volume.cluster,
-                           default_pool=rp.volume.pool)
-    clusters.check_known(dest.cluster, field="target")
-    if rbd_images.image_exists(clusters, dest):
-        raise ImageExists(
-            f"an RBD image {str(dest)!r} already exists; restore into a new image name "
-            "(restoring over an existing image is refused so nothing is overwritten)",
-            target=str(dest))
-    job = Job(project_id=ctx.project_id, kind=JobKind.RESTORE, volume=rp.volume, target=rp.target,
+    job = Job(project_id=rp.project_id, kind=JobKind.RESTORE, volume=rp.volume, target=rp.target,
               volume_id=rp.volume_id, restore_point=rp, restore_point_id=rp.id,
-              restore_target=str(dest), qos_bytes_per_second=request.qos_bytes_per_second,
+              qos_bytes_per_second=request.qos_bytes_per_second,
               qos_ops_per_second=request.qos_ops_per_second,
               max_attempts=settings.job_max_attempts)
-    session.add(job)
-    session.flush()
+    if request.target is not None:
+        if ctx.token is not None and not ctx.is_admin:
+            raise Forbidden("restore into a new Cinder volume (new_volume) or over one "
+                            "(volume_id); only administrators may name RBD images directly",
+                            field="target")
+        dest = parse_image_ref(request.target, field="target",
+                               default_cluster=rp.volume.cluster, default_pool=rp.volume.pool)
+        clusters.check_known(dest.cluster, field="target")
+        if rbd_images.image_exists(clusters, dest):
+            raise ImageExists(
+                f"an RBD image {str(dest)!r} already exists; restore into a new image name "
+                "(restoring over an existing image is refused so nothing is overwritten)",
+                target=str(dest))
+        job.restore_target = str(dest)
+        session.add(job)
+        session.flush()
+    else:
+        if cinder is None:
+            raise InvalidInput("restores into Cinder volumes need Cinder configured "
+                               "(CAIRN_CINDER) and auth_strategy keystone")
+        session.add(job)
+        session.flush()  # the job's id names the new volume's origin
+        if request.new_volume is not None:
+            volume_id = cinder_restores.create_volume(ctx, cinder, rp, job.id,
+                                                      request.new_volume)
+            job.restore_mode = RestoreMode.NEW_VOLUME
+        else:
+            assert request.volume_id is not None
+            volume_id = cinder_restores.check_in_place(session, ctx, cinder, rp,
+                                                       request.volume_id)
+            job.restore_mode = RestoreMode.IN_PLACE
+        job.restore_cinder_volume_id = volume_id
+        job.restore_target = str(cinder.image_ref(volume_id))
+        session.flush()
     dispatch.enqueue(session, job.id, JobKind.RESTORE)
     return job
 
@@ -77,7 +111,7 @@ def delete_restore_point(session: Session, ctx: RequestContext, settings: Settin
     if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
                           RestorePointStatus.DELETING):
         raise InvalidStatusTransition(f"restore point {rp.id} changed state; try again")
-    job = Job(project_id=ctx.project_id, kind=JobKind.DELETE, volume=rp.volume,
+    job = Job(project_id=rp.project_id, kind=JobKind.DELETE, volume=rp.volume,
               volume_id=rp.volume_id, restore_point=rp, restore_point_id=rp.id,
               max_attempts=settings.job_max_attempts)
     session.add(job)
@@ -92,7 +126,7 @@ def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_i
     running = jobs.active_for_restore_point(session, rp.id, JobKind.VERIFY)
     if running is not None:
         return running  # verifying twice at once would only read everything twice
-    job = Job(project_id=ctx.project_id, kind=JobKind.VERIFY, volume=rp.volume, target=rp.target,
+    job = Job(project_id=rp.project_id, kind=JobKind.VERIFY, volume=rp.volume, target=rp.target,
               volume_id=rp.volume_id, restore_point=rp, restore_point_id=rp.id,
               qos_bytes_per_second=request.qos_bytes_per_second,
               qos_ops_per_second=request.qos_ops_per_second,

@@ -9,7 +9,8 @@ from services.base import ID, Base, UTCDateTime, new_id, utcnow
 
 
 class Volume(Base):
-    """A source volume a project protects: for now an RBD image named cluster/pool/image.
+    """A source volume a project protects: a Cinder volume's RBD image, or an RBD image an
+    administrator named as cluster/pool/image.
     Its id names the backup image (`cairn.vol.<id>`) in every target pool."""
 
     __tablename__ = "volumes"
@@ -20,6 +21,8 @@ class Volume(Base):
     cluster: Mapped[str] = mapped_column(String(64))
     pool: Mapped[str] = mapped_column(String(128))
     image: Mapped[str] = mapped_column(String(255))
+    cinder_volume_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    """The Cinder volume whose RBD image this is, when it is one."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     @property

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -7,8 +9,11 @@ from sqlalchemy.orm import Session
 from services.volumes.models import Volume
 from services.volumes.refs import ImageRef, parse_image_ref
 
+CINDER_ID = re.compile(r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
 
-def get_or_create(session: Session, project_id: str, ref: ImageRef) -> Volume:
+
+def get_or_create(session: Session, project_id: str, ref: ImageRef,
+                  cinder_volume_id: str | None = None) -> Volume:
     stmt = select(Volume).where(
         Volume.project_id == project_id,
         Volume.cluster == ref.cluster,
@@ -17,8 +22,11 @@ def get_or_create(session: Session, project_id: str, ref: ImageRef) -> Volume:
     )
     volume = session.scalars(stmt).one_or_none()
     if volume is not None:
+        if cinder_volume_id is not None and volume.cinder_volume_id is None:
+            volume.cinder_volume_id = cinder_volume_id
         return volume
-    volume = Volume(project_id=project_id, cluster=ref.cluster, pool=ref.pool, image=ref.image)
+    volume = Volume(project_id=project_id, cluster=ref.cluster, pool=ref.pool, image=ref.image,
+                    cinder_volume_id=cinder_volume_id)
     try:
         with session.begin_nested():
             session.add(volume)
@@ -44,5 +52,9 @@ def id_for_filter(session: Session, project_id: str, text: str | None) -> str | 
     registered volume's id, or an id no row has (an unknown volume has nothing to list)."""
     if text is None:
         return None
+    if CINDER_ID.match(text):
+        by_id = session.scalars(select(Volume.id).where(
+            Volume.project_id == project_id, Volume.cinder_volume_id == text.lower())).first()
+        return by_id or ""
     found = find_by_ref(session, project_id, parse_image_ref(text, field="volume"))
     return found.id if found is not None else ""

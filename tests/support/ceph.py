@@ -100,16 +100,21 @@ def make_mixed_image(io: rados.Ioctx, name: str, *, size: int = 64 * MiB,
     """An image with random data, all-zero regions written explicitly inside data objects,
     never-written holes (whole objects and a partial tail object's end), and data in the
     last, partial object. Sizes are not object multiples on purpose."""
-    rng = _Random(seed)
     rbd.RBD().create(io, name, size)
     with rbd.Image(io, name) as image:
-        image.write(rng.bytes(6 * MiB), 0)                  # objects 0-1 (part)
-        image.write(bytes(1 * MiB), 2 * MiB)                # zeros inside data
-        image.write(rng.bytes(3 * MiB + 4096), 9 * MiB)      # objects 2-3, unaligned end
-        image.write(bytes(512 * 1024), 10 * MiB)            # zeros over data
-        # objects between 3 and the small write stay unwritten: a hole
-        image.write(rng.bytes(100_000), size * 5 // 8 + 12_345)  # small unaligned write
-        image.write(rng.bytes(2 * MiB), size - 2 * MiB - 777)  # into the last object
+        write_mixed(image, size=size, seed=seed)
+
+
+def write_mixed(image: rbd.Image, *, size: int, seed: int = 1) -> None:
+    """make_mixed_image's pattern, into an existing (e.g. a Cinder volume's) image."""
+    rng = _Random(seed)
+    image.write(rng.bytes(6 * MiB), 0)                  # objects 0-1 (part)
+    image.write(bytes(1 * MiB), 2 * MiB)                # zeros inside data
+    image.write(rng.bytes(3 * MiB + 4096), 9 * MiB)      # objects 2-3, unaligned end
+    image.write(bytes(512 * 1024), 10 * MiB)            # zeros over data
+    # objects between 3 and the small write stay unwritten: a hole
+    image.write(rng.bytes(100_000), size * 5 // 8 + 12_345)  # small unaligned write
+    image.write(rng.bytes(2 * MiB), size - 2 * MiB - 777)  # into the last object
 
 
 class _Random:

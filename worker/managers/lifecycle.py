@@ -26,7 +26,14 @@ from services.limits.leases import Leases, Scope, scopes_for
 from services.plans import timing
 from services.plans.models import Plan
 from services.restore_points.models import RestorePoint
-from services.status import JOB_TRANSITIONS, JobKind, JobStatus, RestorePointKind, guarded_update
+from services.status import (
+    JOB_TRANSITIONS,
+    JobKind,
+    JobStatus,
+    RestoreMode,
+    RestorePointKind,
+    guarded_update,
+)
 from worker.engine.copy import CopyStats
 from worker.engine.qos import Pacer
 from worker.runtime import Runtime
@@ -53,6 +60,8 @@ class ClaimedJob:
     plan_id: str | None = None
     scopes: tuple[Scope, ...] = ()
     """The concurrency slots the job holds; renewed with its heartbeat, freed at its end."""
+    restore_mode: RestoreMode | None = None
+    restore_cinder_volume_id: str | None = None
 
     @property
     def out_of_attempts(self) -> bool:
@@ -94,7 +103,8 @@ def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
         return ClaimedJob(job.id, job.attempt, job.max_attempts, job.restore_point_id,
                           job.volume_id, job.restore_target, job.qos_bytes_per_second,
                           job.qos_ops_per_second, job.cancel_requested_at is not None,
-                          job.project_id, job.plan_id, tuple(scopes))
+                          job.project_id, job.plan_id, tuple(scopes), job.restore_mode,
+                          job.restore_cinder_volume_id)
 
 
 def _start_time(session: Session, job: Job, now: datetime) -> datetime | None:

@@ -1,6 +1,11 @@
-"""Restore of a restore point into a new RBD image with the copy engine (sparse, parallel,
-QoS-paced), every object checked against the manifest as it is read. A retry after a crash
-resumes into the image the job created; a failure or cancel removes it."""
+"""Restore of a restore point with the copy engine (sparse, parallel, QoS-paced), every
+object checked against the manifest as it is read: into a new RBD image, into a new Cinder
+volume, or in place over a detached Cinder volume. A retry after a crash resumes where the
+last attempt stopped.
+
+On failure or cancel: a new RBD image is removed; a new Cinder volume is deleted through
+Cinder; a Cinder volume restored in place (its data partly overwritten) is set to `error`
+so nobody attaches it by mistake, and the job's reason says so."""
 
 from __future__ import annotations
 
@@ -8,10 +13,19 @@ import logging
 from contextlib import ExitStack
 
 import rados
+import rbd
 
-from services.errors import CairnError, ImageExists, JobCancelled, JobLost, NotFound
+from services.errors import (
+    CairnError,
+    ImageExists,
+    InvalidInput,
+    JobCancelled,
+    JobLost,
+    NotFound,
+    VolumeInUse,
+)
 from services.restore_points.models import RestorePoint
-from services.status import JobStatus
+from services.status import JobStatus, RestoreMode
 from services.storage import rbd_images
 from services.volumes.refs import ImageRef, parse_image_ref
 from worker.engine import manifest
@@ -44,23 +58,33 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
         assert job.restore_target is not None
         session.expunge_all()
     dest = parse_image_ref(job.restore_target, field="target")
+    cinder = CinderTarget(rt, job) if job.restore_mode is not None else None
     if job.out_of_attempts:
-        _remove_own_image(rt, dest, job.id)
+        undone = cinder.undo() if cinder else _remove_own_image(rt, dest, job.id)
         reporter.finish(JobStatus.FAILED, error_code="worker_lost",
                         error_message=f"the worker running this restore stopped "
-                        f"{job.max_attempts} times; gave up and removed the partial image")
+                        f"{job.max_attempts} times; gave up and {undone}")
         return
     try:
         reporter.check()
-        stats = _restore(rt, job, reporter, rp, dest)
+        if cinder is not None:
+            cinder.prepare()
+        stats = _restore(rt, job, reporter, rp, dest, create=cinder is None)
+        if cinder is not None:
+            cinder.finish()
     except JobLost:
         raise  # not ours any more: nothing to clean up or record
     except BaseException as exc:
-        if not isinstance(exc, ImageExists):
+        undone = ""
+        if cinder is not None:
+            undone = cinder.undo()
+        elif not isinstance(exc, ImageExists):
             _remove_own_image(rt, dest, job.id)
         code, message = failure_reason(exc)
         if not isinstance(exc, JobCancelled):
             message = f"restore failed: {message}"
+        if undone:
+            message = f"{message}; {undone}"
         reporter.finish(end_status(exc), error_code=code, error_message=message)
         if not isinstance(exc, CairnError):
             raise
@@ -69,7 +93,7 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
 
 
 def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
-             dest: ImageRef) -> CopyStats:
+             dest: ImageRef, *, create: bool) -> CopyStats:
     target = rt.settings.backup_targets[rp.target]
     with ExitStack() as stack:
         backup_io = stack.enter_context(rt.clusters.ioctx(target.cluster, target.pool))
@@ -84,12 +108,16 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
         size = source.size()
         order = source.stat()["order"]
         object_size = 1 << order
-        start = _resume_point(dest_io, dest.image, job) if job.attempt > 1 else None
-        if start is None:
-            start = 0
-            rbd_images.create_image(dest_io, dest.image, size, order=order,
-                                    metadata={JOB_KEY: job.id, "cairn.restore_point": rp.id})
-        restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
+        if create:
+            start = _resume_point(dest_io, dest.image, job) if job.attempt > 1 else None
+            if start is None:
+                start = 0
+                rbd_images.create_image(dest_io, dest.image, size, order=order,
+                                        metadata={JOB_KEY: job.id, "cairn.restore_point": rp.id})
+            restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
+        else:
+            restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
+            start = _claim_existing(restored, dest, job, rp, size)
         plan = plan_chunks(size, object_size, allocated_objects(source, size, object_size),
                            allocated_objects(restored, size, object_size))
         chunks = [c for c in plan if c.index >= start]
@@ -105,6 +133,21 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
         if rbd_images.metadata(restored, CHECKPOINT_KEY) is not None:
             restored.metadata_remove(CHECKPOINT_KEY)
     return stats
+
+
+def _claim_existing(image: rbd.Image, dest: ImageRef, job: ClaimedJob, rp: RestorePoint,
+                    size: int) -> int:
+    """Restoring into an image that exists (a Cinder volume's): where to start, 0 unless an
+    earlier attempt of this job left a checkpoint in it."""
+    if image.size() < size:
+        raise InvalidInput(f"{dest} is {image.size()} bytes, smaller than restore point "
+                           f"{rp.id} ({size} bytes); extend the volume first")
+    if rbd_images.metadata(image, JOB_KEY) == job.id:
+        saved = rbd_images.metadata(image, CHECKPOINT_KEY)
+        return int(saved) if saved else 0
+    image.metadata_set(JOB_KEY, job.id)
+    image.metadata_set("cairn.restore_point", rp.id)
+    return 0
 
 
 def _resume_point(ioctx: rados.Ioctx, name: str, job: ClaimedJob) -> int | None:
@@ -134,10 +177,74 @@ def _remove_if_ours(ioctx: rados.Ioctx, name: str, job_id: str) -> None:
         rbd_images.remove_image(ioctx, name)
 
 
-def _remove_own_image(rt: Runtime, dest: ImageRef, job_id: str) -> None:
+def _remove_own_image(rt: Runtime, dest: ImageRef, job_id: str) -> str:
     """Remove the image this job created (never one it did not: it may be a user's)."""
     try:
         with rt.clusters.ioctx(dest.cluster, dest.pool) as ioctx:
             _remove_if_ours(ioctx, dest.image, job_id)
-    except Exception:
+    except Exception as exc:
         log.exception("removing the partial image %s of restore job %s", dest, job_id)
+        return f"could not remove the partial image {dest} ({exc}); remove it by hand"
+    return "removed the partial image"
+
+
+class CinderTarget:
+    """The Cinder side of a restore into a Cinder volume, with Cairn's service credentials
+    (the user's token may have expired by the time a queued restore runs)."""
+
+    def __init__(self, rt: Runtime, job: ClaimedJob) -> None:
+        if rt.cinder is None:
+            raise InvalidInput("this restore writes to a Cinder volume, but this worker has "
+                               "no Cinder configured (CAIRN_CINDER, CAIRN_KEYSTONE)")
+        assert job.restore_cinder_volume_id is not None
+        self.api = rt.cinder.as_service()
+        self.wait_seconds = rt.cinder.settings.wait_seconds
+        self.job = job
+        self.volume_id = job.restore_cinder_volume_id
+        self.held = False
+        """In place: the volume is in `maintenance` for this restore."""
+
+    def prepare(self) -> None:
+        if self.job.restore_mode == RestoreMode.NEW_VOLUME:
+            self.api.wait_for(self.volume_id, "available", self.wait_seconds)
+            return
+        volume = self.api.get(self.volume_id)
+        if volume.status == "maintenance" and self.job.attempt > 1:
+            self.held = True  # an earlier attempt of this job holds it
+            return
+        # os-reserve moves available -> attaching atomically, so a server attaching the
+        # volume at this moment and this restore cannot both win; then maintenance keeps
+        # users and Nova off it until the restore ends.
+        try:
+            self.api.action(self.volume_id, {"os-reserve": None})
+        except CairnError as exc:
+            raise VolumeInUse(f"Cinder volume {self.volume_id} is no longer available for a "
+                              f"restore in place ({exc.message}); detach it and try again",
+                              volume=self.volume_id) from None
+        self.api.action(self.volume_id, {"os-reset_status": {"status": "maintenance"}})
+        self.held = True
+
+    def finish(self) -> None:
+        if self.held:
+            self.api.action(self.volume_id, {"os-reset_status": {
+                "status": "available", "attach_status": "detached"}})
+            self.held = False
+
+    def undo(self) -> str:
+        """After a failure: what was done about the volume, for the job's reason."""
+        try:
+            if self.job.restore_mode == RestoreMode.NEW_VOLUME:
+                self.api.delete(self.volume_id)
+                return f"deleted the new Cinder volume {self.volume_id}"
+            if not self.held and self.job.attempt > 1:
+                # An earlier attempt may have put it in maintenance and died.
+                self.held = self.api.get(self.volume_id).status == "maintenance"
+            if self.held:
+                self.api.action(self.volume_id, {"os-reset_status": {"status": "error"}})
+                return (f"Cinder volume {self.volume_id} was partly overwritten and is set to "
+                        "error; restore it again, or delete it")
+        except Exception as exc:
+            log.exception("cleaning up Cinder volume %s of restore job %s", self.volume_id,
+                          self.job.id)
+            return f"could not clean up Cinder volume {self.volume_id}: {exc}"
+        return ""

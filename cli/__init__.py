@@ -1,0 +1,1 @@
+"""`cairn`: the command-line client."""

@@ -1,0 +1,54 @@
+"""Tables for people, JSON for scripts (`-f json` prints exactly what the API answered)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+
+Column = tuple[str, Callable[[dict[str, Any]], Any]]
+
+
+def field(name: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda row: row.get(name)
+
+
+def emit(data: Any, fmt: str, rows: list[dict[str, Any]],
+         columns: Sequence[Column]) -> None:
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+        return
+    table(rows, columns)
+
+
+def table(rows: list[dict[str, Any]], columns: Sequence[Column]) -> None:
+    cells = [[_text(get(row)) for _, get in columns] for row in rows]
+    heads = [name for name, _ in columns]
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(heads)]
+    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    click.echo(line)
+    click.echo("| " + " | ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True)) + " |")
+    click.echo(line)
+    for row in cells:
+        click.echo("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+                   + " |")
+    click.echo(line)
+
+
+def show(obj: dict[str, Any], fmt: str) -> None:
+    """One object: a Field | Value table."""
+    if fmt == "json":
+        click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
+        return
+    table([{"k": k, "v": v} for k, v in obj.items()], [("Field", field("k")),
+                                                     ("Value", field("v"))])
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value, default=str)
+    return str(value)

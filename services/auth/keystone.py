@@ -1,0 +1,114 @@
+"""Token validation against Keystone with Cairn's service credentials, cached for a short,
+configurable time and never past the token's own expiry (as keystonemiddleware does)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import session as ks_session
+
+from services.context import RequestContext
+from services.errors import ServiceUnavailable, Unauthorized
+from services.openstack.sessions import make_session, password_auth
+from services.settings import KeystoneSettings
+
+IDENTITY = {"service_type": "identity", "interface": "public"}
+CACHE_SIZE = 10_000
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    user_id: str
+    project_id: str
+    roles: frozenset[str]
+    expires_at: datetime
+    endpoints: dict[str, str]
+
+    def context(self, token: str) -> RequestContext:
+        return RequestContext(project_id=self.project_id, roles=self.roles,
+                              user_id=self.user_id, token=token, endpoints=self.endpoints)
+
+
+def service_session(settings: KeystoneSettings) -> ks_session.Session:
+    return make_session(password_auth(
+        settings.auth_url, settings.username, settings.password, settings.project_name,
+        user_domain_name=settings.user_domain_name,
+        project_domain_name=settings.project_domain_name))
+
+
+class TokenValidator:
+    def __init__(self, session: ks_session.Session, *, cache_seconds: float,
+                 region: str | None = None, interface: str = "public",
+                 now: Callable[[], float] = time.time) -> None:
+        self.session = session
+        self.cache_seconds = cache_seconds
+        self.region = region
+        self.interface = interface
+        self.now = now
+        self._cache: OrderedDict[str, tuple[float, TokenInfo]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def context_for(self, token: str) -> RequestContext:
+        return self.validate(token).context(token)
+
+    def validate(self, token: str) -> TokenInfo:
+        key = hashlib.sha256(token.encode()).hexdigest()
+        now = self.now()
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None and cached[0] > now:
+                return cached[1]
+            self._cache.pop(key, None)
+        info = self._ask_keystone(token)
+        expires = info.expires_at.timestamp()
+        if expires <= now:
+            raise Unauthorized("the token has expired; get a new one (openstack token issue)")
+        until = min(now + self.cache_seconds, expires)
+        with self._lock:
+            self._cache[key] = (until, info)
+            while len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return info
+
+    def _ask_keystone(self, token: str) -> TokenInfo:
+        try:
+            response = self.session.get("/auth/tokens", endpoint_filter=IDENTITY,
+                                        headers={"X-Subject-Token": token}, raise_exc=False)
+        except ks_exc.ClientException as exc:
+            raise ServiceUnavailable(f"Keystone could not be reached to check the token: "
+                                     f"{exc}") from None
+        if response.status_code in (401, 404):
+            raise Unauthorized("the token is invalid or has expired; get a new one "
+                               "(openstack token issue)")
+        if response.status_code != 200:
+            raise ServiceUnavailable(f"Keystone answered {response.status_code} when checking "
+                                     "the token; try again later")
+        return self._info(response.json()["token"])
+
+    def _info(self, body: dict[str, Any]) -> TokenInfo:
+        project = body.get("project")
+        if project is None:
+            raise Unauthorized("the token is not scoped to a project; Cairn's objects belong "
+                               "to projects (request a project-scoped token)")
+        endpoints: dict[str, str] = {}
+        for service in body.get("catalog", []):
+            for endpoint in service.get("endpoints", []):
+                if endpoint.get("interface") != self.interface:
+                    continue
+                if self.region is not None and endpoint.get("region_id") != self.region:
+                    continue
+                endpoints.setdefault(service["type"], endpoint["url"])
+        return TokenInfo(
+            user_id=body["user"]["id"], project_id=project["id"],
+            roles=frozenset(r["name"] for r in body.get("roles", [])),
+            expires_at=datetime.fromisoformat(body["expires_at"].replace("Z", "+00:00"))
+            .astimezone(UTC),
+            endpoints=endpoints)

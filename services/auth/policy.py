@@ -1,0 +1,180 @@
+"""Who may do what: OpenStack-style policy rules with defaults in code, overridable by a
+policy file (YAML or JSON, `"action": "expression"`), as oslo.policy reads them.
+
+The expression language is oslo.policy's common subset: `role:NAME`, `rule:NAME`,
+`project_id:%(project_id)s`, `@` (always), `!` (never), `and`, `or`, `not` and
+parentheses. An unknown check or a reference to an undefined rule is refused when the file
+is loaded, not when a request happens to reach it."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import yaml
+
+from services.context import RequestContext
+from services.errors import Forbidden
+
+Check = Callable[[RequestContext, "Policy"], bool]
+
+DEFAULT_RULES: dict[str, str] = {
+    # Keystone's default roles imply each other (admin > member > reader); the rules name
+    # all of them so a cloud without implied roles behaves the same.
+    "admin": "role:admin",
+    "member": "role:member or role:admin",
+    "reader": "role:reader or role:member or role:admin",
+    "volume:list": "rule:reader",
+    "plan:list": "rule:reader",
+    "plan:get": "rule:reader",
+    "plan:create": "rule:member",
+    "plan:update": "rule:member",
+    "plan:delete": "rule:member",
+    "plan:run": "rule:member",
+    "backup:create": "rule:member",
+    "restore_point:list": "rule:reader",
+    "restore_point:get": "rule:reader",
+    "restore_point:update": "rule:member",
+    "restore_point:delete": "rule:member",
+    "restore_point:restore": "rule:member",
+    "restore_point:verify": "rule:member",
+    "job:list": "rule:reader",
+    "job:get": "rule:reader",
+    "job:update": "rule:member",
+    "job:cancel": "rule:member",
+    "usage:get": "rule:reader",
+    "quota:get": "rule:admin",
+    "quota:update": "rule:admin",
+    "target:list": "rule:reader",
+}
+
+ACTION_WORDS = {
+    "list": "list", "get": "read", "create": "create", "update": "change", "delete": "delete",
+    "run": "run", "restore": "restore", "verify": "verify", "cancel": "cancel",
+}
+
+_TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
+
+
+class PolicyError(ValueError):
+    """A policy file that cannot be used; the message names the rule and the problem."""
+
+
+class Policy:
+    def __init__(self, overrides: Mapping[str, str] | None = None) -> None:
+        self.rules: dict[str, Check] = {}
+        texts = {**DEFAULT_RULES, **(overrides or {})}
+        for name, text in texts.items():
+            try:
+                self.rules[name] = _parse(text)
+            except PolicyError as exc:
+                raise PolicyError(f"policy rule {name!r} ({text!r}): {exc}") from None
+        for name, text in texts.items():
+            for ref in re.findall(r"rule:([\w:.\-]+)", text):
+                if ref not in texts:
+                    raise PolicyError(f"policy rule {name!r} refers to rule {ref!r}, which "
+                                      "is not defined")
+
+    @classmethod
+    def from_file(cls, path: Path | None) -> Policy:
+        if path is None:
+            return cls()
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise PolicyError(f"cannot read policy file {path}: {exc.strerror}") from None
+        try:
+            data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise PolicyError(f"policy file {path} is not valid YAML/JSON: {exc}") from None
+        if data is None:
+            data = {}
+        if not isinstance(data, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+            raise PolicyError(f"policy file {path} must map rule names to rule strings")
+        return cls(data)
+
+    def allows(self, action: str, ctx: RequestContext) -> bool:
+        check = self.rules.get(action)
+        return check is not None and check(ctx, self)
+
+    def enforce(self, action: str, ctx: RequestContext) -> None:
+        if not self.allows(action, ctx):
+            kind, _, verb = action.partition(":")
+            what = f"{ACTION_WORDS.get(verb, verb)} {kind.replace('_', ' ')}s"
+            raise Forbidden(f"your role in project {ctx.project_id} may not {what} "
+                            f"(policy {action!r}; roles: {', '.join(sorted(ctx.roles)) or 'none'})",
+                            action=action)
+
+
+def _parse(text: str) -> Check:
+    tokens = _TOKEN.findall(text)
+    if not tokens:
+        return lambda ctx, policy: True  # oslo.policy: an empty rule allows
+    check, rest = _parse_or(tokens)
+    if rest:
+        raise PolicyError(f"unexpected {rest[0]!r}")
+    return check
+
+
+def _parse_or(tokens: list[str]) -> tuple[Check, list[str]]:
+    left, tokens = _parse_and(tokens)
+    while tokens and tokens[0] == "or":
+        right, tokens = _parse_and(tokens[1:])
+        left = _either(left, right)
+    return left, tokens
+
+
+def _parse_and(tokens: list[str]) -> tuple[Check, list[str]]:
+    left, tokens = _parse_not(tokens)
+    while tokens and tokens[0] == "and":
+        right, tokens = _parse_not(tokens[1:])
+        left = _both(left, right)
+    return left, tokens
+
+
+def _parse_not(tokens: list[str]) -> tuple[Check, list[str]]:
+    if tokens and tokens[0] == "not":
+        inner, rest = _parse_not(tokens[1:])
+        return (lambda ctx, policy: not inner(ctx, policy)), rest
+    return _parse_atom(tokens)
+
+
+def _parse_atom(tokens: list[str]) -> tuple[Check, list[str]]:
+    if not tokens:
+        raise PolicyError("the rule ends too early")
+    head, rest = tokens[0], tokens[1:]
+    if head == "(":
+        inner, rest = _parse_or(rest)
+        if not rest or rest[0] != ")":
+            raise PolicyError("a '(' is not closed")
+        return inner, rest[1:]
+    return _atom(head), rest
+
+
+def _atom(word: str) -> Check:
+    if word == "@":
+        return lambda ctx, policy: True
+    if word == "!":
+        return lambda ctx, policy: False
+    kind, sep, value = word.partition(":")
+    if not sep:
+        raise PolicyError(f"{word!r} is not a check (expected role:, rule:, project_id:, @ or !)")
+    if kind == "role":
+        role = value.lower()
+        return lambda ctx, policy: role in {r.lower() for r in ctx.roles}
+    if kind == "rule":
+        return lambda ctx, policy: policy.allows(value, ctx)
+    if kind == "project_id" and value == "%(project_id)s":
+        return lambda ctx, policy: True  # every action is already scoped to the project
+    raise PolicyError(f"unknown check {word!r}")
+
+
+def _either(a: Check, b: Check) -> Check:
+    return lambda ctx, policy: a(ctx, policy) or b(ctx, policy)
+
+
+def _both(a: Check, b: Check) -> Check:
+    return lambda ctx, policy: a(ctx, policy) and b(ctx, policy)

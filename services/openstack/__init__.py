@@ -1,0 +1,1 @@
+"""Cairn as an OpenStack citizen: Keystone sessions, the identity catalog, Cinder."""

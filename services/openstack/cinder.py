@@ -1,0 +1,190 @@
+"""Cinder through keystoneauth1. Calls made for a user carry the user's own token, so
+Cinder itself decides what the user may see and create (another project's volume is simply
+not found); calls the workers make later, when the user's token may have expired, use
+Cairn's service credentials (an admin role in Cinder)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+
+from services.auth.keystone import service_session
+from services.context import RequestContext
+from services.errors import (
+    CairnError,
+    CinderError,
+    Forbidden,
+    InvalidInput,
+    QuotaExceeded,
+    ServiceUnavailable,
+    VolumeNotFound,
+)
+from services.openstack.sessions import make_session
+from services.settings import CinderSettings, KeystoneSettings
+from services.volumes.refs import ImageRef
+
+VOLUME_SERVICE_TYPES = ("volumev3", "block-storage", "volume")
+
+
+@dataclass(frozen=True)
+class CinderVolume:
+    id: str
+    name: str
+    size_gb: int
+    status: str
+    attached_to: tuple[str, ...]
+    """Servers the volume is attached to."""
+    volume_type: str | None
+    bootable: bool
+    project_id: str | None
+    """Only visible to administrators."""
+
+    @classmethod
+    def of(cls, body: dict[str, Any]) -> CinderVolume:
+        return cls(
+            id=body["id"], name=body.get("name") or "", size_gb=int(body["size"]),
+            status=body["status"],
+            attached_to=tuple(a.get("server_id") or "?" for a in body.get("attachments", [])),
+            volume_type=body.get("volume_type"),
+            bootable=str(body.get("bootable", "false")).lower() == "true",
+            project_id=body.get("os-vol-tenant-attr:tenant_id"))
+
+
+class CinderApi:
+    """The few Cinder calls Cairn needs, on one keystoneauth session."""
+
+    def __init__(self, session: ks_session.Session, endpoint_filter: dict[str, Any]) -> None:
+        self.session = session
+        self.endpoint_filter = endpoint_filter
+
+    def _call(self, method: str, path: str, *, not_found: Callable[[str], CairnError]
+              | None = None, **kwargs: Any) -> requests.Response:
+        try:
+            response: requests.Response = self.session.request(
+                path, method, endpoint_filter=self.endpoint_filter, raise_exc=False, **kwargs)
+        except ks_exc.ClientException as exc:
+            raise ServiceUnavailable(f"Cinder could not be reached: {exc}") from None
+        if response.status_code < 400:
+            return response
+        message = _message(response)
+        if response.status_code == 404 and not_found is not None:
+            raise not_found(message)
+        if response.status_code == 413:
+            raise QuotaExceeded(f"Cinder refused: {message}")
+        if response.status_code == 403:
+            raise Forbidden(f"Cinder refused: {message}")
+        if response.status_code in (400, 404):
+            raise InvalidInput(f"Cinder refused: {message}")
+        raise CinderError(f"Cinder answered {response.status_code}: {message}")
+
+    def list_volumes(self) -> list[CinderVolume]:
+        volumes: list[CinderVolume] = []
+        marker: str | None = None
+        while True:
+            params: dict[str, Any] = {"limit": 500, "sort": "created_at:desc"}
+            if marker is not None:
+                params["marker"] = marker
+            page = self._call("GET", "/volumes/detail", params=params).json()["volumes"]
+            volumes.extend(CinderVolume.of(v) for v in page)
+            if len(page) < 500:
+                return volumes
+            marker = page[-1]["id"]
+
+    def get(self, volume_id: str) -> CinderVolume:
+        def missing(_: str) -> CairnError:
+            return VolumeNotFound(f"Cinder volume {volume_id} not found", volume=volume_id)
+        body = self._call("GET", f"/volumes/{volume_id}", not_found=missing).json()
+        return CinderVolume.of(body["volume"])
+
+    def create(self, *, size_gb: int, name: str, volume_type: str | None,
+               description: str, metadata: dict[str, str]) -> CinderVolume:
+        spec: dict[str, Any] = {"size": size_gb, "name": name, "description": description,
+                                "metadata": metadata}
+        if volume_type is not None:
+            spec["volume_type"] = volume_type
+        body = self._call("POST", "/volumes", json={"volume": spec}).json()
+        return CinderVolume.of(body["volume"])
+
+    def action(self, volume_id: str, action: dict[str, Any]) -> None:
+        self._call("POST", f"/volumes/{volume_id}/action", json=action,
+                   not_found=lambda m: VolumeNotFound(f"Cinder volume {volume_id} not found"))
+
+    def delete(self, volume_id: str) -> None:
+        self._call("DELETE", f"/volumes/{volume_id}", not_found=VolumeNotFound)
+
+    def wait_for(self, volume_id: str, status: str, timeout: float) -> CinderVolume:
+        """Poll until the volume has `status`; an error status or the timeout raises."""
+        deadline = time.monotonic() + timeout
+        delay = 0.2
+        while True:
+            volume = self.get(volume_id)
+            if volume.status == status:
+                return volume
+            if volume.status.startswith("error"):
+                raise CinderError(f"Cinder volume {volume_id} went to status {volume.status} "
+                                  f"instead of {status}; see Cinder's logs")
+            if time.monotonic() > deadline:
+                raise CinderError(f"Cinder volume {volume_id} is still {volume.status} after "
+                                  f"{timeout:.0f} s (waited for {status})")
+            time.sleep(delay)
+            delay = min(delay * 1.5, 2.0)
+
+
+class CinderGateway:
+    """Cinder for the API and the workers, and where Cinder's RBD driver keeps a volume."""
+
+    def __init__(self, keystone: KeystoneSettings, cinder: CinderSettings) -> None:
+        self.keystone = keystone
+        self.settings = cinder
+        self._service: CinderApi | None = None
+
+    def image_ref(self, volume_id: str) -> ImageRef:
+        # cinder.volume.drivers.rbd names each volume's image volume-<id>.
+        return ImageRef(self.settings.cluster, self.settings.pool, f"volume-{volume_id}")
+
+    def for_user(self, ctx: RequestContext) -> CinderApi:
+        if ctx.token is None:
+            raise InvalidInput("Cinder volumes need auth_strategy keystone: Cairn calls Cinder "
+                               "with the caller's token")
+        endpoint = next((ctx.endpoints[t] for t in VOLUME_SERVICE_TYPES if t in ctx.endpoints),
+                        None)
+        if endpoint is None:
+            raise ServiceUnavailable("your token's catalog has no block-storage (Cinder) "
+                                     "endpoint")
+        session = make_session(token_endpoint.Token(endpoint, ctx.token))
+        return CinderApi(session, {"service_type": "volumev3"})
+
+    def as_service(self) -> CinderApi:
+        if self._service is None:
+            filt: dict[str, Any] = {"service_type": "volumev3",
+                                    "interface": self.keystone.interface}
+            if self.keystone.region_name is not None:
+                filt["region_name"] = self.keystone.region_name
+            self._service = CinderApi(service_session(self.keystone), filt)
+        return self._service
+
+
+def gateway_for(keystone: KeystoneSettings | None,
+                cinder: CinderSettings | None) -> CinderGateway | None:
+    if keystone is None or cinder is None:
+        return None
+    return CinderGateway(keystone, cinder)
+
+
+def _message(response: requests.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300] or response.reason
+    if isinstance(body, dict):
+        for value in body.values():
+            if isinstance(value, dict) and "message" in value:
+                return str(value["message"])
+    return str(body)[:300]

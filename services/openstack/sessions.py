@@ -1,0 +1,26 @@
+"""keystoneauth1 sessions as Cairn makes them."""
+
+from __future__ import annotations
+
+from keystoneauth1 import session as ks_session
+from keystoneauth1.identity import v3
+from keystoneauth1.plugin import BaseAuthPlugin
+
+# uwsgi's http-socket (how Debian serves Keystone and cinder-api) closes each connection
+# after the response; without this header keystoneauth's pool reuses dead sockets.
+CLOSE = {"Connection": "close"}
+
+
+def make_session(auth: BaseAuthPlugin | None, *, timeout: float = 30.0,
+                 verify: bool | str = True) -> ks_session.Session:
+    return ks_session.Session(auth=auth, timeout=timeout, verify=verify,
+                              additional_headers=dict(CLOSE), app_name="cairn",
+                              connect_retries=2)
+
+
+def password_auth(auth_url: str, username: str, password: str, project_name: str, *,
+                  user_domain_name: str = "Default",
+                  project_domain_name: str = "Default") -> v3.Password:
+    return v3.Password(auth_url=auth_url, username=username, password=password,
+                       project_name=project_name, user_domain_name=user_domain_name,
+                       project_domain_name=project_domain_name)

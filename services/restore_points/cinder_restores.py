@@ -1,0 +1,65 @@
+"""The Cinder side of a restore request, checked while the user waits: the new volume is
+created with the user's own token (Cinder applies the user's quota and volume types), and
+an in-place restore is refused at once for a volume that is attached or too small. The
+worker then takes the volume atomically (os-reserve), so a server attaching it meanwhile
+still cannot race the restore."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.context import RequestContext
+from services.errors import InvalidInput, VolumeInUse
+from services.jobs import repository as jobs
+from services.openstack.cinder import CinderGateway
+from services.restore_points.models import RestorePoint
+from services.restore_points.schemas import NewVolume
+from services.volumes.models import Volume
+
+GIB = 1 << 30
+
+
+def create_volume(ctx: RequestContext, cinder: CinderGateway, rp: RestorePoint, job_id: str,
+                  spec: NewVolume) -> str:
+    needed = -(-(rp.size_bytes or 0) // GIB) or 1
+    size = spec.size_gb or needed
+    if size < needed:
+        raise InvalidInput(f"new_volume.size_gb {size} is smaller than restore point {rp.id} "
+                           f"({rp.size_bytes} bytes, so at least {needed} GiB)",
+                           field="new_volume.size_gb")
+    volume = cinder.for_user(ctx).create(
+        size_gb=size, name=spec.name, volume_type=spec.volume_type,
+        description=spec.description or f"restored by Cairn from restore point {rp.id}",
+        # Leads back from the volume to the restore that made it.
+        metadata={"cairn_restore_point": rp.id, "cairn_restore_job": job_id})
+    return volume.id
+
+
+def check_in_place(session: Session, ctx: RequestContext, cinder: CinderGateway,
+                   rp: RestorePoint, volume_id: str) -> str:
+    volume = cinder.for_user(ctx).get(volume_id.lower())
+    if volume.attached_to or volume.status == "in-use":
+        servers = ", ".join(volume.attached_to) or "a server"
+        raise VolumeInUse(
+            f"Cinder volume {volume.id} is attached to {servers}: a restore in place would "
+            "overwrite the disk under a running server. Detach it first (openstack server "
+            "remove volume), or restore into a new volume (new_volume)",
+            volume=volume.id, status=volume.status)
+    if volume.status != "available":
+        raise VolumeInUse(
+            f"Cinder volume {volume.id} is {volume.status}; a restore in place needs it "
+            "available (detached and idle)", volume=volume.id, status=volume.status)
+    if volume.size_gb * GIB < (rp.size_bytes or 0):
+        raise InvalidInput(
+            f"Cinder volume {volume.id} is {volume.size_gb} GiB, smaller than restore point "
+            f"{rp.id} ({rp.size_bytes} bytes); extend it (openstack volume set --size) or "
+            "restore into a new volume", field="volume_id")
+    own = session.scalars(select(Volume.id).where(Volume.cinder_volume_id == volume.id)).all()
+    for volume_row in own:
+        running = jobs.active_backup_for_volume(session, volume_row)
+        if running is not None:
+            raise VolumeInUse(f"a backup of Cinder volume {volume.id} is running (job "
+                              f"{running.id}); restore in place after it finishes",
+                              volume=volume.id, job_id=running.id)
+    return volume.id

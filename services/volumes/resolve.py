@@ -1,0 +1,52 @@
+"""What a user's `volume` names, as a registered Volume row: a Cinder volume id (the usual
+way on an OpenStack cloud), or an RBD image `cluster/pool/image`.
+
+With Keystone, the user's own token asks Cinder about the id, so another project's volume
+is "not found", exactly like a missing one. Naming RBD images directly is then an
+administrator's privilege: otherwise any project could protect (and so read) any image,
+another project's Cinder volumes included."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from services.context import RequestContext
+from services.errors import Forbidden, InvalidInput
+from services.openstack.cinder import CinderGateway
+from services.storage import rbd_images
+from services.storage.ceph import CephClusters
+from services.volumes import repository as volumes
+from services.volumes.models import Volume
+from services.volumes.refs import parse_image_ref
+from services.volumes.repository import CINDER_ID
+
+
+@dataclass(frozen=True)
+class VolumeResolver:
+    clusters: CephClusters
+    cinder: CinderGateway | None
+
+    def resolve(self, session: Session, ctx: RequestContext, text: str, *,
+                field: str) -> Volume:
+        return resolve(session, ctx, self.clusters, self.cinder, text, field=field)
+
+
+def resolve(session: Session, ctx: RequestContext, clusters: CephClusters,
+            cinder: CinderGateway | None, text: str, *, field: str) -> Volume:
+    if CINDER_ID.match(text):
+        if cinder is None:
+            raise InvalidInput(
+                f"{field} {text!r} is a Cinder volume id, but this Cairn has no Cinder "
+                "configured (CAIRN_CINDER); name the RBD image as cluster/pool/image",
+                field=field)
+        found = cinder.for_user(ctx).get(text.lower())
+        return volumes.get_or_create(session, ctx.project_id, cinder.image_ref(found.id),
+                                     cinder_volume_id=found.id)
+    ref = parse_image_ref(text, field=field)
+    if ctx.token is not None and not ctx.is_admin:
+        raise Forbidden(f"{field} {text!r}: name a Cinder volume by its id; only "
+                        "administrators may name RBD images directly", field=field)
+    rbd_images.require_volume(clusters, ref, field=field)
+    return volumes.get_or_create(session, ctx.project_id, ref)

@@ -1,0 +1,100 @@
+"""Acceptance on real Keystone, Cinder and Ceph: a member of project A protects a Cinder
+volume and restores it into a new Cinder volume, byte for byte; a restore in place is
+refused on an attached volume and works on a detached one."""
+
+from __future__ import annotations
+
+import rbd
+
+from tests.openstack.conftest import Protected
+from tests.support import ceph
+from tests.support.openstack import (
+    Cloud,
+    OpenStackCairn,
+    attach,
+    cinder_volume,
+    delete_volume,
+    image_of,
+)
+
+
+def test_volume_list_shows_protection(cloud: Cloud, os_cairn: OpenStackCairn,
+                                      protected: Protected) -> None:
+    token = cloud["a-member"].token()
+    with cinder_volume(cloud["a-member"], ceph.unique_name("unprotected")) as bare:
+        listed = os_cairn.call("GET", "/v1/volumes", token)
+        assert listed.status_code == 200, listed.text
+        by_id = {v["id"]: v for v in listed.json()["volumes"]}
+    mine = by_id[protected.volume_id]
+    assert mine["protected"] is True
+    assert [p["id"] for p in mine["plans"]] == [protected.plan_id]
+    assert mine["restore_points"] == 1
+    assert mine["newest_restore_point"]["id"] == protected.restore_point_id
+    assert 0 <= mine["newest_restore_point"]["age_seconds"] < 600
+    assert by_id[bare]["protected"] is False
+    assert by_id[bare]["newest_restore_point"] is None
+
+
+def test_restore_into_new_cinder_volume_is_byte_exact(cloud: Cloud, os_cairn: OpenStackCairn,
+                                                      protected: Protected) -> None:
+    member = cloud["a-member"]
+    token = member.token()
+    response = os_cairn.call("POST", f"/v1/restore-points/{protected.restore_point_id}/restore",
+                             token, json={"new_volume": {"name": "restored-copy"}})
+    assert response.status_code == 202, response.text
+    new_id = response.json()["restore_volume_id"]
+    assert new_id
+    try:
+        job = os_cairn.wait_job(response.json()["id"], token)
+        assert job["status"] == "succeeded", job
+        volume = member.cinder().get(new_id)
+        assert volume.status == "available"
+        assert volume.name == "restored-copy"
+        with ceph.ioctx("ceph-a", "volumes") as io:
+            assert ceph.sha256_of(io, image_of(new_id)) == protected.snapshot_sha256
+            # Sparse: only the data written to the source is allocated in the copy.
+            assert ceph.allocated_bytes(io, image_of(new_id)) <= 24 * ceph.MiB
+    finally:
+        delete_volume(member, new_id)
+
+
+def test_restore_in_place_onto_attached_volume_is_refused(cloud: Cloud,
+                                                          os_cairn: OpenStackCairn,
+                                                          protected: Protected) -> None:
+    member = cloud["a-member"]
+    with cinder_volume(member, ceph.unique_name("attached")) as target:
+        server = attach(member, target)
+        response = os_cairn.call(
+            "POST", f"/v1/restore-points/{protected.restore_point_id}/restore",
+            member.token(), json={"volume_id": target})
+        assert response.status_code == 409, response.text
+        message = response.json()["error"]["message"]
+        assert "attached" in message and server in message and "Detach" in message
+        assert member.cinder().get(target).status == "in-use"  # untouched
+
+
+def test_restore_in_place_onto_detached_volume(cloud: Cloud, os_cairn: OpenStackCairn,
+                                               protected: Protected) -> None:
+    member = cloud["a-member"]
+    token = member.token()
+    with cinder_volume(member, ceph.unique_name("in-place")) as target:
+        with ceph.ioctx("ceph-a", "volumes") as io:
+            with rbd.Image(io, image_of(target)) as image:
+                image.write(b"\xff" * (8 * ceph.MiB), 40 * ceph.MiB)  # to be discarded
+        response = os_cairn.call(
+            "POST", f"/v1/restore-points/{protected.restore_point_id}/restore", token,
+            json={"volume_id": target})
+        assert response.status_code == 202, response.text
+        seen: set[str] = set()
+        job_id = response.json()["id"]
+        while True:
+            seen.add(member.cinder().get(target).status)
+            job = os_cairn.call("GET", f"/v1/jobs/{job_id}", token).json()
+            if job["status"] not in ("queued", "running"):
+                break
+        assert job["status"] == "succeeded", job
+        assert member.cinder().get(target).status == "available"
+        with ceph.ioctx("ceph-a", "volumes") as io:
+            assert ceph.sha256_of(io, image_of(target)) == protected.snapshot_sha256
+        # Held away from servers meanwhile, never in-use.
+        assert "in-use" not in seen

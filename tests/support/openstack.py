@@ -1,0 +1,230 @@
+"""The real Keystone and Cinder the local stack runs (`make test` starts them): two test
+projects with reader, member and admin users, Cinder volumes made through Cinder, and a
+Cairn (API, worker, scheduler) that authenticates with that Keystone."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import rbd
+import yaml
+
+from services.openstack.cinder import CinderApi
+from services.openstack.identity import IdentityAdmin
+from services.openstack.sessions import make_session, password_auth
+from tests.support import ceph
+from tests.support.stack import BIN, REDIS_PORT, Process, service_env
+
+KEYSTONE_PORT = int(os.environ.get("CAIRN_KEYSTONE_PORT", "45000"))
+KEYSTONE = f"http://127.0.0.1:{KEYSTONE_PORT}/v3"
+ADMIN_PASSWORD = os.environ.get("CAIRN_OS_ADMIN_PASSWORD", "cairn-admin")
+SERVICE_PASSWORD = "cairn-service"
+PASSWORD = "test-password"
+REGION = "cairn-test"
+"""The tests register their Cairn in a region of their own, so a `make up OPENSTACK=1`
+stack's catalog entry (RegionOne) is left alone."""
+
+
+def keystone_up() -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", KEYSTONE_PORT)) == 0
+
+
+def admin() -> IdentityAdmin:
+    return IdentityAdmin(make_session(password_auth(KEYSTONE, "admin", ADMIN_PASSWORD, "admin")))
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    project: str
+    project_id: str
+
+    def token(self) -> str:
+        """A fresh project-scoped token."""
+        response = httpx.post(f"{KEYSTONE}/auth/tokens", json={"auth": {
+            "identity": {"methods": ["password"], "password": {"user": {
+                "name": self.name, "domain": {"id": "default"}, "password": PASSWORD}}},
+            "scope": {"project": {"name": self.project, "domain": {"id": "default"}}}}})
+        assert response.status_code == 201, response.text
+        return response.headers["X-Subject-Token"]
+
+    def cinder(self) -> CinderApi:
+        return CinderApi(make_session(password_auth(KEYSTONE, self.name, PASSWORD,
+                                                    self.project)),
+                         {"service_type": "volumev3", "interface": "public",
+                          "region_name": "RegionOne"})
+
+    def cloud(self) -> dict[str, Any]:
+        """This user's clouds.yaml entry."""
+        return {"auth": {"auth_url": KEYSTONE, "username": self.name, "password": PASSWORD,
+                         "project_name": self.project, "user_domain_name": "Default",
+                         "project_domain_name": "Default"},
+                "region_name": REGION, "interface": "public", "identity_api_version": 3}
+
+
+@dataclass
+class Cloud:
+    """Projects A and B: A has a reader, a member and an admin; B a member and an admin."""
+
+    users: dict[str, User]
+    clouds_yaml: Path
+
+    def __getitem__(self, name: str) -> User:
+        return self.users[name]
+
+
+def make_cloud(directory: Path) -> Cloud:
+    ident = admin()
+    ident.ensure_region(REGION)
+    # Cairn's service user (stack.sh makes it too): validates tokens, acts on Cinder.
+    service = ident.ensure_project("service")
+    cairn = ident.ensure_user("cairn", SERVICE_PASSWORD)
+    for role in ("admin", "service"):
+        ident.grant(cairn, service, role)
+    users: dict[str, User] = {}
+    for project, roles in (("cairn-test-a", ("reader", "member", "admin")),
+                           ("cairn-test-b", ("member", "admin"))):
+        project_id = ident.ensure_project(project)
+        for role in roles:
+            name = f"{project[-1]}-{role}"  # a-reader, a-member, a-admin, b-member
+            user_id = ident.ensure_user(name, PASSWORD)
+            ident.grant(user_id, project_id, role)
+            users[name] = User(name, project, project_id)
+    clouds_yaml = directory / "clouds.yaml"
+    clouds_yaml.write_text(yaml.safe_dump(
+        {"clouds": {name: user.cloud() for name, user in users.items()}}))
+    return Cloud(users, clouds_yaml)
+
+
+@dataclass
+class OpenStackCairn:
+    url: str
+    env: dict[str, str]
+    processes: list[Process] = field(default_factory=list)
+
+    def call(self, method: str, path: str, token: str | None, **kwargs: Any) -> httpx.Response:
+        headers = {"X-Auth-Token": token} if token else {}
+        return httpx.request(method, self.url + path, headers=headers, timeout=60, **kwargs)
+
+    def wait_job(self, job_id: str, token: str, timeout: float = 180) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        job: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            job = self.call("GET", f"/v1/jobs/{job_id}", token).json()
+            if job["status"] in ("succeeded", "failed", "cancelled"):
+                return job
+            time.sleep(0.2)
+        raise AssertionError(f"job {job_id} still {job.get('status')}: {job}")
+
+    def stop(self) -> None:
+        for proc in reversed(self.processes):
+            proc.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def start_cairn(database_url: str, redis_db: int, log_dir: Path) -> OpenStackCairn:
+    port = free_port()
+    env = service_env(database_url, redis_db, **{
+        "CAIRN_AUTH_STRATEGY": "keystone",
+        "CAIRN_KEYSTONE": json.dumps({"auth_url": KEYSTONE, "username": "cairn",
+                                      "password": SERVICE_PASSWORD,
+                                      "project_name": "service"}),
+        "CAIRN_CINDER": json.dumps({"cluster": "ceph-a", "pool": "volumes",
+                                    "wait_seconds": 120}),
+        # Short, so the revocation test need not wait a minute.
+        "CAIRN_TOKEN_CACHE_SECONDS": "1",
+    })
+    subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "-n", str(redis_db), "flushdb"],
+                   check=True, capture_output=True)
+    url = f"http://127.0.0.1:{port}"
+    cairn = OpenStackCairn(url, env)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    for name, argv, ready in (
+            ("cairn-worker", [str(BIN / "cairn-worker")], "ready"),
+            ("cairn-scheduler", [str(BIN / "cairn-scheduler")], "cairn-scheduler started"),
+            ("cairn-api", [str(BIN / "cairn-api"), "--port", str(port)], "Uvicorn running")):
+        proc = Process(name, argv, env, log_dir / f"{name}.log")
+        proc.start(ready)
+        cairn.processes.append(proc)
+    register = subprocess.run(
+        [str(BIN / "cairn-manage"), "keystone", "register", "--url", url, "--region", REGION],
+        env={**os.environ, "OS_AUTH_URL": KEYSTONE, "OS_USERNAME": "admin",
+             "OS_PASSWORD": ADMIN_PASSWORD, "OS_PROJECT_NAME": "admin",
+             "OS_USER_DOMAIN_NAME": "Default", "OS_PROJECT_DOMAIN_NAME": "Default"},
+        capture_output=True, text=True, check=False)
+    assert register.returncode == 0, register.stderr
+    return cairn
+
+
+@contextmanager
+def cinder_volume(user: User, name: str, size_gb: int = 1) -> Iterator[str]:
+    """A Cinder volume made through Cinder as `user`; deleted afterwards."""
+    api = user.cinder()
+    volume = api.create(size_gb=size_gb, name=name, volume_type=None, description="test",
+                        metadata={})
+    try:
+        api.wait_for(volume.id, "available", 120)
+        yield volume.id
+    finally:
+        delete_volume(user, volume.id)
+
+
+def delete_volume(user: User, volume_id: str) -> None:
+    """Delete a Cinder volume, with Cairn's snapshots on its image removed first (Cinder's
+    RBD driver refuses to delete an image that has snapshots)."""
+    with ceph.ioctx("ceph-a", "volumes") as io:
+        try:
+            with rbd.Image(io, f"volume-{volume_id}") as image:
+                for snap in list(image.list_snaps()):
+                    if snap["name"].startswith("cairn."):
+                        image.remove_snap(snap["name"])
+        except rbd.ImageNotFound:
+            pass
+    api = user.cinder()
+    try:
+        volume = api.get(volume_id)
+    except Exception:
+        return
+    if volume.status != "available":
+        admin_cinder().action(volume_id, {"os-reset_status": {
+            "status": "available", "attach_status": "detached"}})
+    api.delete(volume_id)
+
+
+def admin_cinder() -> CinderApi:
+    return CinderApi(make_session(password_auth(KEYSTONE, "admin", ADMIN_PASSWORD, "admin")),
+                     {"service_type": "volumev3", "interface": "public",
+                      "region_name": "RegionOne"})
+
+
+def attach(user: User, volume_id: str) -> str:
+    """Attach the volume to a (pretend) server the way Nova's legacy flow does (os-reserve,
+    os-attach): Cinder then reports it in-use and attached. Returns the server id."""
+    server = "5e3a1c70-0000-4000-8000-00000000c0de"
+    api = user.cinder()
+    api.action(volume_id, {"os-reserve": None})
+    api.action(volume_id, {"os-attach": {"instance_uuid": server, "mountpoint": "/dev/vdb"}})
+    assert api.get(volume_id).status == "in-use"
+    return server
+
+
+def image_of(volume_id: str) -> str:
+    return f"volume-{volume_id}"
