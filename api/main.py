@@ -12,7 +12,16 @@ from fastapi import FastAPI
 
 from api import errors
 from api.inflight import InFlightLimit
-from api.routers import backups, health, jobs, plans, quotas, restore_points, volumes
+from api.routers import (
+    backups,
+    health,
+    jobs,
+    plans,
+    quotas,
+    restore_points,
+    targets,
+    volumes,
+)
 from services.auth.keystone import TokenValidator, service_session
 from services.auth.policy import Policy
 from services.db import Database
@@ -57,7 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.cinder = gateway_for(settings.keystone, settings.cinder)
     errors.install(app)
     app.add_middleware(InFlightLimit, limit=settings.api_threads)
-    for module in (health, volumes, plans, backups, jobs, restore_points, quotas):
+    for module in (health, volumes, plans, backups, jobs, restore_points, quotas, targets):
         app.include_router(module.router)
     return app
 

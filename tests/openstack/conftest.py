@@ -58,9 +58,8 @@ def protected(cloud: Cloud, os_cairn: OpenStackCairn) -> Iterator[Protected]:
     member = cloud["a-member"]
     token = member.token()
     with cinder_volume(member, ceph.unique_name("protected")) as volume_id:
-        with ceph.ioctx("ceph-a", "volumes") as io:
-            with rbd.Image(io, image_of(volume_id)) as image:
-                ceph.write_mixed(image, size=image.size(), seed=5)
+        with ceph.ioctx("ceph-a", "volumes") as io, rbd.Image(io, image_of(volume_id)) as image:
+            ceph.write_mixed(image, size=image.size(), seed=5)
         created = os_cairn.call("POST", "/v1/plans", token, json={
             "name": ceph.unique_name("nightly"), "volumes": [volume_id],
             "rules": [{"cron": "0 2 * * *", "kind": "incremental"}],

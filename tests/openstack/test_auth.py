@@ -89,7 +89,7 @@ def test_other_project_sees_nothing_of_a(cloud: Cloud, os_cairn: OpenStackCairn,
 def test_reader_lists_but_cannot_change(cloud: Cloud, os_cairn: OpenStackCairn,
                                         protected: Protected) -> None:
     token = cloud["a-reader"].token()
-    for path in ("/v1/plans", "/v1/volumes", "/v1/restore-points", "/v1/jobs",
+    for path in ("/v1/plans", "/v1/volumes", "/v1/restore-points", "/v1/jobs", "/v1/targets",
                  f"/v1/plans/{protected.plan_id}",
                  f"/v1/restore-points/{protected.restore_point_id}"):
         assert os_cairn.call("GET", path, token).status_code == 200, path

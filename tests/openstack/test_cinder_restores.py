@@ -69,7 +69,9 @@ def test_restore_in_place_onto_attached_volume_is_refused(cloud: Cloud,
             member.token(), json={"volume_id": target})
         assert response.status_code == 409, response.text
         message = response.json()["error"]["message"]
-        assert "attached" in message and server in message and "Detach" in message
+        assert "attached" in message
+        assert server in message
+        assert "Detach" in message
         assert member.cinder().get(target).status == "in-use"  # untouched
 
 
@@ -78,9 +80,8 @@ def test_restore_in_place_onto_detached_volume(cloud: Cloud, os_cairn: OpenStack
     member = cloud["a-member"]
     token = member.token()
     with cinder_volume(member, ceph.unique_name("in-place")) as target:
-        with ceph.ioctx("ceph-a", "volumes") as io:
-            with rbd.Image(io, image_of(target)) as image:
-                image.write(b"\xff" * (8 * ceph.MiB), 40 * ceph.MiB)  # to be discarded
+        with ceph.ioctx("ceph-a", "volumes") as io, rbd.Image(io, image_of(target)) as image:
+            image.write(b"\xff" * (8 * ceph.MiB), 40 * ceph.MiB)  # to be discarded
         response = os_cairn.call(
             "POST", f"/v1/restore-points/{protected.restore_point_id}/restore", token,
             json={"volume_id": target})

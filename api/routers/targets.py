@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from api.deps import SettingsDep, allowed
+from api.errors import error_responses
+from services.settings import target_job_limit
+
+router = APIRouter(prefix="/v1/targets", tags=["targets"])
+
+
+class TargetPublic(BaseModel):
+    name: str
+    default: bool = Field(description="Used when a plan or backup names no target")
+    max_jobs: int = Field(description="Copy jobs running at once against this target")
+
+
+class TargetList(BaseModel):
+    targets: list[TargetPublic]
+
+
+@router.get("", response_model=TargetList, responses=error_responses(401, 403),
+            summary="Backup targets a plan or backup may name",
+            dependencies=[allowed("target:list")])
+def list_targets(settings: SettingsDep) -> TargetList:
+    """Targets are configured by the operator (`CAIRN_BACKUP_TARGETS`)."""
+    return TargetList(targets=[
+        TargetPublic(name=name, default=name == settings.default_backup_target,
+                     max_jobs=target_job_limit(settings, name))
+        for name in sorted(settings.backup_targets)])

@@ -1,0 +1,115 @@
+"""`cairn` end to end as a user runs it: credentials from a clouds.yaml, Cairn found in the
+Keystone catalog, tables for people, `-f json` for scripts, a progress bar with `--wait`,
+and the API's message with a non-zero exit on errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from typing import Any
+
+import rbd
+
+from tests.openstack.conftest import Protected
+from tests.support import ceph
+from tests.support.openstack import (
+    Cloud,
+    OpenStackCairn,
+    cinder_volume,
+    delete_volume,
+    image_of,
+)
+from tests.support.stack import BIN
+
+
+def cairn(cloud: Cloud, user: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OS_", "CAIRN_"))}
+    env.update(OS_CLIENT_CONFIG_FILE=str(cloud.clouds_yaml), OS_CLOUD=user)
+    return subprocess.run([str(BIN / "cairn"), *args], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def ok_json(cloud: Cloud, user: str, *args: str) -> Any:
+    done = cairn(cloud, user, *args, "-f", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_cli_session_from_clouds_yaml(cloud: Cloud, os_cairn: OpenStackCairn) -> None:
+    member = cloud["a-member"]
+    with cinder_volume(member, ceph.unique_name("cli")) as volume_id:
+        with ceph.ioctx("ceph-a", "volumes") as io, rbd.Image(io, image_of(volume_id)) as image:
+            ceph.write_mixed(image, size=image.size(), seed=9)
+
+        volumes = ok_json(cloud, "a-member", "volume", "list")["volumes"]
+        assert volume_id in {v["id"] for v in volumes}
+
+        plan = ok_json(cloud, "a-member", "plan", "create", "--name", ceph.unique_name("cli"),
+                       "--volume", volume_id, "--incremental", "0 2 * * *",
+                       "--full", "0 3 * * 0", "--timezone", "Europe/Berlin",
+                       "--keep-last", "3", "--keep-daily", "7")
+        assert plan["volumes"] == [volume_id]
+
+        # People get a table and a progress bar on stderr.
+        run = cairn(cloud, "a-member", "plan", "run", plan["id"], "--full", "--wait")
+        assert run.returncode == 0, run.stderr
+        assert "100.0%" in run.stderr
+        assert "#" * 30 in run.stderr
+        assert "| ID" in run.stdout
+        assert "succeeded" in run.stdout
+
+        points = ok_json(cloud, "a-member", "restore-point", "list", "--volume", volume_id)
+        [rp] = points["restore_points"]
+        assert rp["status"] == "available"
+
+        job = ok_json(cloud, "a-member", "restore", "create", rp["id"], "--new-volume",
+                      "cli-restored", "--wait")
+        assert job["status"] == "succeeded", job
+        restored = job["restore_volume_id"]
+        try:
+            with ceph.ioctx("ceph-a", "volumes") as io:
+                assert (ceph.sha256_of(io, image_of(restored))
+                        == ceph.sha256_of(io, image_of(volume_id),
+                                          snapshot=rp["source_snapshot"]))
+        finally:
+            delete_volume(member, restored)
+
+        jobs = ok_json(cloud, "a-member", "job", "list", "--plan", plan["id"],
+                       "--kind", "backup")["jobs"]
+        assert [j["kind"] for j in jobs] == ["backup"]
+        table = cairn(cloud, "a-member", "volume", "list")
+        assert table.returncode == 0
+        assert volume_id in table.stdout
+        assert "True" in table.stdout
+
+        deleted = cairn(cloud, "a-member", "plan", "delete", plan["id"])
+        assert deleted.returncode == 0, deleted.stderr
+
+
+def test_cli_errors_exit_non_zero_with_the_api_message(cloud: Cloud, os_cairn: OpenStackCairn,
+                                                      protected: Protected) -> None:
+    missing = cairn(cloud, "a-member", "plan", "show", "no-such-plan")
+    assert missing.returncode == 1
+    assert "plan 'no-such-plan' not found" in missing.stderr
+
+    other = cairn(cloud, "b-member", "backup", "create", protected.volume_id)
+    assert other.returncode == 1
+    assert "not found" in other.stderr
+
+    reader = cairn(cloud, "a-reader", "plan", "run", protected.plan_id)
+    assert reader.returncode == 1
+    assert "may not run plans" in reader.stderr
+
+    bad_cron = cairn(cloud, "a-member", "plan", "create", "--name", "bad", "--volume",
+                     protected.volume_id, "--incremental", "61 2 * * *")
+    assert bad_cron.returncode == 1
+    assert "minute" in bad_cron.stderr
+
+    usage = cairn(cloud, "a-member", "restore", "create", protected.restore_point_id)
+    assert usage.returncode == 2
+    assert "exactly one of --new-volume" in usage.stderr
+
+    unknown_cloud = cairn(cloud, "nobody", "plan", "list")
+    assert unknown_cloud.returncode == 1
+    assert "cloud 'nobody' is not in any clouds.yaml" in unknown_cloud.stderr

@@ -1,0 +1,58 @@
+"""The policy rules: defaults, overrides from a file, and refusals that say why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from services.auth.policy import Policy, PolicyError
+from services.context import RequestContext
+from services.errors import Forbidden
+
+
+def ctx(*roles: str) -> RequestContext:
+    return RequestContext(project_id="p", roles=frozenset(roles))
+
+
+def test_defaults_reader_member_admin() -> None:
+    policy = Policy()
+    assert policy.allows("plan:list", ctx("reader"))
+    assert not policy.allows("plan:create", ctx("reader"))
+    assert policy.allows("plan:create", ctx("member"))
+    assert not policy.allows("quota:update", ctx("member"))
+    assert policy.allows("quota:update", ctx("admin"))
+    assert not policy.allows("plan:list", ctx())
+    assert not policy.allows("no:such-action", ctx("admin"))
+
+
+def test_refusal_names_what_and_the_roles() -> None:
+    with pytest.raises(Forbidden, match=r"may not delete restore points .*roles: reader"):
+        Policy().enforce("restore_point:delete", ctx("reader"))
+
+
+def test_file_overrides_and_expressions(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text('"backup:create": "role:backup-operator or (rule:member and not '
+                    'role:auditor)"\n"plan:delete": "!"\n"plan:list": "@"\n')
+    policy = Policy.from_file(path)
+    assert policy.allows("backup:create", ctx("backup-operator"))
+    assert policy.allows("backup:create", ctx("member"))
+    assert not policy.allows("backup:create", ctx("member", "auditor"))
+    assert not policy.allows("plan:delete", ctx("admin"))
+    assert policy.allows("plan:list", ctx())
+    assert policy.allows("plan:get", ctx("reader"))  # untouched defaults stay
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ('"plan:get": "rule:nope"', "refers to rule 'nope'"),
+    ('"plan:get": "role:a or"', "ends too early"),
+    ('"plan:get": "(role:a"', "not closed"),
+    ('"plan:get": "user:x"', "unknown check"),
+    ("- a list", "must map rule names"),
+])
+def test_bad_files_are_refused_with_the_reason(tmp_path: Path, text: str, error: str) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(text)
+    with pytest.raises(PolicyError, match=error):
+        Policy.from_file(path)
