@@ -24,7 +24,7 @@ JOB_COLUMNS: list[Column] = [
     ("ID", field("id")), ("Kind", field("kind")), ("Status", field("status")),
     ("Volume", field("volume")),
     ("Progress", lambda j: f"{(j.get('progress') or {}).get('percent') or 0:.0f}%"),
-    ("Created", field("created_at")),
+    ("Created", lambda j: (j.get("timings") or {}).get("created_at")),
 ]
 
 

@@ -42,8 +42,19 @@ def show(obj: dict[str, Any], fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
         return
-    table([{"k": k, "v": v} for k, v in obj.items()], [("Field", field("k")),
-                                                     ("Value", field("v"))])
+    rows = [{"k": k, "v": v} for k, v in _flatten(obj) if v is not None]
+    table(rows, [("Field", field("k")), ("Value", field("v"))])
+
+
+def _flatten(obj: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested objects as dotted fields (`progress.percent`), so a table stays narrow."""
+    out: list[tuple[str, Any]] = []
+    for key, value in obj.items():
+        if isinstance(value, dict) and value:
+            out.extend(_flatten(value, f"{prefix}{key}."))
+        else:
+            out.append((f"{prefix}{key}", value))
+    return out
 
 
 def _text(value: Any) -> str:

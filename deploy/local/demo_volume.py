@@ -52,10 +52,20 @@ def main_cinder(clouds_yaml: str, conf: str) -> int:
     config = cloud_config.load("cairn-demo", {**os.environ, "OS_CLIENT_CONFIG_FILE": clouds_yaml})
     api = CinderApi(make_session(config.auth), {"service_type": "volumev3",
                                                 "interface": "public"})
-    existing = [v for v in api.list_volumes() if v.name == "demo"]
-    if existing:
-        print(f"demo volume: Cinder volume {existing[0].id} (already there)")
-        return 0
+    cluster = rados.Rados(conffile=conf)
+    cluster.connect(timeout=10)
+    try:
+        with cluster.open_ioctx("volumes") as ioctx:
+            images = set(rbd.RBD().list(ioctx))
+        for old in (v for v in api.list_volumes() if v.name == "demo"):
+            if f"volume-{old.id}" in images:
+                print(f"demo volume: Cinder volume {old.id} (already there)")
+                return 0
+            # The micro cluster keeps its data in memory: after a restart Cinder still
+            # lists a volume whose image is gone. Replace it.
+            api.delete(old.id)
+    finally:
+        cluster.shutdown()
     volume = api.create(size_gb=1, name="demo", volume_type=None,
                         description="Cairn's demo volume", metadata={})
     api.wait_for(volume.id, "available", 120)
