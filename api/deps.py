@@ -1,5 +1,8 @@
 """Request-scoped dependencies: the unit of work (commits when the route returns, rolls
-back when it raises; routes never commit), the caller's context, the process's resources."""
+back when it raises; routes never commit), the caller's context, the process's resources.
+
+The ones that never block are `async def`: FastAPI runs a plain `def` dependency on the
+thread pool, a hop that costs more than the dependency itself on every request."""
 
 from __future__ import annotations
 
@@ -20,17 +23,17 @@ from services.storage.ceph import CephClusters
 from services.volumes.resolve import VolumeResolver
 
 
-def get_db(request: Request) -> Database:
+async def get_db(request: Request) -> Database:
     db: Database = request.app.state.db
     return db
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_clusters(request: Request) -> CephClusters:
+async def get_clusters(request: Request) -> CephClusters:
     clusters: CephClusters = request.app.state.clusters
     return clusters
 
@@ -62,17 +65,17 @@ def get_context(
     return RequestContext(project_id=x_project_id, roles=roles)
 
 
-def get_policy(request: Request) -> Policy:
+async def get_policy(request: Request) -> Policy:
     policy: Policy = request.app.state.policy
     return policy
 
 
-def get_cinder(request: Request) -> CinderGateway | None:
+async def get_cinder(request: Request) -> CinderGateway | None:
     cinder: CinderGateway | None = request.app.state.cinder
     return cinder
 
 
-def get_volume_resolver(request: Request) -> VolumeResolver:
+async def get_volume_resolver(request: Request) -> VolumeResolver:
     return VolumeResolver(request.app.state.clusters, request.app.state.cinder)
 
 
@@ -86,7 +89,8 @@ def allowed(action: str) -> Any:
     """`ctx: Annotated[RequestContext, allowed("plan:create")]`: the caller, once the policy
     lets them do `action` (403 otherwise, 401 before that without valid credentials)."""
 
-    def check(ctx: ContextDep, policy: Annotated[Policy, Depends(get_policy)]) -> RequestContext:
+    async def check(ctx: ContextDep,
+                    policy: Annotated[Policy, Depends(get_policy)]) -> RequestContext:
         policy.enforce(action, ctx)
         return ctx
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeAlias
 
-from sqlalchemy import DateTime, MetaData, String, TypeDecorator
+from sqlalchemy import DateTime, MetaData, Row, String, TypeDecorator
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase
 
@@ -52,3 +52,7 @@ def utcnow() -> datetime:
 
 
 ID = String(36)
+
+
+AnyRow: TypeAlias = "Row[*tuple[Any, ...]]"
+"""A result row of any columns (list pages are read as rows, not ORM objects)."""

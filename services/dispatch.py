@@ -21,6 +21,7 @@ from services.status import JobKind
 log = logging.getLogger(__name__)
 
 QUEUE = "cairn"
+SEND_BATCH = 500
 TASK_FOR_KIND = {
     JobKind.BACKUP: "backup.run",
     JobKind.RESTORE: "restore.run",
@@ -51,15 +52,20 @@ class Dispatcher:
         self.celery = celery
 
     def send_many(self, jobs: list[tuple[str, JobKind]]) -> list[str]:
-        """Send over one producer (one broker channel): Kombu's Redis transport otherwise
-        builds a client per message, 1 ms each. Returns the ids sent before any failure."""
+        """Send over one producer, in batches that go to Redis as one pipeline each: one
+        message at a time costs two round trips and a new Redis client per message (~0.5 ms
+        each, 5 s for 10 000 jobs). Returns the ids of the batches the broker took before
+        any failure."""
         sent: list[str] = []
         try:
             with self.celery.producer_or_acquire() as producer:
-                for job_id, kind in jobs:
-                    self.celery.send_task(TASK_FOR_KIND[kind], args=[job_id], queue=QUEUE,
-                                          producer=producer)
-                    sent.append(job_id)
+                for start in range(0, len(jobs), SEND_BATCH):
+                    batch = jobs[start:start + SEND_BATCH]
+                    with producer.batch(max_size=SEND_BATCH * 2):
+                        for job_id, kind in batch:
+                            self.celery.send_task(TASK_FOR_KIND[kind], args=[job_id],
+                                                  queue=QUEUE, producer=producer)
+                    sent.extend(job_id for job_id, _ in batch)
         except Exception:
             log.warning("the broker took %d of %d jobs; the rest wait for the next round",
                         len(sent), len(jobs), exc_info=True)

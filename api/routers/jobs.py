@@ -41,7 +41,8 @@ def list_jobs(
                                  since=require_aware(since, "since"),
                                  until=require_aware(until, "until"))
     rows, next_marker = repository.list_page(session, ctx, where, limit=limit, marker=marker)
-    return json_response(JobList(jobs=[JobPublic.of(j) for j in rows], next_marker=next_marker))
+    return json_response(JobList(jobs=[JobPublic.of(j, j.volume_ref) for j in rows],
+                                 next_marker=next_marker))
 
 
 @router.get("/{job_id}", response_model=JobPublic, responses=error_responses(401, 404),

@@ -37,7 +37,8 @@ def list_restore_points(
     rows, next_marker = repository.list_page(session, ctx, volume_id=volume_id, limit=limit,
                                              marker=marker, plan_id=plan_id)
     return json_response(RestorePointList(
-        restore_points=[RestorePointPublic.of(r) for r in rows], next_marker=next_marker))
+        restore_points=[RestorePointPublic.of(r, r.volume_ref) for r in rows],
+        next_marker=next_marker))
 
 
 @router.get("/{restore_point_id}", response_model=RestorePointPublic,

@@ -4,12 +4,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select, tuple_
-from sqlalchemy.orm import Session, lazyload
+from sqlalchemy.orm import Session
 
+from services.base import AnyRow
 from services.context import RequestContext
 from services.errors import InvalidMarker, JobNotFound
 from services.jobs.models import Job
 from services.status import ACTIVE_JOB_STATUSES, JobKind, JobStatus
+from services.volumes.models import VOLUME_REF, Volume
 
 
 def get(session: Session, ctx: RequestContext, job_id: str) -> Job:
@@ -55,9 +57,12 @@ class JobFilter:
 
 
 def list_page(session: Session, ctx: RequestContext, where: JobFilter, *, limit: int,
-              marker: str | None) -> tuple[list[Job], str | None]:
-    """Newest first (by creation); returns the page and the marker of the next one."""
-    stmt = select(Job)
+              marker: str | None) -> tuple[list[AnyRow], str | None]:
+    """Newest first (by creation); returns the page (rows with the job's columns and its
+    volume's `volume_ref`, None for a prune) and the marker of the next one. Plain rows:
+    ORM objects cost most of a list request's CPU."""
+    stmt = (select(*Job.__table__.c, VOLUME_REF)
+            .join(Volume, Volume.id == Job.volume_id, isouter=True))
     if not ctx.is_admin:  # administrators see every project's jobs
         stmt = stmt.where(Job.project_id == ctx.project_id)
     if where.plan_id is not None:
@@ -73,15 +78,14 @@ def list_page(session: Session, ctx: RequestContext, where: JobFilter, *, limit:
     if where.until is not None:
         stmt = stmt.where(Job.created_at < where.until)
     if marker is not None:
-        last = session.get(Job, marker)
+        last = session.execute(select(Job.project_id, Job.created_at, Job.id)
+                               .where(Job.id == marker)).first()
         if last is None or not ctx.sees(last.project_id):
             raise InvalidMarker(f"marker {marker!r} is not a job of this project")
         # A row-value comparison: the (project_id, created_at, id) index serves it as a
         # range, where the equivalent OR makes PostgreSQL sort the whole project.
         stmt = stmt.where(tuple_(Job.created_at, Job.id) < tuple_(last.created_at, last.id))
-    # The page shows the restore point's id only: do not load the row with every job.
-    stmt = (stmt.options(lazyload(Job.restore_point))
-            .order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1))
-    rows = list(session.scalars(stmt))
+    stmt = stmt.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1)
+    rows = list(session.execute(stmt))
     next_marker = rows[limit - 1].id if len(rows) > limit else None
     return rows[:limit], next_marker

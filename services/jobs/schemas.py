@@ -4,7 +4,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from services.base import utcnow
+from services.base import AnyRow, utcnow
 from services.jobs.load import job_load
 from services.jobs.models import Job
 from services.status import JobKind, JobStatus
@@ -96,7 +96,8 @@ class JobPublic(BaseModel):
     error: JobError | None
 
     @classmethod
-    def of(cls, job: Job) -> JobPublic:
+    def of(cls, job: Job | AnyRow, volume_ref: str | None = None) -> JobPublic:
+        """From the ORM object, or from a list page's row (`volume_ref` then given)."""
         duration = None
         if job.started_at is not None:
             duration = ((job.finished_at or utcnow()) - job.started_at).total_seconds()
@@ -119,7 +120,8 @@ class JobPublic(BaseModel):
         return cls(
             id=job.id, kind=job.kind, status=job.status, project_id=job.project_id,
             target=job.target, schedule=schedule, summary=job.summary,
-            volume=job.volume.ref if job.volume else None,
+            volume=(job.volume.ref if job.volume else None) if isinstance(job, Job)
+            else volume_ref,
             restore_point_id=job.restore_point_id, restore_target=job.restore_target,
             restore_volume_id=job.restore_cinder_volume_id,
             qos=JobQos(bytes_per_second=job.qos_bytes_per_second,
@@ -145,7 +147,7 @@ class JobPublic(BaseModel):
         )
 
 
-def _load(job: Job) -> JobLoad | None:
+def _load(job: Job | AnyRow) -> JobLoad | None:
     load = job_load(copy_seconds=job.copy_seconds or 0.0, window=job.copy_window,
                     read_seconds=job.read_seconds, write_seconds=job.write_seconds,
                     qos_wait_seconds=job.qos_wait_seconds,

@@ -3,10 +3,12 @@ from __future__ import annotations
 from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
+from services.base import AnyRow
 from services.context import RequestContext
 from services.errors import InvalidMarker, RestorePointNotFound
 from services.restore_points.models import RestorePoint
 from services.status import RestorePointStatus
+from services.volumes.models import VOLUME_REF, Volume
 
 
 def get(session: Session, ctx: RequestContext, rp_id: str) -> RestorePoint:
@@ -18,9 +20,13 @@ def get(session: Session, ctx: RequestContext, rp_id: str) -> RestorePoint:
 
 def list_page(session: Session, ctx: RequestContext, *, volume_id: str | None, limit: int,
               marker: str | None,
-              plan_id: str | None = None) -> tuple[list[RestorePoint], str | None]:
-    """Newest first; returns the page and the marker of the next one."""
-    stmt = select(RestorePoint).where(RestorePoint.status != RestorePointStatus.DELETED)
+              plan_id: str | None = None) -> tuple[list[AnyRow], str | None]:
+    """Newest first; returns the page (rows with the restore point's columns and its
+    volume's `volume_ref`) and the marker of the next one. Plain rows, not ORM objects:
+    materializing a hundred of those was most of a list request's CPU."""
+    stmt = (select(*RestorePoint.__table__.c, VOLUME_REF)
+            .join(Volume, Volume.id == RestorePoint.volume_id)
+            .where(RestorePoint.status != RestorePointStatus.DELETED))
     if not ctx.is_admin:  # administrators see every project's restore points
         stmt = stmt.where(RestorePoint.project_id == ctx.project_id)
     if volume_id is not None:
@@ -28,7 +34,8 @@ def list_page(session: Session, ctx: RequestContext, *, volume_id: str | None, l
     if plan_id is not None:
         stmt = stmt.where(RestorePoint.plan_id == plan_id)
     if marker is not None:
-        last = session.get(RestorePoint, marker)
+        last = session.execute(select(RestorePoint.project_id, RestorePoint.created_at,
+                                      RestorePoint.id).where(RestorePoint.id == marker)).first()
         if last is None or not ctx.sees(last.project_id):
             raise InvalidMarker(f"marker {marker!r} is not a restore point of this project")
         # A row-value comparison: the (project_id, created_at, id) index serves it as a
@@ -36,7 +43,7 @@ def list_page(session: Session, ctx: RequestContext, *, volume_id: str | None, l
         stmt = stmt.where(tuple_(RestorePoint.created_at, RestorePoint.id)
                           < tuple_(last.created_at, last.id))
     stmt = stmt.order_by(RestorePoint.created_at.desc(), RestorePoint.id.desc()).limit(limit + 1)
-    rows = list(session.scalars(stmt))
+    rows = list(session.execute(stmt))
     next_marker = rows[limit - 1].id if len(rows) > limit else None
     return rows[:limit], next_marker
 

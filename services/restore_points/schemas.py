@@ -5,7 +5,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field, model_validator
 
-from services.restore_points.models import RestorePoint
+from services.base import AnyRow
+from services.restore_points.models import RestorePoint, backup_image_name, snapshot_name
 from services.status import RestorePointKind, RestorePointStatus, VerifyStatus
 
 
@@ -96,7 +97,9 @@ class RestorePointPublic(BaseModel):
     completed_at: datetime | None
 
     @classmethod
-    def of(cls, rp: RestorePoint) -> RestorePointPublic:
+    def of(cls, rp: RestorePoint | AnyRow, volume_ref: str | None = None
+           ) -> RestorePointPublic:
+        """From the ORM object, or from a list page's row (`volume_ref` then given)."""
         checksum = None
         if rp.checksum_algorithm is not None:
             checksum = Checksum(algorithm=rp.checksum_algorithm,
@@ -108,13 +111,16 @@ class RestorePointPublic(BaseModel):
                 corrupt_object_count=rp.corrupt_object_count or 0,
                 corrupt_objects=json.loads(rp.corrupt_objects or "[]"))
         return cls(
-            id=rp.id, project_id=rp.project_id, volume=rp.volume.ref, volume_id=rp.volume_id,
+            id=rp.id, project_id=rp.project_id,
+            volume=rp.volume.ref if isinstance(rp, RestorePoint) else volume_ref or "",
+            volume_id=rp.volume_id,
             target=rp.target, kind=rp.kind, status=rp.status, status_reason=rp.status_reason,
             base_restore_point_id=rp.base_restore_point_id, full_reason=rp.full_reason,
             bytes_read=rp.bytes_read, verification=verification,
             size_bytes=rp.size_bytes, bytes_copied=rp.bytes_copied,
-            duration_seconds=rp.duration_seconds, source_snapshot=rp.snapshot,
-            backup_image=rp.backup_image, backup_snapshot=rp.snapshot, checksum=checksum,
+            duration_seconds=rp.duration_seconds, source_snapshot=snapshot_name(rp.id),
+            backup_image=backup_image_name(rp.volume_id), backup_snapshot=snapshot_name(rp.id),
+            checksum=checksum,
             plan_id=rp.plan_id, locked_until=rp.locked_until,
             created_at=rp.created_at, completed_at=rp.completed_at,
         )

@@ -23,6 +23,14 @@ def image_exists(clusters: CephClusters, ref: ImageRef) -> bool:
         return False
 
 
+def image_exists_in(ioctx: rados.Ioctx, name: str) -> bool:
+    try:
+        with rbd.Image(ioctx, name, read_only=True):
+            return True
+    except rbd.ImageNotFound:
+        return False
+
+
 def require_volume(clusters: CephClusters, ref: ImageRef, *, field: str) -> None:
     clusters.check_known(ref.cluster, field=field)
     if not image_exists(clusters, ref):

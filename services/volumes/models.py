@@ -30,6 +30,10 @@ class Volume(Base):
         return f"{self.cluster}/{self.pool}/{self.image}"
 
 
+VOLUME_REF = (Volume.cluster + "/" + Volume.pool + "/" + Volume.image).label("volume_ref")
+"""`cluster/pool/image` in SQL, for list pages read as rows (Volume.ref on an object)."""
+
+
 class VolumeLock(Base):
     """Held by the one backup or prune working on a volume, so a prune never deletes what a
     running incremental builds on. The primary key makes a second holder impossible: an

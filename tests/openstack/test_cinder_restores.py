@@ -4,8 +4,11 @@ refused on an attached volume and works on a detached one."""
 
 from __future__ import annotations
 
+import time
+
 import rbd
 
+from services.errors import VolumeNotFound
 from tests.openstack.conftest import Protected
 from tests.support import ceph
 from tests.support.openstack import (
@@ -99,3 +102,51 @@ def test_restore_in_place_onto_detached_volume(cloud: Cloud, os_cairn: OpenStack
             assert ceph.sha256_of(io, image_of(target)) == protected.snapshot_sha256
         # Held away from servers meanwhile, never in-use.
         assert "in-use" not in seen
+
+
+def _cancel_when_running(os_cairn: OpenStackCairn, token: str, job_id: str) -> dict[str, object]:
+    deadline = time.monotonic() + 60
+    while os_cairn.call("GET", f"/v1/jobs/{job_id}", token).json()["status"] != "running":
+        assert time.monotonic() < deadline, "the restore never started"
+        time.sleep(0.1)
+    time.sleep(0.5)  # let it write a little
+    assert os_cairn.call("POST", f"/v1/jobs/{job_id}/cancel", token).status_code == 202
+    return os_cairn.wait_job(job_id, token)
+
+
+def test_cancelled_restore_deletes_the_new_volume(cloud: Cloud, os_cairn: OpenStackCairn,
+                                                  protected: Protected) -> None:
+    member = cloud["a-member"]
+    token = member.token()
+    response = os_cairn.call(
+        "POST", f"/v1/restore-points/{protected.restore_point_id}/restore", token,
+        json={"new_volume": {"name": "to-cancel"}, "qos_bytes_per_second": 2 * ceph.MiB})
+    assert response.status_code == 202, response.text
+    new_id = response.json()["restore_volume_id"]
+    job = _cancel_when_running(os_cairn, token, response.json()["id"])
+    assert job["status"] == "cancelled", job
+    assert f"deleted the new Cinder volume {new_id}" in job["error"]["message"]
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            status = member.cinder().get(new_id).status
+        except VolumeNotFound:
+            break
+        assert status == "deleting", status
+        assert time.monotonic() < deadline, "Cinder never finished deleting the volume"
+        time.sleep(0.3)
+
+
+def test_cancelled_restore_in_place_leaves_the_volume_in_error(
+        cloud: Cloud, os_cairn: OpenStackCairn, protected: Protected) -> None:
+    member = cloud["a-member"]
+    token = member.token()
+    with cinder_volume(member, ceph.unique_name("half")) as target:
+        response = os_cairn.call(
+            "POST", f"/v1/restore-points/{protected.restore_point_id}/restore", token,
+            json={"volume_id": target, "qos_bytes_per_second": 2 * ceph.MiB})
+        assert response.status_code == 202, response.text
+        job = _cancel_when_running(os_cairn, token, response.json()["id"])
+        assert job["status"] == "cancelled", job
+        assert "partly overwritten and is set to error" in job["error"]["message"]
+        assert member.cinder().get(target).status == "error"

@@ -116,14 +116,9 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
     with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
             rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
         _remove_unfinished_snapshot(dst_io, rp)
-        try:
-            with rbd_images.open_image(src_io, volume.image) as head:
-                # A retry reuses the snapshot of the first attempt: the restore point's
-                # time is when that snapshot was taken.
-                rbd_images.ensure_snapshot(head, rp.snapshot)
-                source_snapshots = set(rbd_images.snapshot_names(head))
-        except NotFound:
-            raise NotFound(f"the volume {volume.ref!r} no longer exists") from None
+        # A retry reuses the snapshot of the first attempt: the restore point's time is
+        # when that snapshot was taken.
+        source_snapshots = _take_source_snapshot(src_io, volume, rp.snapshot)
         with rbd_images.open_image(src_io, volume.image, snapshot=rp.snapshot,
                                    read_only=True) as source:
             size = source.size()
@@ -158,6 +153,33 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         checkpoint.remove(dst_io, rp.checkpoint_object)
         _remove_unneeded_source_snapshots(rt, src_io, volume, keep=rp.snapshot)
     return stats
+
+
+SNAPSHOT_WAIT_SECONDS = 60.0
+
+
+def _take_source_snapshot(src_io: rados.Ioctx, volume: Volume, name: str) -> set[str]:
+    """Snapshot the volume (unless an earlier attempt did) and return its snapshots, once
+    the snapshot can be opened. Creating a snapshot needs the image's exclusive lock; right
+    after a worker was killed, the lock's dead owner is still registered for up to ~30 s,
+    and in that window the snapshot was seen to be missing afterwards: wait and try again
+    rather than fail the retry."""
+    deadline = time.monotonic() + SNAPSHOT_WAIT_SECONDS
+    while True:
+        try:
+            with rbd_images.open_image(src_io, volume.image) as head:
+                rbd_images.ensure_snapshot(head, name)
+            with rbd_images.open_image(src_io, volume.image, snapshot=name, read_only=True):
+                pass
+            with rbd_images.open_image(src_io, volume.image) as head:
+                return set(rbd_images.snapshot_names(head))
+        except NotFound:
+            if not rbd_images.image_exists_in(src_io, volume.image):
+                raise NotFound(f"the volume {volume.ref!r} no longer exists") from None
+            if time.monotonic() > deadline:
+                raise
+            log.warning("snapshot %s of %s not visible yet; trying again", name, volume.ref)
+            time.sleep(1.0)
 
 
 def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
