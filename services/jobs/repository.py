@@ -56,13 +56,17 @@ class JobFilter:
     until: datetime | None = None
 
 
+_PAGE = select(*Job.__table__.c, VOLUME_REF).join(Volume, Volume.id == Job.volume_id,
+                                                  isouter=True)
+"""A list page's columns, built once: building a 40-column select costs ~0.5 ms."""
+
+
 def list_page(session: Session, ctx: RequestContext, where: JobFilter, *, limit: int,
               marker: str | None) -> tuple[list[AnyRow], str | None]:
     """Newest first (by creation); returns the page (rows with the job's columns and its
     volume's `volume_ref`, None for a prune) and the marker of the next one. Plain rows:
     ORM objects cost most of a list request's CPU."""
-    stmt = (select(*Job.__table__.c, VOLUME_REF)
-            .join(Volume, Volume.id == Job.volume_id, isouter=True))
+    stmt = _PAGE
     if not ctx.is_admin:  # administrators see every project's jobs
         stmt = stmt.where(Job.project_id == ctx.project_id)
     if where.plan_id is not None:
@@ -86,6 +90,8 @@ def list_page(session: Session, ctx: RequestContext, where: JobFilter, *, limit:
         # range, where the equivalent OR makes PostgreSQL sort the whole project.
         stmt = stmt.where(tuple_(Job.created_at, Job.id) < tuple_(last.created_at, last.id))
     stmt = stmt.order_by(Job.created_at.desc(), Job.id.desc()).limit(limit + 1)
-    rows = list(session.execute(stmt))
+    # On the connection: a Core select through the session still goes through the ORM's
+    # result machinery.
+    rows = list(session.connection().execute(stmt))
     next_marker = rows[limit - 1].id if len(rows) > limit else None
     return rows[:limit], next_marker

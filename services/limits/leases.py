@@ -79,6 +79,21 @@ class Leases:
                                  args=[job_id, self.ttl_ms, *[s.limit for s in scopes]]))
         return scopes[full - 1] if full else None
 
+    def acquire_many(self, requests: list[tuple[str, list[Scope]]]) -> list[Scope | None]:
+        """`acquire` for many jobs in one round trip (each job's take is still atomic, in
+        the order given); the result per job as `acquire` returns it."""
+        pipe = self.redis.pipeline(transaction=False)
+        asked = [(job_id, scopes) for job_id, scopes in requests if scopes]
+        for job_id, scopes in asked:
+            self._acquire(keys=[s.key for s in scopes],
+                          args=[job_id, self.ttl_ms, *[s.limit for s in scopes]], client=pipe)
+        answers = iter(pipe.execute() if asked else [])
+        out: list[Scope | None] = []
+        for _, scopes in requests:
+            full = int(next(answers)) if scopes else 0
+            out.append(scopes[full - 1] if full else None)
+        return out
+
     def release(self, job_id: str, scopes: list[Scope]) -> None:
         if scopes:
             pipe = self.redis.pipeline(transaction=False)

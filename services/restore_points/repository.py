@@ -18,15 +18,18 @@ def get(session: Session, ctx: RequestContext, rp_id: str) -> RestorePoint:
     return rp
 
 
+_PAGE = (select(*RestorePoint.__table__.c, VOLUME_REF)
+         .join(Volume, Volume.id == RestorePoint.volume_id))
+"""A list page's columns, built once: building a 25-column select costs ~0.4 ms."""
+
+
 def list_page(session: Session, ctx: RequestContext, *, volume_id: str | None, limit: int,
               marker: str | None,
               plan_id: str | None = None) -> tuple[list[AnyRow], str | None]:
     """Newest first; returns the page (rows with the restore point's columns and its
     volume's `volume_ref`) and the marker of the next one. Plain rows, not ORM objects:
     materializing a hundred of those was most of a list request's CPU."""
-    stmt = (select(*RestorePoint.__table__.c, VOLUME_REF)
-            .join(Volume, Volume.id == RestorePoint.volume_id)
-            .where(RestorePoint.status != RestorePointStatus.DELETED))
+    stmt = _PAGE.where(RestorePoint.status != RestorePointStatus.DELETED)
     if not ctx.is_admin:  # administrators see every project's restore points
         stmt = stmt.where(RestorePoint.project_id == ctx.project_id)
     if volume_id is not None:
@@ -43,7 +46,9 @@ def list_page(session: Session, ctx: RequestContext, *, volume_id: str | None, l
         stmt = stmt.where(tuple_(RestorePoint.created_at, RestorePoint.id)
                           < tuple_(last.created_at, last.id))
     stmt = stmt.order_by(RestorePoint.created_at.desc(), RestorePoint.id.desc()).limit(limit + 1)
-    rows = list(session.execute(stmt))
+    # On the connection: a Core select through the session still goes through the ORM's
+    # result machinery.
+    rows = list(session.connection().execute(stmt))
     next_marker = rows[limit - 1].id if len(rows) > limit else None
     return rows[:limit], next_marker
 

@@ -27,6 +27,7 @@ from services.status import JobKind, JobStatus
 log = logging.getLogger(__name__)
 
 BATCH = 2000
+LEASE_BATCH = 500
 """Candidates looked at per round; the round-robin order makes every project appear early."""
 
 
@@ -51,17 +52,23 @@ class Admission:
         candidates = self._candidates(now, job_ids)
         full: set[str] = set()
         chosen: list[tuple[str, JobKind, list[Scope]]] = []
-        for job_id, kind, project_id, target in candidates:
-            scopes = scopes_for(self.settings, JobKind(kind), project_id, target)
-            if any(s.key in full for s in scopes):
-                result.waiting += 1
-                continue
-            blocked = self.leases.acquire(job_id, scopes)
-            if blocked is not None:
-                full.add(blocked.key)
-                result.waiting += 1
-                continue
-            chosen.append((job_id, JobKind(kind), scopes))
+        # Leases are taken a pipeline at a time (one round trip per LEASE_BATCH jobs);
+        # a scope found full skips the later candidates of it without asking Redis.
+        for start in range(0, len(candidates), LEASE_BATCH):
+            asking: list[tuple[str, JobKind, list[Scope]]] = []
+            for job_id, kind, project_id, target in candidates[start:start + LEASE_BATCH]:
+                scopes = scopes_for(self.settings, JobKind(kind), project_id, target)
+                if any(s.key in full for s in scopes):
+                    result.waiting += 1
+                    continue
+                asking.append((job_id, JobKind(kind), scopes))
+            answers = self.leases.acquire_many([(j, scopes) for j, _, scopes in asking])
+            for (job_id, kind, scopes), blocked in zip(asking, answers, strict=True):
+                if blocked is not None:
+                    full.add(blocked.key)
+                    result.waiting += 1
+                    continue
+                chosen.append((job_id, kind, scopes))
         if not chosen:
             return result
         with self.db.session() as session:
