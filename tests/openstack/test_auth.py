@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from services.auth.keystone import TokenValidator, service_session
-from services.errors import Unauthorized
+from services.errors import ServiceUnavailable, Unauthorized
 from services.settings import KeystoneSettings
 from tests.openstack.conftest import Protected
 from tests.support import ceph
@@ -128,3 +128,11 @@ def test_admin_sees_every_project(cloud: Cloud, os_cairn: OpenStackCairn,
     assert os_cairn.call("GET", f"/v1/plans/{protected.plan_id}", token).status_code == 200
     listed = os_cairn.call("GET", "/v1/restore-points", token).json()["restore_points"]
     assert protected.restore_point_id in {rp["id"] for rp in listed}
+
+
+def test_keystone_unreachable_is_503_not_a_pass() -> None:
+    settings = KeystoneSettings(auth_url="http://127.0.0.1:9/v3", username="cairn",
+                                password=SERVICE_PASSWORD)
+    validator = TokenValidator(service_session(settings), cache_seconds=60)
+    with pytest.raises(ServiceUnavailable, match="Keystone could not be reached"):
+        validator.validate("any-token")
