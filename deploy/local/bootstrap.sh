@@ -35,8 +35,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
         created_policy=1
     fi
     trap 'if [ "$created_policy" = 1 ]; then sudo_if_needed rm -f "$policy"; fi' EXIT
+    epmd_before=$(pgrep -x epmd || true)
     sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
         --no-install-recommends "${missing[@]}" >/dev/null
+    # RabbitMQ's install starts Erlang's port mapper on 0.0.0.0:4369 despite policy-rc.d;
+    # the stack runs its own on loopback. Stop the one the install started, not another.
+    if [ -z "$epmd_before" ] && [[ " ${missing[*]} " == *" rabbitmq-server "* ]]; then
+        for _ in $(seq 1 20); do  # it appears a moment after the install returns
+            if pgrep -x epmd >/dev/null; then
+                epmd -kill >/dev/null 2>&1 || sudo_if_needed pkill -x epmd || true
+                break
+            fi
+            sleep 0.3
+        done
+    fi
 fi
 
 # The venv uses Debian's python3: python3-rbd is built against exactly that interpreter.
