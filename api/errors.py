@@ -26,12 +26,19 @@ class ErrorResponse(BaseModel):
     error: ErrorBody
 
 
+VOLUME_FILTER = "Only this volume: its Cinder id, or cluster/pool/image"
+"""The `volume` filter of the list endpoints, as the OpenAPI document describes it."""
+
+
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """The `responses=` of an endpoint: the errors it can answer, for the OpenAPI document."""
+    """The `responses=` of an endpoint: the errors it can answer, for the OpenAPI document.
+    Every authenticated endpoint is also checked against the policy, so 401 brings 403."""
+    if 401 in statuses and 403 not in statuses:
+        statuses = (*statuses, 403)
     text = {400: "Bad request", 401: "Missing or invalid credentials", 404: "Not found",
             403: "The caller's role may not do this", 409: "Conflict with the current state",
             413: "Over the project's quota", 422: "Invalid input",
-            503: "A Ceph cluster is unreachable"}
+            503: "A Ceph cluster, Keystone or Cinder is unreachable"}
     return {s: {"model": ErrorResponse, "description": text.get(s, "Error")} for s in statuses}
 
 

@@ -6,7 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from api.deps import ContextDep, SessionDep, allowed
-from api.errors import error_responses
+from api.errors import VOLUME_FILTER, error_responses
 from api.responses import json_response
 from services.clock import require_aware
 from services.jobs import repository, service
@@ -23,7 +23,7 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 def list_jobs(
     session: SessionDep, ctx: ContextDep,
     plan_id: Annotated[str | None, Query(description="Only jobs this plan made")] = None,
-    volume: Annotated[str | None, Query(description="Only this volume (cluster/pool/image)")]
+    volume: Annotated[str | None, Query(description=VOLUME_FILTER)]
     = None,
     kind: Annotated[JobKind | None, Query()] = None,
     status: Annotated[JobStatus | None, Query()] = None,

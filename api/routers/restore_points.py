@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from api.deps import CinderDep, ClustersDep, ContextDep, SessionDep, SettingsDep, allowed
-from api.errors import error_responses
+from api.errors import VOLUME_FILTER, error_responses
 from api.responses import json_response
 from services.jobs.schemas import JobPublic
 from services.restore_points import repository, service
@@ -27,7 +27,7 @@ router = APIRouter(prefix="/v1/restore-points", tags=["restore points"])
 def list_restore_points(
     session: SessionDep, ctx: ContextDep,
     volume: Annotated[str | None,
-                      Query(description="Only this volume (cluster/pool/image)")] = None,
+                      Query(description=VOLUME_FILTER)] = None,
     plan_id: Annotated[str | None, Query(description="Only restore points of this plan")] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="Page size")] = 100,
     marker: Annotated[str | None, Query(description="`next_marker` of the previous page")] = None,

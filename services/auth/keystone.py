@@ -17,10 +17,10 @@ from keystoneauth1 import session as ks_session
 
 from services.context import RequestContext
 from services.errors import ServiceUnavailable, Unauthorized
+from services.openstack.identity import IDENTITY
 from services.openstack.sessions import make_session, password_auth
 from services.settings import KeystoneSettings
 
-IDENTITY = {"service_type": "identity", "interface": "public"}
 CACHE_SIZE = 10_000
 
 

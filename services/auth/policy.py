@@ -119,20 +119,25 @@ def _parse(text: str) -> Check:
     return check
 
 
-def _parse_or(tokens: list[str]) -> tuple[Check, list[str]]:
-    left, tokens = _parse_and(tokens)
-    while tokens and tokens[0] == "or":
-        right, tokens = _parse_and(tokens[1:])
-        left = _either(left, right)
+Parser = Callable[[list[str]], tuple[Check, list[str]]]
+
+
+def _binary(word: str, operand: Parser, combine: Callable[[Check, Check], Check],
+            tokens: list[str]) -> tuple[Check, list[str]]:
+    """`operand (word operand)*`, combined left to right."""
+    left, tokens = operand(tokens)
+    while tokens and tokens[0] == word:
+        right, tokens = operand(tokens[1:])
+        left = combine(left, right)
     return left, tokens
+
+
+def _parse_or(tokens: list[str]) -> tuple[Check, list[str]]:
+    return _binary("or", _parse_and, _either, tokens)
 
 
 def _parse_and(tokens: list[str]) -> tuple[Check, list[str]]:
-    left, tokens = _parse_not(tokens)
-    while tokens and tokens[0] == "and":
-        right, tokens = _parse_not(tokens[1:])
-        left = _both(left, right)
-    return left, tokens
+    return _binary("and", _parse_not, _both, tokens)
 
 
 def _parse_not(tokens: list[str]) -> tuple[Check, list[str]]:

@@ -13,11 +13,10 @@ from services.context import RequestContext
 from services.errors import InvalidInput, VolumeInUse
 from services.jobs import repository as jobs
 from services.openstack.cinder import CinderGateway
+from services.quotas.service import GIB
 from services.restore_points.models import RestorePoint
 from services.restore_points.schemas import NewVolume
 from services.volumes.models import Volume
-
-GIB = 1 << 30
 
 
 def create_volume(ctx: RequestContext, cinder: CinderGateway, rp: RestorePoint, job_id: str,

@@ -53,6 +53,8 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
               qos_bytes_per_second=request.qos_bytes_per_second,
               qos_ops_per_second=request.qos_ops_per_second,
               max_attempts=settings.job_max_attempts)
+    session.add(job)
+    session.flush()  # the job's id names a new Cinder volume's origin
     if request.target is not None:
         if ctx.token is not None and not ctx.is_admin:
             raise Forbidden("restore into a new Cinder volume (new_volume) or over one "
@@ -67,14 +69,10 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
                 "(restoring over an existing image is refused so nothing is overwritten)",
                 target=str(dest))
         job.restore_target = str(dest)
-        session.add(job)
-        session.flush()
     else:
         if cinder is None:
             raise InvalidInput("restores into Cinder volumes need Cinder configured "
                                "(CAIRN_CINDER) and auth_strategy keystone")
-        session.add(job)
-        session.flush()  # the job's id names the new volume's origin
         if request.new_volume is not None:
             volume_id = cinder_restores.create_volume(ctx, cinder, rp, job.id,
                                                       request.new_volume)
@@ -86,7 +84,7 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
             job.restore_mode = RestoreMode.IN_PLACE
         job.restore_cinder_volume_id = volume_id
         job.restore_target = str(cinder.image_ref(volume_id))
-        session.flush()
+    session.flush()
     dispatch.enqueue(session, job.id, JobKind.RESTORE)
     return job
 

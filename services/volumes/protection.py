@@ -76,18 +76,19 @@ def list_volumes(session: Session, ctx: RequestContext, cinder: CinderGateway,
 
 def _newest_restore_points(session: Session, volume_ids: list[str], now: datetime
                            ) -> dict[str, tuple[int, NewestRestorePoint]]:
-    available = (RestorePoint.volume_id.in_(volume_ids),
-                 RestorePoint.status == RestorePointStatus.AVAILABLE)
-    stats = session.execute(
-        select(RestorePoint.volume_id, func.count(), func.max(RestorePoint.created_at))
-        .where(*available).group_by(RestorePoint.volume_id)).all()
+    """Per volume: how many available restore points, and the newest; one query."""
+    newest_first = func.row_number().over(
+        partition_by=RestorePoint.volume_id,
+        order_by=(RestorePoint.created_at.desc(), RestorePoint.id.desc())).label("n")
+    total = func.count().over(partition_by=RestorePoint.volume_id).label("total")
+    ranked = (select(RestorePoint.id, RestorePoint.volume_id, RestorePoint.kind,
+                     RestorePoint.created_at, newest_first, total)
+              .where(RestorePoint.volume_id.in_(volume_ids),
+                     RestorePoint.status == RestorePointStatus.AVAILABLE)
+              .subquery())
     out: dict[str, tuple[int, NewestRestorePoint]] = {}
-    for volume_id, count, _ in stats:
-        rp = session.scalars(select(RestorePoint).where(
-            RestorePoint.volume_id == volume_id,
-            RestorePoint.status == RestorePointStatus.AVAILABLE)
-            .order_by(RestorePoint.created_at.desc()).limit(1)).one()
-        out[volume_id] = (count, NewestRestorePoint(
-            id=rp.id, kind=rp.kind, created_at=rp.created_at,
-            age_seconds=round((now - rp.created_at).total_seconds(), 1)))
+    for row in session.execute(select(ranked).where(ranked.c.n == 1)):
+        out[row.volume_id] = (row.total, NewestRestorePoint(
+            id=row.id, kind=row.kind, created_at=row.created_at,
+            age_seconds=round((now - row.created_at).total_seconds(), 1)))
     return out

@@ -61,10 +61,7 @@ class User:
         return response.headers["X-Subject-Token"]
 
     def cinder(self) -> CinderApi:
-        return CinderApi(make_session(password_auth(KEYSTONE, self.name, PASSWORD,
-                                                    self.project)),
-                         {"service_type": "volumev3", "interface": "public",
-                          "region_name": "RegionOne"})
+        return cinder_as(self.name, PASSWORD, self.project)
 
     def cloud(self) -> dict[str, Any]:
         """This user's clouds.yaml entry."""
@@ -210,7 +207,12 @@ def delete_volume(user: User, volume_id: str) -> None:
 
 
 def admin_cinder() -> CinderApi:
-    return CinderApi(make_session(password_auth(KEYSTONE, "admin", ADMIN_PASSWORD, "admin")),
+    return cinder_as("admin", ADMIN_PASSWORD, "admin")
+
+
+def cinder_as(username: str, password: str, project: str) -> CinderApi:
+    """Cinder as this Keystone user, the way any OpenStack client reaches it."""
+    return CinderApi(make_session(password_auth(KEYSTONE, username, password, project)),
                      {"service_type": "volumev3", "interface": "public",
                       "region_name": "RegionOne"})
 

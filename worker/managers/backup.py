@@ -169,10 +169,9 @@ def _take_source_snapshot(src_io: rados.Ioctx, volume: Volume, name: str) -> set
         try:
             with rbd_images.open_image(src_io, volume.image) as head:
                 rbd_images.ensure_snapshot(head, name)
+                names = set(rbd_images.snapshot_names(head))
             with rbd_images.open_image(src_io, volume.image, snapshot=name, read_only=True):
-                pass
-            with rbd_images.open_image(src_io, volume.image) as head:
-                return set(rbd_images.snapshot_names(head))
+                return names
         except NotFound:
             if not rbd_images.image_exists_in(src_io, volume.image):
                 raise NotFound(f"the volume {volume.ref!r} no longer exists") from None

@@ -143,8 +143,7 @@ def _claim_existing(image: rbd.Image, dest: ImageRef, job: ClaimedJob, rp: Resto
         raise InvalidInput(f"{dest} is {image.size()} bytes, smaller than restore point "
                            f"{rp.id} ({size} bytes); extend the volume first")
     if rbd_images.metadata(image, JOB_KEY) == job.id:
-        saved = rbd_images.metadata(image, CHECKPOINT_KEY)
-        return int(saved) if saved else 0
+        return _checkpoint(image)
     image.metadata_set(JOB_KEY, job.id)
     image.metadata_set("cairn.restore_point", rp.id)
     return 0
@@ -159,9 +158,14 @@ def _resume_point(ioctx: rados.Ioctx, name: str, job: ClaimedJob) -> int | None:
                 raise ImageExists(f"an RBD image {name!r} appeared in the restore's place; "
                                   "it is not this job's and is left alone")
             rbd_images.break_locks(image)
-            saved = rbd_images.metadata(image, CHECKPOINT_KEY)
+            return _checkpoint(image)
     except NotFound:
         return None
+
+
+def _checkpoint(image: rbd.Image) -> int:
+    """The object index an earlier attempt of the job finished before (0: none)."""
+    saved = rbd_images.metadata(image, CHECKPOINT_KEY)
     return int(saved) if saved else 0
 
 
