@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
@@ -43,7 +44,7 @@ def get_session(db: Annotated[Database, Depends(get_db)]) -> Iterator[Session]:
         yield session
 
 
-def get_context(
+async def get_context(
     request: Request,
     x_auth_token: Annotated[str | None, Header(description="Keystone token")] = None,
     x_project_id: Annotated[str | None, Header(description="Project (noauth)")] = None,
@@ -54,7 +55,11 @@ def get_context(
         if not x_auth_token:
             raise Unauthorized("missing X-Auth-Token header: authenticate with Keystone and "
                                "send the token (openstack token issue)")
-        return validator.context_for(x_auth_token)
+        # Asking Keystone blocks: only a token missing from the cache costs a thread.
+        cached = validator.cached_context(x_auth_token)
+        if cached is not None:
+            return cached
+        return await run_in_threadpool(validator.context_for, x_auth_token)
     # auth_strategy noauth, as Cinder's: the caller says who it is.
     if not x_project_id:
         raise Unauthorized("missing X-Project-Id header: with auth_strategy noauth every "
@@ -80,6 +85,7 @@ async def get_volume_resolver(request: Request) -> VolumeResolver:
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
+DatabaseDep = Annotated[Database, Depends(get_db)]
 VolumesDep = Annotated[VolumeResolver, Depends(get_volume_resolver)]
 ContextDep = Annotated[RequestContext, Depends(get_context)]
 CinderDep = Annotated[CinderGateway | None, Depends(get_cinder)]

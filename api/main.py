@@ -55,7 +55,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.db = Database(settings.database_url)
+    # A connection for every request the process admits at once (`InFlightLimit`).
+    app.state.db = Database(settings.database_url, pool_size=settings.api_threads)
     app.state.leases = Leases.from_settings(settings)
     admission = Admission(app.state.db, app.state.leases,
                           Dispatcher(make_celery(settings.redis_url)), settings)

@@ -23,17 +23,26 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, pool_size: int = 10) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    # Connections beyond pool_size are closed when given back: a process that regularly
+    # needs more than pool_size at once pays a new PostgreSQL backend (a fork and an
+    # authentication, ~1 ms of CPU each side) per use.
+    return create_engine(url, pool_pre_ping=True, pool_size=pool_size, max_overflow=20)
+
+
+class _ReadOnlySession(Session):
+    def flush(self, objects: Any = None) -> None:
+        if self.new or self.dirty or self.deleted:
+            raise RuntimeError("a read-only unit of work was asked to write")
 
 
 class Database:
-    def __init__(self, url: str) -> None:
-        self.engine = make_engine(url)
+    def __init__(self, url: str, pool_size: int = 10) -> None:
+        self.engine = make_engine(url, pool_size)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     def on_commit(self, handler: OutboxHandler) -> None:
@@ -50,6 +59,15 @@ class Database:
             except BaseException:
                 session.rollback()
                 raise
+
+    @contextmanager
+    def reading(self) -> Iterator[Session]:
+        """A read-only unit of work in autocommit mode: each statement sees the latest
+        committed data, and no BEGIN or COMMIT round trip is paid. For list pages, whose
+        queries are each consistent on their own. Anything to write raises at the flush."""
+        with (self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn,
+              _ReadOnlySession(bind=conn, autoflush=False) as session):
+            yield session
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -5,9 +5,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from api.deps import ContextDep, SessionDep, allowed
+from api.deps import ContextDep, DatabaseDep, SessionDep, allowed
 from api.errors import VOLUME_FILTER, error_responses
-from api.responses import json_response
+from api.responses import json_from_thread
 from services.clock import require_aware
 from services.jobs import repository, service
 from services.jobs.schemas import JobList, JobPublic, JobUpdate
@@ -20,8 +20,8 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 @router.get("", response_model=JobList, responses=error_responses(400, 401, 422),
             summary="Job history",
             dependencies=[allowed("job:list")])
-def list_jobs(
-    session: SessionDep, ctx: ContextDep,
+async def list_jobs(
+    db: DatabaseDep, ctx: ContextDep,
     plan_id: Annotated[str | None, Query(description="Only jobs this plan made")] = None,
     volume: Annotated[str | None, Query(description=VOLUME_FILTER)]
     = None,
@@ -36,13 +36,20 @@ def list_jobs(
 ) -> Response:
     """The project's jobs, newest first, filtered by plan, volume, kind, status and the time
     they were created. Skipped slots are jobs too (status `skipped`, with the reason)."""
-    volume_id = volumes.id_for_filter(session, ctx.project_id, volume)
-    where = repository.JobFilter(plan_id=plan_id, volume_id=volume_id, kind=kind, status=status,
-                                 since=require_aware(since, "since"),
-                                 until=require_aware(until, "until"))
-    rows, next_marker = repository.list_page(session, ctx, where, limit=limit, marker=marker)
-    return json_response(JobList(jobs=[JobPublic.of(j, j.volume_ref) for j in rows],
-                                 next_marker=next_marker))
+    since = require_aware(since, "since")
+    until = require_aware(until, "until")
+
+    def page() -> JobList:
+        with db.reading() as session:
+            where = repository.JobFilter(
+                plan_id=plan_id, volume_id=volumes.id_for_filter(session, ctx.project_id, volume),
+                kind=kind, status=status, since=since, until=until)
+            rows, next_marker = repository.list_page(session, ctx, where, limit=limit,
+                                                     marker=marker)
+        return JobList(jobs=[JobPublic.of(j, j.volume_ref) for j in rows],
+                       next_marker=next_marker)
+
+    return await json_from_thread(page)
 
 
 @router.get("/{job_id}", response_model=JobPublic, responses=error_responses(401, 404),

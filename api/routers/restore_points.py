@@ -4,9 +4,17 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from api.deps import CinderDep, ClustersDep, ContextDep, SessionDep, SettingsDep, allowed
+from api.deps import (
+    CinderDep,
+    ClustersDep,
+    ContextDep,
+    DatabaseDep,
+    SessionDep,
+    SettingsDep,
+    allowed,
+)
 from api.errors import VOLUME_FILTER, error_responses
-from api.responses import json_response
+from api.responses import json_from_thread
 from services.jobs.schemas import JobPublic
 from services.restore_points import repository, service
 from services.restore_points.schemas import (
@@ -24,8 +32,8 @@ router = APIRouter(prefix="/v1/restore-points", tags=["restore points"])
 @router.get("", response_model=RestorePointList, responses=error_responses(400, 401, 422),
             summary="List restore points",
             dependencies=[allowed("restore_point:list")])
-def list_restore_points(
-    session: SessionDep, ctx: ContextDep,
+async def list_restore_points(
+    db: DatabaseDep, ctx: ContextDep,
     volume: Annotated[str | None,
                       Query(description=VOLUME_FILTER)] = None,
     plan_id: Annotated[str | None, Query(description="Only restore points of this plan")] = None,
@@ -33,12 +41,17 @@ def list_restore_points(
     marker: Annotated[str | None, Query(description="`next_marker` of the previous page")] = None,
 ) -> Response:
     """The project's restore points, newest first."""
-    volume_id = volumes.id_for_filter(session, ctx.project_id, volume)
-    rows, next_marker = repository.list_page(session, ctx, volume_id=volume_id, limit=limit,
-                                             marker=marker, plan_id=plan_id)
-    return json_response(RestorePointList(
-        restore_points=[RestorePointPublic.of(r, r.volume_ref) for r in rows],
-        next_marker=next_marker))
+
+    def page() -> RestorePointList:
+        with db.reading() as session:
+            volume_id = volumes.id_for_filter(session, ctx.project_id, volume)
+            rows, next_marker = repository.list_page(session, ctx, volume_id=volume_id,
+                                                     limit=limit, marker=marker, plan_id=plan_id)
+        return RestorePointList(
+            restore_points=[RestorePointPublic.of(r, r.volume_ref) for r in rows],
+            next_marker=next_marker)
+
+    return await json_from_thread(page)
 
 
 @router.get("/{restore_point_id}", response_model=RestorePointPublic,

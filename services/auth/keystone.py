@@ -44,6 +44,10 @@ def service_session(settings: KeystoneSettings) -> ks_session.Session:
         project_domain_name=settings.project_domain_name))
 
 
+def _cache_key(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
 class TokenValidator:
     def __init__(self, session: ks_session.Session, *, cache_seconds: float,
                  region: str | None = None, interface: str = "public",
@@ -59,15 +63,24 @@ class TokenValidator:
     def context_for(self, token: str) -> RequestContext:
         return self.validate(token).context(token)
 
-    def validate(self, token: str) -> TokenInfo:
-        key = hashlib.sha256(token.encode()).hexdigest()
-        now = self.now()
+    def cached_context(self, token: str) -> RequestContext | None:
+        """The context of a token validated less than the cache time ago, without blocking;
+        None when only Keystone can tell."""
+        info = self._cached(_cache_key(token))
+        return None if info is None else info.context(token)
+
+    def _cached(self, key: str) -> TokenInfo | None:
         with self._lock:
             cached = self._cache.get(key)
-            if cached is not None and cached[0] > now:
-                return cached[1]
-            self._cache.pop(key, None)
+        return cached[1] if cached is not None and cached[0] > self.now() else None
+
+    def validate(self, token: str) -> TokenInfo:
+        key = _cache_key(token)
+        cached = self._cached(key)
+        if cached is not None:
+            return cached
         info = self._ask_keystone(token)
+        now = self.now()
         expires = info.expires_at.timestamp()
         if expires <= now:
             raise Unauthorized("the token has expired; get a new one (openstack token issue)")
