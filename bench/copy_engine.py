@@ -8,8 +8,10 @@ Starts its own clusters `bench-a` / `bench-b` (BlueStore on a file, loopback por
 deterministic image (dense, and 50 %-sparse), then runs every method `--reps` times,
 interleaved (rep 1 of all methods, then rep 2, ...) so drift hits all of them alike, and
 prints medians with min-max, CPU-seconds per GiB of the copying process(es), and ratios to
-the anchors. Then the core set again with latency injected into every client (the same
-for the rbd tools and Cairn), and a QoS run printing its achieved rate per 1 s and 10 s.
+the anchors, and a QoS run printing its achieved rate per 1 s and 10 s. Then the core set
+again with latency injected: every client connection to the OSDs, the rbd tools' and
+Cairn's alike, passes through a delay line (`bench/latency/`: a proxy and a connect()
+redirect preloaded into the processes).
 
 Cairn's runs use the worker's own engine, extents and manifest code (the backup and restore
 managers' copy, without the database around it): plan from diff_iterate, copy with the
@@ -18,6 +20,7 @@ window, checksum every object, store the manifest, snapshot the backup image."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
@@ -76,28 +79,18 @@ def ceph_sh(action: str, cluster: str, store_bytes: int) -> None:
 
 @dataclass
 class Client:
-    """One librados connection per cluster, with or without injected latency."""
+    """One librados connection per cluster. Made while `injected_latency` is active, its
+    connections to the OSDs go through the delay proxy."""
 
-    delay: float | None
     handles: dict[str, rados.Rados] = field(default_factory=dict)
-
-    def latency_conf(self) -> dict[str, str]:
-        if not self.delay:
-            return {}
-        # Replies from the OSDs reach the client late: every operation pays the latency.
-        return {"ms_inject_delay_type": "osd", "ms_inject_delay_max": str(self.delay),
-                "ms_inject_delay_probability": "1"}
 
     def rados_conf(self) -> dict[str, str]:
         # Cairn's clients as its workers connect (services/storage/ceph.py).
-        return {"rbd_disable_zero_copy_writes": "false", **self.latency_conf()}
+        return {"rbd_disable_zero_copy_writes": "false"}
 
     def rbd_args(self, cluster: str) -> list[str]:
         # The rbd tools as users run them: Ceph's defaults (zero-copy writes off).
-        args = ["rbd", "-c", conf_of(cluster), "--no-progress"]
-        for key, value in self.latency_conf().items():
-            args += [f"--{key}", value]
-        return args
+        return ["rbd", "-c", conf_of(cluster), "--no-progress"]
 
     @contextmanager
     def ioctx(self, cluster: str, pool: str) -> Iterator[rados.Ioctx]:
@@ -114,6 +107,64 @@ class Client:
     def close(self) -> None:
         for handle in self.handles.values():
             handle.shutdown()
+
+
+# --- injected latency -----------------------------------------------------------------
+
+LATENCY = REPO / "bench" / "latency"
+PROXY_PORT_BASE = 46900
+
+
+def ensure_redirect_preloaded() -> None:
+    """Re-runs the benchmark with the connect() redirect (`bench/latency/redirect.c`)
+    preloaded: it must be in the process before librados starts its threads. Without
+    CAIRN_REDIRECT set it changes nothing."""
+    lib = STATE / "redirect.so"
+    if lib.name in os.environ.get("LD_PRELOAD", ""):
+        return
+    STATE.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(lib),
+                    str(LATENCY / "redirect.c"), "-ldl"], check=True)
+    preload = " ".join(filter(None, [str(lib), os.environ.get("LD_PRELOAD")]))
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "LD_PRELOAD": preload})
+
+
+def osd_ports(cluster: str) -> list[int]:
+    dump = json.loads(subprocess.run(["ceph", "-c", conf_of(cluster), "osd", "dump", "-f",
+                                      "json"], check=True, capture_output=True,
+                                     text=True).stdout)
+    return [int(a["addr"].rsplit(":", 1)[1]) for osd in dump["osds"]
+            for a in osd["public_addrs"]["addrvec"]]
+
+
+@contextmanager
+def injected_latency(delay: float) -> Iterator[subprocess.Popen[str]]:
+    """While active, new Ceph client connections to the OSDs of both clusters (this
+    process's and the rbd tools') pass through a delay line of `delay` seconds each way."""
+    ports = [p for cluster in CLUSTERS for p in osd_ports(cluster)]
+    pairs = {p: PROXY_PORT_BASE + n for n, p in enumerate(ports)}
+    proxy = subprocess.Popen([sys.executable, str(LATENCY / "proxy.py"), "--delay", str(delay),
+                              *(f"{p}={q}" for p, q in pairs.items())],
+                             stdout=subprocess.PIPE, text=True,
+                             # Keep its 256 KiB buffers in the heap: mapping and faulting
+                             # in fresh pages for each one cost a third of its CPU.
+                             env={**os.environ, "MALLOC_MMAP_THRESHOLD_": str(64 * MiB),
+                                  "MALLOC_TRIM_THRESHOLD_": str(256 * MiB)})
+    try:
+        assert proxy.stdout is not None
+        if proxy.stdout.readline().strip() != "ready":
+            raise RuntimeError("the delay proxy did not start")
+        os.environ["CAIRN_REDIRECT"] = ",".join(f"{p}={q}" for p, q in pairs.items())
+        yield proxy
+    finally:
+        os.environ.pop("CAIRN_REDIRECT", None)
+        proxy.terminate()
+        proxy.wait(10)
+
+
+def process_cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # --- measuring ------------------------------------------------------------------------
@@ -418,24 +469,34 @@ def report(title: str, bench: Bench, ratios: list[tuple[str, str, float]]) -> No
             print(f"- {what} / {anchor}: **{ratio:.2f}x** (goal >= {goal}x) {verdict}")
 
 
-def single_op_latency(client: Client) -> tuple[float, float]:
-    """Median ms of one 4 MiB write and one 4 MiB read with nothing else in flight."""
+def single_op_latency(client: Client) -> tuple[float, float, float]:
+    """Median ms of one 4 MiB write to a new object (librbd first marks it in the object
+    map: two round trips), one 4 MiB overwrite and one 4 MiB read, with nothing else in
+    flight."""
     with client.ioctx("bench-a", "backups") as io:
         remove_image(io, "latency-probe")
-        rbd.RBD().create(io, "latency-probe", 64 * MiB, order=22)
+        rbd.RBD().create(io, "latency-probe", 16 * OBJECT, order=22)
         data = random.Random(3).randbytes(OBJECT)
-        writes, reads = [], []
+        times: dict[str, list[float]] = {"new": [], "over": [], "read": []}
         with rbd.Image(io, "latency-probe") as image:
-            for n in range(16):
-                t0 = time.monotonic()
-                image.write(data, (n % 16) * OBJECT)
-                writes.append(time.monotonic() - t0)
-            for n in range(16):
-                t0 = time.monotonic()
-                image.read((n % 16) * OBJECT, OBJECT)
-                reads.append(time.monotonic() - t0)
+            image.write(data, 15 * OBJECT)  # takes the exclusive lock, outside the figures
+            for kind, spent in times.items():
+                for n in range(15):
+                    t0 = time.monotonic()
+                    if kind == "read":
+                        image.read(n * OBJECT, OBJECT)
+                    else:
+                        image.write(data, n * OBJECT)
+                    spent.append(time.monotonic() - t0)
         remove_image(io, "latency-probe")
-    return statistics.median(writes) * 1e3, statistics.median(reads) * 1e3
+    new, over, read = (statistics.median(times[k]) * 1e3 for k in ("new", "over", "read"))
+    return new, over, read
+
+
+def latency_line(client: Client) -> str:
+    new, over, read = single_op_latency(client)
+    return (f"write to a new object {new:.1f} ms, overwrite {over:.1f} ms, "
+            f"read {read:.1f} ms")
 
 
 def qos_run(client: Client, src: str, size: int, window: int, limit: int) -> None:
@@ -499,14 +560,17 @@ def main() -> None:
                         help="thin image of the incremental-at-scale runs (5 %% changes)")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--window", type=int, default=16)
-    parser.add_argument("--delay", type=float, default=0.05,
-                        help="ms_inject_delay_max in seconds for the latency runs")
+    parser.add_argument("--delay", type=float, default=0.02,
+                        help="one-way delay (s) of the latency runs' proxy in front of the OSDs")
     parser.add_argument("--qos-mib", type=int, default=150)
     parser.add_argument("--keep", action="store_true", help="leave the clusters running")
     parser.add_argument("--qos-only", action="store_true", help="only the QoS run")
+    parser.add_argument("--latency-only", action="store_true",
+                        help="only the runs with injected latency")
     parser.add_argument("--sweep-only", action="store_true",
                         help="only the window sweep (1, 4, 8, 16, 32) on the dense image")
     args = parser.parse_args()
+    ensure_redirect_preloaded()
     size = int(args.size_gib * GiB) // OBJECT * OBJECT
     lat_size = int(args.latency_size_gib * GiB) // OBJECT * OBJECT
     incr_size = int(args.incr_size_gib * GiB) // OBJECT * OBJECT
@@ -522,28 +586,42 @@ def main() -> None:
     store = int(max(3.5 * size, 0.6 * incr_size) + 2 * lat_size + 8 * GiB)
     for cluster in CLUSTERS:
         ceph_sh("start", cluster, store if cluster == "bench-a" else size + 4 * GiB)
-    client = Client(None)
-    if args.sweep_only or args.qos_only:
-        try:
-            if args.qos_only:
-                with client.ioctx("bench-a", "volumes") as vols:
-                    make_source(vols, "dense", size, sparse=False, seed=1)
-                qos_run(client, "dense", size, args.window, args.qos_mib * MiB)
-            else:
-                window_sweep(client, size, [1, 4, 8, 16, 32], args.reps)
-        finally:
-            client.close()
+    try:
+        if args.qos_only or args.sweep_only:
+            quick_sections(args, size)
+            return
+        if not args.latency_only:
+            full_sections(args, size, incr_size)
+        with injected_latency(args.delay) as proxy:
+            latency_section(args.delay, lat_size, args.window, args.reps, proxy.pid)
+    finally:
+        if not args.keep:
             for cluster in CLUSTERS:
                 ceph_sh("stop", cluster, 0)
-        return
+
+
+def quick_sections(args: argparse.Namespace, size: int) -> None:
+    client = Client()
+    try:
+        if args.qos_only:
+            with client.ioctx("bench-a", "volumes") as vols:
+                make_source(vols, "dense", size, sparse=False, seed=1)
+            qos_run(client, "dense", size, args.window, args.qos_mib * MiB)
+        else:
+            window_sweep(client, size, [1, 4, 8, 16, 32], args.reps)
+    finally:
+        client.close()
+
+
+def full_sections(args: argparse.Namespace, size: int, incr_size: int) -> None:
+    client = Client()
     try:
         with client.ioctx("bench-a", "volumes") as vols:
             changed = make_source(vols, "dense", size, sparse=False, seed=1)
             make_source(vols, "sparse", size, sparse=True, seed=2)
             dense_data = data_bytes(vols, "dense", "s1")
             sparse_data = data_bytes(vols, "sparse", "s1")
-        w, r = single_op_latency(client)
-        print(f"\nSingle 4 MiB op, no injected latency: write {w:.1f} ms, read {r:.1f} ms")
+        print(f"\nSingle 4 MiB op, no injected latency: {latency_line(client)}")
 
         dense = Bench(client, size, args.window, changed=changed, data=dense_data)
         sparse = Bench(client, size, args.window, changed=changed, data=sparse_data)
@@ -593,32 +671,34 @@ def main() -> None:
     finally:
         client.close()
 
-    slow = Client(args.delay)
+
+def latency_section(delay: float, size: int, window: int, reps: int, proxy_pid: int) -> None:
+    slow = Client()
     try:
         with slow.ioctx("bench-a", "volumes") as vols:
-            changed = make_source(vols, "lat", lat_size, sparse=False, seed=3)
-        w, r = single_op_latency(slow)
-        print(f"\nSingle 4 MiB op with ms_inject_delay_max={args.delay}: write {w:.1f} ms, "
-              f"read {r:.1f} ms")
-        lat = Bench(slow, lat_size, args.window, changed=changed, data=lat_size)
-        for rep in range(args.reps):
-            print(f"\nrep {rep + 1}/{args.reps}, latency injected, dense "
-                  f"{lat_size / GiB:.1f} GiB:")
+            changed = make_source(vols, "lat", size, sparse=False, seed=3)
+        print(f"\nSingle 4 MiB op through the delay proxy ({delay * 1e3:.0f} ms each way): "
+              f"{latency_line(slow)}")
+        lat = Bench(slow, size, window, changed=changed, data=size)
+        cpu0 = process_cpu(proxy_pid)
+        for rep in range(reps):
+            print(f"\nrep {rep + 1}/{reps}, latency injected, dense {size / GiB:.1f} GiB:")
             lat.rep("lat", ["rbd_cp", "export_import", "export_diff", "cairn", "cairn_cross"])
-        report(f"Latency injected (4 MiB write {w:.0f} ms), dense {lat_size / GiB:.1f} GiB",
+        proxied = sum(r.copied for runs in lat.results.values() for r in runs)
+        report(f"Latency injected ({delay * 1e3:.0f} ms each way), dense {size / GiB:.1f} GiB",
                lat, [
                    ("Cairn full", "rbd export | rbd import", 3.0),
                    ("Cairn full + snapshot", "export-diff | import-diff (full)", 3.0),
                    ("Cairn incremental + snapshot", "export-diff | import-diff (incr.)", 1.5),
                    ("Cairn full", "rbd cp", 1.0),
                ])
+        print(f"\n(The delay proxy, a process of its own and in no method's CPU figure, "
+              f"used {(process_cpu(proxy_pid) - cpu0) / (proxied / GiB):.2f} CPU-s per GiB "
+              "copied.)")
         with slow.ioctx("bench-a", "volumes") as vols:
             remove_image(vols, "lat")
     finally:
         slow.close()
-        if not args.keep:
-            for cluster in CLUSTERS:
-                ceph_sh("stop", cluster, 0)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,11 @@ if [ "${CAIRN_OPENSTACK:-0}" = 1 ]; then
                    uwsgi-core uwsgi-plugin-python3 python3-psycopg2)
 fi
 
+# `make bench` compiles the connect() redirect of its latency runs (bench/latency/).
+if [ "${CAIRN_BENCH:-0}" = 1 ]; then
+    apt_packages+=(gcc libc6-dev)
+fi
+
 sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 missing=()
