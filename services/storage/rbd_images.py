@@ -3,6 +3,7 @@ Cairn's. Nothing above this module imports `rbd` exceptions."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -12,6 +13,8 @@ import rbd
 from services.errors import ImageExists, NotFound, StorageError, VolumeNotFound
 from services.storage.ceph import CephClusters
 from services.volumes.refs import ImageRef
+
+log = logging.getLogger(__name__)
 
 
 def image_exists(clusters: CephClusters, ref: ImageRef) -> bool:
@@ -56,17 +59,35 @@ def open_image(ioctx: rados.Ioctx, name: str, *, snapshot: str | None = None,
 
 
 def create_image(ioctx: rados.Ioctx, name: str, size: int, *, order: int | None = None,
-                 metadata: dict[str, str] | None = None) -> None:
+                 metadata: dict[str, str] | None = None,
+                 replace_remnant: bool = False) -> None:
+    """Create an image. `replace_remnant`: when the name is taken by the remnant of a
+    create that was interrupted (a worker killed inside `rbd create` leaves the name and id
+    but no header: the image can be neither created nor opened), remove it and create
+    again. Only for a caller that is the name's only writer, such as a job's retry."""
     try:
         rbd.RBD().create(ioctx, name, size, order=order)
     except rbd.ImageExists:
-        raise ImageExists(
-            f"an RBD image {name!r} already exists in pool {ioctx.get_pool_name()!r}"
-        ) from None
+        if not (replace_remnant and _remove_remnant(ioctx, name)):
+            raise ImageExists(
+                f"an RBD image {name!r} already exists in pool {ioctx.get_pool_name()!r}"
+            ) from None
+        log.warning("removed the remnant of an interrupted create of RBD image %s in pool %s",
+                    name, ioctx.get_pool_name())
+        rbd.RBD().create(ioctx, name, size, order=order)
     if metadata:
         with open_image(ioctx, name) as image:
             for key, value in metadata.items():
                 image.metadata_set(key, value)
+
+
+def _remove_remnant(ioctx: rados.Ioctx, name: str) -> bool:
+    """Remove what is under `name` if it cannot be opened; False when it is a whole image."""
+    try:
+        with open_image(ioctx, name):
+            return False
+    except NotFound:
+        return remove_image(ioctx, name)
 
 
 def remove_image(ioctx: rados.Ioctx, name: str) -> bool:

@@ -246,10 +246,13 @@ def _choose_base(rt: Runtime, rp: RestorePoint, dst_io: rados.Ioctx, backup: rbd
 def _ensure_backup_image(dst_io: rados.Ioctx, rp: RestorePoint, volume: Volume, size: int,
                          order: int) -> None:
     try:
+        # This job is the image's only writer (the active-backup index): what cannot be
+        # opened under its name is what a killed attempt's create left.
         rbd_images.create_image(dst_io, rp.backup_image, size, order=order,
                                 metadata={"cairn.volume_id": volume.id,
                                           "cairn.volume": volume.ref,
-                                          "cairn.project_id": volume.project_id})
+                                          "cairn.project_id": volume.project_id},
+                                replace_remnant=True)
     except CairnError as exc:
         if exc.code != "image_exists":
             raise

@@ -113,7 +113,8 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
             if start is None:
                 start = 0
                 rbd_images.create_image(dest_io, dest.image, size, order=order,
-                                        metadata={JOB_KEY: job.id, "cairn.restore_point": rp.id})
+                                        metadata={JOB_KEY: job.id, "cairn.restore_point": rp.id},
+                                        replace_remnant=job.attempt > 1)
             restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
         else:
             restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
