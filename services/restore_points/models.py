@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Float, ForeignKey, Index, String, Text
+from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
@@ -51,6 +51,9 @@ class RestorePoint(Base):
     full_reason: Mapped[str | None] = mapped_column(Text)
     """Why an incremental request became a full copy."""
     bytes_read: Mapped[int | None] = mapped_column(BigInteger)
+    source_bootable: Mapped[bool | None] = mapped_column(Boolean)
+    """Whether the Cinder volume was bootable when it was backed up (None: not a Cinder
+    volume, or Cinder could not tell); a restore into Cinder makes its volume bootable."""
     size_bytes: Mapped[int | None] = mapped_column(BigInteger)
     bytes_copied: Mapped[int | None] = mapped_column(BigInteger)
     duration_seconds: Mapped[float | None] = mapped_column(Float)

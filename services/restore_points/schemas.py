@@ -83,6 +83,9 @@ class RestorePointPublic(BaseModel):
     full_reason: str | None = Field(
         description="Why an incremental request became a full copy")
     bytes_read: int | None = Field(description="Bytes read from the volume for this copy")
+    source_bootable: bool | None = Field(
+        description="The Cinder volume was bootable when backed up; a restore into Cinder "
+                    "makes its volume bootable. null: not a Cinder volume, or unknown")
     verification: Verification | None = Field(description="Result of the last verify job")
     size_bytes: int | None = Field(description="Size of the volume at the snapshot")
     bytes_copied: int | None = Field(description="Non-zero data written to the backup pool")
@@ -116,7 +119,8 @@ class RestorePointPublic(BaseModel):
             volume_id=rp.volume_id,
             target=rp.target, kind=rp.kind, status=rp.status, status_reason=rp.status_reason,
             base_restore_point_id=rp.base_restore_point_id, full_reason=rp.full_reason,
-            bytes_read=rp.bytes_read, verification=verification,
+            bytes_read=rp.bytes_read, source_bootable=rp.source_bootable,
+            verification=verification,
             size_bytes=rp.size_bytes, bytes_copied=rp.bytes_copied,
             duration_seconds=rp.duration_seconds, source_snapshot=snapshot_name(rp.id),
             backup_image=backup_image_name(rp.volume_id), backup_snapshot=snapshot_name(rp.id),

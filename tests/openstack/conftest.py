@@ -15,6 +15,7 @@ from tests.support import ceph
 from tests.support.openstack import (
     Cloud,
     OpenStackCairn,
+    admin_cinder,
     cinder_volume,
     image_of,
     keystone_up,
@@ -60,6 +61,8 @@ def protected(cloud: Cloud, os_cairn: OpenStackCairn) -> Iterator[Protected]:
     with cinder_volume(member, ceph.unique_name("protected")) as volume_id:
         with ceph.ioctx("ceph-a", "volumes") as io, rbd.Image(io, image_of(volume_id)) as image:
             ceph.write_mixed(image, size=image.size(), seed=5)
+        # A boot disk: a restore into Cinder must give back a volume Nova can boot from.
+        admin_cinder().action(volume_id, {"os-set_bootable": {"bootable": True}})
         created = os_cairn.call("POST", "/v1/plans", token, json={
             "name": ceph.unique_name("nightly"), "volumes": [volume_id],
             "rules": [{"cron": "0 2 * * *", "kind": "incremental"}],

@@ -53,6 +53,10 @@ def test_restore_into_new_cinder_volume_is_byte_exact(cloud: Cloud, os_cairn: Op
         volume = member.cinder().get(new_id)
         assert volume.status == "available"
         assert volume.name == "restored-copy"
+        rp = os_cairn.call("GET", f"/v1/restore-points/{protected.restore_point_id}",
+                           token).json()
+        assert rp["source_bootable"] is True
+        assert volume.bootable  # a copy of a boot disk boots
         with ceph.ioctx("ceph-a", "volumes") as io:
             assert ceph.sha256_of(io, image_of(new_id)) == protected.snapshot_sha256
             # Sparse: only the data written to the source is allocated in the copy.
@@ -97,7 +101,9 @@ def test_restore_in_place_onto_detached_volume(cloud: Cloud, os_cairn: OpenStack
             if job["status"] not in ("queued", "running"):
                 break
         assert job["status"] == "succeeded", job
-        assert member.cinder().get(target).status == "available"
+        restored = member.cinder().get(target)
+        assert restored.status == "available"
+        assert restored.bootable  # it holds the boot disk now
         with ceph.ioctx("ceph-a", "volumes") as io:
             assert ceph.sha256_of(io, image_of(target)) == protected.snapshot_sha256
         # Held away from servers meanwhile, never in-use.

@@ -146,13 +146,28 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                        "full_reason": full_reason,
                        "duration_seconds": stats.elapsed, "completed_at": utcnow(),
                        "checksum_algorithm": manifest.ALGORITHM,
-                       "objects_checksummed": len(final.digests), "status_reason": None},
+                       "objects_checksummed": len(final.digests), "status_reason": None,
+                       "source_bootable": _cinder_bootable(rt, volume)},
             )
             if not ok:
                 raise JobLost(f"restore point {rp.id} is no longer being created")
         checkpoint.remove(dst_io, rp.checkpoint_object)
         _remove_unneeded_source_snapshots(rt, src_io, volume, keep=rp.snapshot)
     return stats
+
+
+def _cinder_bootable(rt: Runtime, volume: Volume) -> bool | None:
+    """Whether Cinder calls the volume bootable, so a restore into a new Cinder volume can
+    say so too. The data is complete either way: when Cinder cannot tell, the restore point
+    shows `source_bootable: null` rather than the backup failing."""
+    if volume.cinder_volume_id is None or rt.cinder is None:
+        return None
+    try:
+        return rt.cinder.as_service().get(volume.cinder_volume_id).bootable
+    except CairnError as exc:
+        log.warning("backup of %s: Cinder did not say whether volume %s is bootable: %s",
+                    volume.ref, volume.cinder_volume_id, exc.message)
+        return None
 
 
 SNAPSHOT_WAIT_SECONDS = 60.0

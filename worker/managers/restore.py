@@ -71,7 +71,7 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
             cinder.prepare()
         stats = _restore(rt, job, reporter, rp, dest, create=cinder is None)
         if cinder is not None:
-            cinder.finish()
+            cinder.finish(bootable=bool(rp.source_bootable))
     except JobLost:
         raise  # not ours any more: nothing to clean up or record
     except BaseException as exc:
@@ -229,11 +229,15 @@ class CinderTarget:
         self.api.action(self.volume_id, {"os-reset_status": {"status": "maintenance"}})
         self.held = True
 
-    def finish(self) -> None:
+    def finish(self, *, bootable: bool) -> None:
+        """Gives the volume back, bootable when the backed-up volume was: Nova boots from a
+        volume only with that flag, and Cinder refuses to change it in maintenance."""
         if self.held:
             self.api.action(self.volume_id, {"os-reset_status": {
                 "status": "available", "attach_status": "detached"}})
             self.held = False
+        if bootable:
+            self.api.action(self.volume_id, {"os-set_bootable": {"bootable": True}})
 
     def undo(self) -> str:
         """After a failure: what was done about the volume, for the job's reason."""
