@@ -42,8 +42,9 @@ import rbd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from services.storage import rbd_images  # noqa: E402
 from worker.engine import manifest  # noqa: E402
-from worker.engine.copy import CopyEngine, CopyStats, Digests  # noqa: E402
+from worker.engine.copy import CopyEngine, CopyStats, Digests, clear_unwritten  # noqa: E402
 from worker.engine.extents import allocated_objects, changed_objects, plan_chunks  # noqa: E402
 from worker.engine.qos import Pacer  # noqa: E402
 
@@ -281,7 +282,8 @@ def cairn_copy(src_io: rados.Ioctx, src: str, snap: str, dst_io: rados.Ioctx, ds
     with rbd.Image(src_io, src, snapshot=snap, read_only=True) as source:
         size, order = source.size(), source.stat()["order"]
         object_size = 1 << order
-        if since is None:
+        fresh = since is None
+        if fresh:
             rbd.RBD().create(dst_io, dst, size, order=order)
         with rbd.Image(dst_io, dst) as target:
             if target.size() != size:
@@ -292,10 +294,16 @@ def cairn_copy(src_io: rados.Ioctx, src: str, snap: str, dst_io: rados.Ioctx, ds
                         | changed_objects(target, size, object_size, since))
             chunks = plan_chunks(size, object_size,
                                  allocated_objects(source, size, object_size),
-                                 allocated_objects(target, size, object_size), only=only)
+                                 set() if fresh else allocated_objects(target, size, object_size),
+                                 only=only)
             record: Digests | None = {} if verify is None else None
+            # As a backup's first copy does (worker/managers/backup.py).
+            marked = record is not None and fresh and rbd_images.mark_objects_existing(
+                dst_io, target, (c.index for c in chunks if c.in_source))
             engine = CopyEngine(window=window, pacer=pacer, on_progress=on_progress)
             stats = engine.run(source, target, chunks, record=record, verify=verify)
+            if marked and record is not None:
+                clear_unwritten(target, chunks, record)
             target.flush()
             result = None
             if record is not None:

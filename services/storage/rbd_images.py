@@ -4,7 +4,8 @@ Cairn's. Nothing above this module imports `rbd` exceptions."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import struct
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import rados
@@ -79,6 +80,49 @@ def create_image(ioctx: rados.Ioctx, name: str, size: int, *, order: int | None 
         with open_image(ioctx, name) as image:
             for key, value in metadata.items():
                 image.metadata_set(key, value)
+
+
+OBJECT_EXISTS = 1
+"""librbd's object-map state of an object that holds data (object_map_types.h)."""
+
+
+def mark_objects_existing(ioctx: rados.Ioctx, image: rbd.Image,
+                          indexes: Iterable[int]) -> bool:
+    """Mark the objects about to be written as existing in a fresh image's object map,
+    with one class call per run of objects, all in flight at once.
+
+    librbd marks each new object itself before writing it, and the write waits for that
+    round trip: under network latency, a copy into a fresh image spends most of its time
+    there (a 4 MiB write to a new object took 99 ms through a 20 ms delay line, an
+    overwrite 54). The call is the one librbd makes (`object_map_update` of cls_rbd), so
+    the map stays in librbd's format; librbd reads it when it takes the image's exclusive
+    lock at the first write, or when the handle first diffs the image. So: only for an
+    image nobody has written through yet, on a handle that has not diffed it, and every
+    marked object must then be written or deallocated (`write_zeroes`), or the map would
+    claim data that is not there (reads would still return zeros; diffs would list the
+    object). False when the image has no object map or a call failed: librbd then marks
+    the remaining objects itself."""
+    if not image.features() & rbd.RBD_FEATURE_OBJECT_MAP:
+        return False
+    oid = f"rbd_object_map.{image.id()}"
+    runs: list[tuple[int, int]] = []
+    for index in sorted(indexes):
+        if runs and runs[-1][1] == index:
+            runs[-1] = (runs[-1][0], index + 1)
+        else:
+            runs.append((index, index + 1))
+    # start, end (exclusive), new state, and an absent optional current state.
+    calls = [ioctx.aio_execute(oid, "rbd", "object_map_update",
+                               struct.pack("<QQBB", start, end, OBJECT_EXISTS, 0), 0)
+             for start, end in runs]
+    failed = 0
+    for call in calls:
+        call.wait_for_complete()
+        failed += call.get_return_value() < 0
+    if failed:
+        log.warning("%d of %d object-map updates of image %s failed; librbd marks those "
+                    "objects itself", failed, len(calls), image.get_name())
+    return not failed
 
 
 def _remove_remnant(ioctx: rados.Ioctx, name: str) -> bool:

@@ -62,6 +62,20 @@ def allocated_bytes(io: rados.Ioctx, name: str, snapshot: str | None = None) -> 
     return total
 
 
+def mapped_objects(io: rados.Ioctx, name: str, snapshot: str | None = None) -> int:
+    """Objects the image's object map says hold data (the fast path every diff takes)."""
+    count = 0
+
+    def on_extent(_offset: int, _length: int, exists: bool) -> int:
+        nonlocal count
+        count += exists
+        return 0
+
+    with rbd.Image(io, name, snapshot=snapshot, read_only=True) as image:
+        image.diff_iterate(0, image.size(), None, on_extent, whole_object=True)
+    return count
+
+
 def snapshots(io: rados.Ioctx, name: str) -> list[str]:
     with rbd.Image(io, name, read_only=True) as image:
         return [s["name"] for s in image.list_snaps()]

@@ -209,3 +209,13 @@ class CopyEngine:
                 stats.bytes_zeroed += chunk.length
             if record is not None:
                 record[chunk.index] = value
+
+
+def clear_unwritten(target: rbd.Image, chunks: Sequence[Chunk], record: Digests) -> None:
+    """Deallocate the source chunks a copy found all zeros and so never wrote, after they
+    were marked existing in the target's object map up front
+    (`rbd_images.mark_objects_existing`): the map, and every diff against the target, then
+    shows no data there."""
+    for chunk in chunks:
+        if chunk.in_source and record.get(chunk.index) is None:
+            target.write_zeroes(chunk.offset, chunk.length)

@@ -30,7 +30,7 @@ from services.storage import rbd_images
 from services.volumes import locks
 from services.volumes.models import Volume
 from worker.engine import checkpoint, manifest
-from worker.engine.copy import CopyEngine, CopyStats, Digests
+from worker.engine.copy import CopyEngine, CopyStats, Digests, clear_unwritten
 from worker.engine.extents import allocated_objects, changed_objects, plan_chunks
 from worker.managers.lifecycle import (
     ClaimedJob,
@@ -123,13 +123,13 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                                    read_only=True) as source:
             size = source.size()
             order = source.stat()["order"]
-            _ensure_backup_image(dst_io, rp, volume, size, order)
+            fresh = _ensure_backup_image(dst_io, rp, volume, size, order)
             with rbd_images.open_image(dst_io, rp.backup_image) as backup:
                 if backup.size() != size:
                     backup.resize(size)  # the volume grew (or shrank) since the last backup
                 base, full_reason = _choose_base(rt, rp, dst_io, backup, source_snapshots)
                 stats, record = _copy_objects(rt, job, reporter, rp, dst_io, source, backup,
-                                              base, size, 1 << order)
+                                              base, size, 1 << order, fresh=fresh)
                 start = base.manifest if base else manifest.Manifest(1 << order, size)
                 final = start.updated(record, size)
                 manifest.store(dst_io, rp.manifest_object, final)
@@ -198,7 +198,7 @@ def _take_source_snapshot(src_io: rados.Ioctx, volume: Volume, name: str) -> set
 
 def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                   dst_io: rados.Ioctx, source: rbd.Image, backup: rbd.Image, base: Base | None,
-                  size: int, object_size: int) -> tuple[CopyStats, Digests]:
+                  size: int, object_size: int, *, fresh: bool) -> tuple[CopyStats, Digests]:
     """Make the backup image's head equal the source snapshot: write what the source holds
     and clear what only the head still holds, for every object (a full) or for the objects
     that changed since the base, on the source or on the head (an interrupted attempt may
@@ -208,8 +208,11 @@ def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: Resto
         since = base.restore_point.snapshot
         only = (changed_objects(source, size, object_size, since)
                 | changed_objects(backup, size, object_size, since))
+    # A fresh image holds nothing; and diffing it would load its object map into this
+    # handle before mark_objects_existing below could change it.
+    in_backup = set() if fresh else allocated_objects(backup, size, object_size)
     plan = plan_chunks(size, object_size, allocated_objects(source, size, object_size),
-                       allocated_objects(backup, size, object_size), only=only)
+                       in_backup, only=only)
     plan_key = f"{base.restore_point.id if base else 'full'}:{size}:{object_size}"
     saved = (checkpoint.load(dst_io, rp.checkpoint_object, plan_key)
              if job.attempt > 1 else None)
@@ -226,7 +229,11 @@ def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: Resto
                         on_progress=reporter.progress)
     reporter.start_copy(resumed + sum(c.length for c in chunks if c.in_source), resumed,
                         engine.window)
+    marked = fresh and not saved and rbd_images.mark_objects_existing(
+        dst_io, backup, (c.index for c in chunks if c.in_source))
     stats = engine.run(source, backup, chunks, record=record, resumed_bytes=resumed)
+    if marked:
+        clear_unwritten(backup, chunks, record)
     backup.flush()
     return stats, record
 
@@ -259,7 +266,9 @@ def _choose_base(rt: Runtime, rp: RestorePoint, dst_io: rados.Ioctx, backup: rbd
 
 
 def _ensure_backup_image(dst_io: rados.Ioctx, rp: RestorePoint, volume: Volume, size: int,
-                         order: int) -> None:
+                         order: int) -> bool:
+    """True when the backup image was created now (the volume's first backup to this
+    target, or a retry of one whose attempt died before creating it)."""
     try:
         # This job is the image's only writer (the active-backup index): what cannot be
         # opened under its name is what a killed attempt's create left.
@@ -271,6 +280,8 @@ def _ensure_backup_image(dst_io: rados.Ioctx, rp: RestorePoint, volume: Volume, 
     except CairnError as exc:
         if exc.code != "image_exists":
             raise
+        return False
+    return True
 
 
 def _remove_unfinished_snapshot(dst_io: rados.Ioctx, rp: RestorePoint) -> None:
