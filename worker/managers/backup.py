@@ -135,6 +135,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                 manifest.store(dst_io, rp.manifest_object, final)
                 reporter.check()
                 rbd_images.ensure_snapshot(backup, rp.snapshot)
+        bootable = _cinder_bootable(rt, volume)  # before the transaction: an HTTP call
         with rt.db.session() as session:
             ok = guarded_update(
                 session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
@@ -147,7 +148,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                        "duration_seconds": stats.elapsed, "completed_at": utcnow(),
                        "checksum_algorithm": manifest.ALGORITHM,
                        "objects_checksummed": len(final.digests), "status_reason": None,
-                       "source_bootable": _cinder_bootable(rt, volume)},
+                       "source_bootable": bootable},
             )
             if not ok:
                 raise JobLost(f"restore point {rp.id} is no longer being created")
@@ -214,8 +215,9 @@ def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: Resto
     plan = plan_chunks(size, object_size, allocated_objects(source, size, object_size),
                        in_backup, only=only)
     plan_key = f"{base.restore_point.id if base else 'full'}:{size}:{object_size}"
+    # A checkpoint describes data in the backup image: none if the image is new.
     saved = (checkpoint.load(dst_io, rp.checkpoint_object, plan_key)
-             if job.attempt > 1 else None)
+             if job.attempt > 1 and not fresh else None)
     start = saved.resume_index if saved else 0
     chunks = [c for c in plan if c.index >= start]
     resumed = sum(c.length for c in plan if c.index < start and c.in_source)
@@ -229,7 +231,7 @@ def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: Resto
                         on_progress=reporter.progress)
     reporter.start_copy(resumed + sum(c.length for c in chunks if c.in_source), resumed,
                         engine.window)
-    marked = fresh and not saved and rbd_images.mark_objects_existing(
+    marked = fresh and rbd_images.mark_objects_existing(
         dst_io, backup, (c.index for c in chunks if c.in_source))
     stats = engine.run(source, backup, chunks, record=record, resumed_bytes=resumed)
     if marked:
