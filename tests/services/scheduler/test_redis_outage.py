@@ -17,7 +17,7 @@ import rados
 from services.clock import set_file_clock
 from services.db import Database
 from services.restore_points.models import RestorePoint
-from services.status import JobStatus, RestorePointStatus
+from services.status import JobKind, JobStatus, RestorePointStatus
 from tests.conftest import migrated_database
 from tests.support import ceph
 from tests.support.ceph import MiB
@@ -65,6 +65,22 @@ def own_database(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
+def settle_startup_prunes(db: Database, plans: list[str]) -> None:
+    """Wait for the prunes cairn-scheduler sends on its first tick to finish, so the outage
+    starts with no task in the worker's hands. Stopping Redis while a task is unacked makes
+    kombu 5.7 fail in restore_unacked (AttributeError on the lost connection's info) and
+    Celery stop the worker, which only a supervisor restarts: a known gap, outside what this
+    test is about (slots falling due during the outage)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        prunes = [j for p in plans for j in jobs_of(db, p, JobKind.PRUNE)]
+        if prunes and all(j.status in (JobStatus.SUCCEEDED, JobStatus.SKIPPED,
+                                       JobStatus.FAILED) for j in prunes):
+            time.sleep(0.5)  # the worker acks after the job has ended
+            return
+        time.sleep(0.2)
+
+
 def test_jobs_due_during_a_redis_outage_all_run_once(
         own_database: str, tmp_path: Path, volumes_pool: rados.Ioctx,
         images: list[str]) -> None:
@@ -88,6 +104,7 @@ def test_jobs_due_during_a_redis_outage_all_run_once(
     try:
         worker.start("ready")
         scheduler.start("cairn-scheduler started")
+        settle_startup_prunes(db, plans)
         redis.stop()
         down_at = time.monotonic()
         set_file_clock(clock, datetime(2026, 11, 20, 1, 0, 5, tzinfo=UTC))  # slots fall due
