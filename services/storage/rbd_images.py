@@ -127,11 +127,7 @@ def mark_objects_existing(ioctx: rados.Ioctx, image: rbd.Image,
 
 def _remove_remnant(ioctx: rados.Ioctx, name: str) -> bool:
     """Remove what is under `name` if it cannot be opened; False when it is a whole image."""
-    try:
-        with open_image(ioctx, name):
-            return False
-    except NotFound:
-        return remove_image(ioctx, name)
+    return not image_exists_in(ioctx, name) and remove_image(ioctx, name)
 
 
 def remove_image(ioctx: rados.Ioctx, name: str) -> bool:

@@ -13,6 +13,8 @@ from pathlib import Path
 import rados
 import rbd
 
+from worker.engine.extents import allocated_objects
+
 MiB = 1 << 20
 STATE = Path(os.environ.get("CAIRN_STATE_DIR", Path(__file__).resolve().parents[2] / ".state"))
 
@@ -64,16 +66,8 @@ def allocated_bytes(io: rados.Ioctx, name: str, snapshot: str | None = None) -> 
 
 def mapped_objects(io: rados.Ioctx, name: str, snapshot: str | None = None) -> int:
     """Objects the image's object map says hold data (the fast path every diff takes)."""
-    count = 0
-
-    def on_extent(_offset: int, _length: int, exists: bool) -> int:
-        nonlocal count
-        count += exists
-        return 0
-
     with rbd.Image(io, name, snapshot=snapshot, read_only=True) as image:
-        image.diff_iterate(0, image.size(), None, on_extent, whole_object=True)
-    return count
+        return len(allocated_objects(image, image.size(), 1 << image.stat()["order"]))
 
 
 def snapshots(io: rados.Ioctx, name: str) -> list[str]:
