@@ -22,7 +22,7 @@ up: bootstrap ## start the whole local stack with a demo volume and print where 
 	@echo "  API:      http://127.0.0.1:$(API_PORT)  (docs: http://127.0.0.1:$(API_PORT)/docs)"
 ifeq ($(OPENSTACK),1)
 	@CAIRN_OPENSTACK=1 $(PY) deploy/local/demo_volume.py --cinder $(STATE)/clouds.yaml $(STATE)/ceph-a/ceph.conf
-	@echo "  Keystone: http://127.0.0.1:45000/v3, Cinder: http://127.0.0.1:48776"
+	@echo "  Keystone: http://127.0.0.1:31000/v3, Cinder: http://127.0.0.1:31776"
 	@echo "  CLI:      export OS_CLIENT_CONFIG_FILE=$(STATE)/clouds.yaml OS_CLOUD=cairn-demo; $(VENV)/bin/cairn volume list"
 else
 	@$(PY) deploy/local/demo_volume.py $(STATE)/ceph-a/ceph.conf

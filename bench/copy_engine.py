@@ -3,8 +3,8 @@ micro clusters, in one run.
 
     make bench                       # or: .venv/bin/python bench/copy_engine.py [--size-gib 4]
 
-Starts its own clusters `bench-a` / `bench-b` (BlueStore on a file, loopback ports 46891 /
-46892, data in .state/bench/) so the figures do not depend on the test stack, makes a
+Starts its own clusters `bench-a` / `bench-b` (BlueStore on a file, loopback ports 31891 /
+31892, data in .state/bench/) so the figures do not depend on the test stack, makes a
 deterministic image (dense, and 50 %-sparse), then runs every method `--reps` times,
 interleaved (rep 1 of all methods, then rep 2, ...) so drift hits all of them alike, and
 prints medians with min-max, CPU-seconds per GiB of the copying process(es), and ratios to
@@ -52,7 +52,7 @@ MiB = 1 << 20
 GiB = 1 << 30
 OBJECT = 4 * MiB
 STATE = REPO / ".state" / "bench"
-CLUSTERS = {"bench-a": 46891, "bench-b": 46892}
+CLUSTERS = {"bench-a": 31891, "bench-b": 31892}
 CHANGED_FRACTION = 0.05
 SNAPSHOT_SECONDS: list[float] = []
 """Time each backup snapshot took: a fixed cost (the mon allocates the snapshot id at its
@@ -113,7 +113,7 @@ class Client:
 # --- injected latency -----------------------------------------------------------------
 
 LATENCY = REPO / "bench" / "latency"
-PROXY_PORT_BASE = 46900
+PROXY_PORT_BASE = 31900
 
 
 def ensure_redirect_preloaded() -> None:

@@ -54,10 +54,10 @@ from services.settings import Settings  # noqa: E402
 from services.status import JobStatus, PlanStatus, RestorePointStatus  # noqa: E402
 from services.volumes.models import Volume  # noqa: E402
 
-PG_PORT = int(os.environ.get("CAIRN_PG_PORT", "45432"))
-REDIS_PORT = int(os.environ.get("CAIRN_REDIS_PORT", "46379"))
+PG_PORT = int(os.environ.get("CAIRN_PG_PORT", "31432"))
+REDIS_PORT = int(os.environ.get("CAIRN_REDIS_PORT", "31379"))
 REDIS_DB = 9
-API_PORT = 48787
+API_PORT = 31787
 PROJECT = "bench-project"
 SLOT = datetime(2026, 11, 20, 2, 0, tzinfo=UTC)
 

@@ -1,6 +1,6 @@
 """A delay line in front of Ceph OSDs, for the latency benchmark.
 
-    python bench/latency/proxy.py --delay 0.02 6800=47100 6801=47101
+    python bench/latency/proxy.py --delay 0.02 6800=31950 6801=31951
 
 Listens on 127.0.0.1:<to> for each pair and forwards to 127.0.0.1:<from>. Every byte, in
 either direction, is handed on `delay` seconds after it arrived, so a 4 MiB write pays two

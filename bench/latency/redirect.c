@@ -1,5 +1,5 @@
 /* LD_PRELOAD shim for the latency benchmark: a connect() to 127.0.0.1:<from> goes to
- * 127.0.0.1:<to> instead, for every pair in CAIRN_REDIRECT ("6800=47100,6801=47101").
+ * 127.0.0.1:<to> instead, for every pair in CAIRN_REDIRECT ("6800=31950,6801=31951").
  *
  * It puts the delay proxy (bench/latency/proxy.py) between Ceph clients and an OSD without
  * the OSD knowing: the client still believes it talks to the OSD's own address, which is

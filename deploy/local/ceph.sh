@@ -107,7 +107,8 @@ start() {
     else
         fresh=0
     fi
-    pid_alive "$dir/run/mon.a.pid" || ceph-mon -c "$conf" -i a 2>>"$dir/log/mon-start.log"
+    pid_alive "$dir/run/mon.a.pid" || ceph-mon -c "$conf" -i a 2>>"$dir/log/mon-start.log" \
+        || { tail -n 5 "$dir/log/mon-start.log" >&2; return 1; }
     wait_for 30 "ceph $name mon" ceph_cli mon stat
     if [ "$fresh" = 1 ]; then
         local uuid; uuid=$(cat /proc/sys/kernel/random/uuid)
@@ -115,13 +116,14 @@ start() {
         ceph-osd -c "$conf" -i 0 --mkfs --osd-uuid "$uuid" 2>"$dir/log/osd-mkfs.log" \
             || { cat "$dir/log/osd-mkfs.log" >&2; return 1; }
     fi
-    pid_alive "$dir/run/osd.0.pid" || ceph-osd -c "$conf" -i 0 2>>"$dir/log/osd-start.log"
+    pid_alive "$dir/run/osd.0.pid" || ceph-osd -c "$conf" -i 0 2>>"$dir/log/osd-start.log" \
+        || { tail -n 5 "$dir/log/osd-start.log" >&2; return 1; }
     wait_for 60 "ceph $name osd" sh -c "timeout 10 ceph -c '$conf' osd stat -f json | grep -q '\"num_up_osds\":1'"
     for pool in $pools; do
         if ! ceph_cli osd pool ls | grep -qx "$pool"; then
-            ceph_cli osd pool create "$pool" 16 16 >/dev/null 2>&1
-            ceph_cli osd pool set "$pool" size 1 --yes-i-really-mean-it >/dev/null 2>&1
-            ceph_cli osd pool application enable "$pool" rbd >/dev/null 2>&1
+            quietly ceph_cli osd pool create "$pool" 16 16
+            quietly ceph_cli osd pool set "$pool" size 1 --yes-i-really-mean-it
+            quietly ceph_cli osd pool application enable "$pool" rbd
             timeout 30 rbd -c "$conf" pool init "$pool"
         fi
     done

@@ -1,5 +1,10 @@
 # Shared helpers for the local stack scripts (sourced, not run).
 
+# A step that fails under `set -e` names itself: several daemons report only into their
+# own log files, and a start that stops without a word cannot be diagnosed from CI output.
+set -E
+trap 'cairn_rc=$?; echo "${0##*/}: line $LINENO: \"$BASH_COMMAND\" failed (exit $cairn_rc)" >&2' ERR
+
 # pid_alive PIDFILE: true when the file names a running process.
 pid_alive() {
     local pid
@@ -26,6 +31,14 @@ stop_pidfile() {
     rm -f "$file"
 }
 
+# quietly CMD...: run CMD without its chatter, but show everything it said if it fails.
+quietly() {
+    local out rc=0
+    out=$("$@" 2>&1) || rc=$?
+    if [ "$rc" -ne 0 ]; then printf '%s\n' "$out" >&2; fi
+    return "$rc"
+}
+
 # wait_for SECONDS LABEL CMD...: retry CMD until it succeeds or time runs out.
 wait_for() {
     local seconds=$1 label=$2 deadline
@@ -43,6 +56,12 @@ wait_for() {
 # require_free_port PORT LABEL VARIABLE: refuse to start where another server listens, so
 # the stack never talks to someone else's Redis, PostgreSQL or Ceph by mistake.
 require_free_port() {
+    local low high
+    read -r low high </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || low=0 high=0
+    if [ "$1" -ge "$low" ] && [ "$1" -le "$high" ]; then
+        echo "$2: warning: port $1 lies in the ephemeral range $low-$high; an outgoing" \
+             "connection may hold it at random and the server then fails to bind" >&2
+    fi
     if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
         echo "$2: port $1 is already in use by another process; stop it or choose another" \
              "port with $3" >&2

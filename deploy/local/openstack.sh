@@ -56,7 +56,7 @@ rabbit_up() {
             echo "rabbitmq: already running (127.0.0.1:$RABBIT_PORT)"; exit 0
         fi
         require_free_port "$RABBIT_PORT" rabbitmq CAIRN_RABBIT_PORT
-        /usr/lib/rabbitmq/bin/rabbitmq-server -detached >/dev/null 2>&1
+        quietly /usr/lib/rabbitmq/bin/rabbitmq-server -detached
         wait_for 60 rabbitmq /usr/lib/rabbitmq/bin/rabbitmqctl -q await_startup
         echo "rabbitmq: up (127.0.0.1:$RABBIT_PORT)"
     )
@@ -98,7 +98,9 @@ CONF
     if pid_alive "$run/keystone.pid"; then echo "keystone: already running ($keystone_url)"; return; fi
     require_free_port "$KEYSTONE_PORT" keystone CAIRN_KEYSTONE_PORT
     local km=(keystone-manage --config-file "$keystone_conf")
-    if [ ! -f "$dir/keystone/bootstrapped" ]; then
+    # The marker holds the URL bootstrapped with: a stack moved to another port bootstraps
+    # again, which points the catalog's identity endpoints at the new URL.
+    if [ "$(cat "$dir/keystone/bootstrapped" 2>/dev/null)" != "$keystone_url" ]; then
         {
         "${km[@]}" db_sync
         "${km[@]}" fernet_setup --keystone-user "$(id -un)" --keystone-group "$(id -gn)"
@@ -107,7 +109,7 @@ CONF
             --bootstrap-admin-url "$keystone_url" --bootstrap-internal-url "$keystone_url" \
             --bootstrap-public-url "$keystone_url" --bootstrap-region-id RegionOne
         } >>"$log/keystone-manage.log" 2>&1
-        touch "$dir/keystone/bootstrapped"
+        echo "$keystone_url" >"$dir/keystone/bootstrapped"
     fi
     # http-socket closes each connection after the response: say so (Connection: close),
     # or keystoneauth's pool reuses sockets uwsgi already closed.

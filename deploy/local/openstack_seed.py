@@ -18,7 +18,7 @@ import yaml
 from services.openstack.identity import IdentityAdmin
 from services.openstack.sessions import make_session, password_auth
 
-KEYSTONE = f"http://127.0.0.1:{os.environ.get('CAIRN_KEYSTONE_PORT', '45000')}/v3"
+KEYSTONE = f"http://127.0.0.1:{os.environ.get('CAIRN_KEYSTONE_PORT', '31000')}/v3"
 ADMIN_PASSWORD = os.environ.get("CAIRN_OS_ADMIN_PASSWORD", "cairn-admin")
 
 

@@ -1,13 +1,16 @@
 # Loopback ports of the local stack (sourced). Chosen away from the services' defaults so
-# the stack never collides with a system Redis, PostgreSQL or Ceph on the same machine.
-REDIS_PORT=${CAIRN_REDIS_PORT:-46379}
-PG_PORT=${CAIRN_PG_PORT:-45432}
-CEPH_A_PORT=${CAIRN_CEPH_A_PORT:-46789}
-CEPH_B_PORT=${CAIRN_CEPH_B_PORT:-46790}
+# the stack never collides with a system Redis, PostgreSQL or Ceph on the same machine, and
+# below Linux's ephemeral range (32768-60999): a port inside it can be taken at random as
+# the source port of any outgoing connection, and a server then fails to bind it (a CI
+# run lost ceph-b's mon that way).
+REDIS_PORT=${CAIRN_REDIS_PORT:-31379}
+PG_PORT=${CAIRN_PG_PORT:-31432}
+CEPH_A_PORT=${CAIRN_CEPH_A_PORT:-31789}
+CEPH_B_PORT=${CAIRN_CEPH_B_PORT:-31790}
 API_PORT=${CAIRN_API_PORT:-8787}
 # OpenStack (only with CAIRN_OPENSTACK=1, and always for `make test`).
-KEYSTONE_PORT=${CAIRN_KEYSTONE_PORT:-45000}
-CINDER_PORT=${CAIRN_CINDER_PORT:-48776}
-RABBIT_PORT=${CAIRN_RABBIT_PORT:-45672}
-RABBIT_DIST_PORT=${CAIRN_RABBIT_DIST_PORT:-45682}
-EPMD_PORT=${CAIRN_EPMD_PORT:-44369}
+KEYSTONE_PORT=${CAIRN_KEYSTONE_PORT:-31000}
+CINDER_PORT=${CAIRN_CINDER_PORT:-31776}
+RABBIT_PORT=${CAIRN_RABBIT_PORT:-31672}
+RABBIT_DIST_PORT=${CAIRN_RABBIT_DIST_PORT:-31682}
+EPMD_PORT=${CAIRN_EPMD_PORT:-31369}

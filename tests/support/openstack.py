@@ -25,7 +25,7 @@ from services.openstack.sessions import make_session, password_auth
 from tests.support import ceph
 from tests.support.stack import BIN, REDIS_PORT, Process, service_env
 
-KEYSTONE_PORT = int(os.environ.get("CAIRN_KEYSTONE_PORT", "45000"))
+KEYSTONE_PORT = int(os.environ.get("CAIRN_KEYSTONE_PORT", "31000"))
 KEYSTONE = f"http://127.0.0.1:{KEYSTONE_PORT}/v3"
 ADMIN_PASSWORD = os.environ.get("CAIRN_OS_ADMIN_PASSWORD", "cairn-admin")
 SERVICE_PASSWORD = "cairn-service"

@@ -23,8 +23,8 @@ from tests.support.ceph import STATE, conf_path
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-REDIS_PORT = int(os.environ.get("CAIRN_REDIS_PORT", "46379"))
-PG_PORT = int(os.environ.get("CAIRN_PG_PORT", "45432"))
+REDIS_PORT = int(os.environ.get("CAIRN_REDIS_PORT", "31379"))
+PG_PORT = int(os.environ.get("CAIRN_PG_PORT", "31432"))
 PROJECT = "project-a"
 HEADERS = {"X-Project-Id": PROJECT, "X-Roles": "member"}
 
