@@ -16,6 +16,7 @@ from celery import Celery
 from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
+from services.broker import TRANSPORT
 from services.status import JobKind
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ TASK_FOR_KIND = {
 def make_celery(redis_url: str) -> Celery:
     app = Celery("cairn", broker=redis_url)
     app.conf.update(
+        broker_transport=TRANSPORT,
         task_default_queue=QUEUE,
         task_acks_late=True,
         task_reject_on_worker_lost=True,

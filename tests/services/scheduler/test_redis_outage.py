@@ -4,8 +4,6 @@ of the test's own, a PostgreSQL database of its own, real Ceph volumes, a file c
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -22,6 +20,7 @@ from tests.conftest import migrated_database
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.factories import jobs_of, make_plan
+from tests.support.redis_server import RedisServer
 from tests.support.stack import BIN, Process, service_env
 
 pytestmark = pytest.mark.ceph
@@ -29,34 +28,6 @@ pytestmark = pytest.mark.ceph
 OUTAGE_SECONDS = 60
 HOURLY = [{"kind": "incremental", "cron": "0 * * * *"}]
 T0 = datetime(2026, 11, 20, 0, 30, tzinfo=UTC)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Redis:
-    def __init__(self, port: int, workdir: Path) -> None:
-        self.port = port
-        self.workdir = workdir
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir)], stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while subprocess.run(["redis-cli", "-p", str(self.port), "ping"],
-                             check=False, capture_output=True).stdout.strip() != b"PONG":
-            assert time.monotonic() < deadline, "redis did not start"
-            time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
 
 
 @pytest.fixture
@@ -67,10 +38,9 @@ def own_database(tmp_path: Path) -> Iterator[str]:
 
 def settle_startup_prunes(db: Database, plans: list[str]) -> None:
     """Wait for the prunes cairn-scheduler sends on its first tick to finish, so the outage
-    starts with no task in the worker's hands. Stopping Redis while a task is unacked makes
-    kombu 5.7 fail in restore_unacked (AttributeError on the lost connection's info) and
-    Celery stop the worker, which only a supervisor restarts: a known gap, outside what this
-    test is about (slots falling due during the outage)."""
+    starts with no task in the worker's hands and the test stays about slots falling due
+    while Redis is down (a job in the worker's hands at that moment is
+    tests/worker/test_broker_outage.py's subject)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         prunes = [j for p in plans for j in jobs_of(db, p, JobKind.PRUNE)]
@@ -94,9 +64,9 @@ def test_jobs_due_during_a_redis_outage_all_run_once(
     plans = [make_plan(db, project="project-o", volumes=images[:2], rules=HOURLY, now=T0),
              make_plan(db, project="project-o", volumes=images[2:], rules=HOURLY, now=T0)]
 
-    redis = Redis(free_port(), tmp_path)
+    redis = RedisServer(tmp_path)
     redis.start()
-    env = service_env(own_database, 0, CAIRN_REDIS_URL=f"redis://127.0.0.1:{redis.port}/0",
+    env = service_env(own_database, 0, CAIRN_REDIS_URL=redis.url,
                       CAIRN_CLOCK_FILE=str(clock), CAIRN_MISFIRE_GRACE_SECONDS="5400")
     worker = Process("cairn-worker", [str(BIN / "cairn-worker")], env, tmp_path / "worker.log")
     scheduler = Process("cairn-scheduler", [str(BIN / "cairn-scheduler")], env,
