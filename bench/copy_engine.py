@@ -296,17 +296,18 @@ def cairn_copy(src_io: rados.Ioctx, src: str, snap: str, dst_io: rados.Ioctx, ds
                                  allocated_objects(source, size, object_size),
                                  set() if fresh else allocated_objects(target, size, object_size),
                                  only=only)
-            record: Digests | None = {} if verify is None else None
-            # As a backup's first copy does (worker/managers/backup.py).
-            marked = record is not None and fresh and rbd_images.mark_objects_existing(
+            record: Digests = {}
+            # As a backup's first copy and a restore into a new image do
+            # (worker/managers/backup.py, restore.py).
+            marked = fresh and rbd_images.mark_objects_existing(
                 dst_io, target, (c.index for c in chunks if c.in_source))
             engine = CopyEngine(window=window, pacer=pacer, on_progress=on_progress)
             stats = engine.run(source, target, chunks, record=record, verify=verify)
-            if marked and record is not None:
+            if marked:
                 clear_unwritten(target, chunks, record)
             target.flush()
             result = None
-            if record is not None:
+            if verify is None:
                 result = (base or manifest.Manifest(object_size, size)).updated(record, size)
                 manifest.store(dst_io, f"cairn.manifest.{dst}.{snap}", result)
                 t0 = time.monotonic()
@@ -359,6 +360,17 @@ class Bench:
         script = (self.rbd("bench-a", "export", f"volumes/{src}@s1", "-") + " | "
                   + self.rbd("bench-a", "import", "-", "backups/anchor"))
         self.add("rbd export | rbd import", run_shell(script, self.size, self.data))
+        remove_image(bk, "anchor")
+
+    def m_export_import_one_op(self, src: str, vols: rados.Ioctx, bk: rados.Ioctx,
+                               _r: rados.Ioctx) -> None:
+        """The pipe with one operation in flight on each side, as the issue's latency goal
+        pictures it. On Pacific both tools keep rbd_concurrent_management_ops (10) in
+        flight by default; this shows what that default is worth."""
+        one = ["--rbd-concurrent-management-ops", "1"]
+        script = (self.rbd("bench-a", *one, "export", f"volumes/{src}@s1", "-") + " | "
+                  + self.rbd("bench-a", *one, "import", "-", "backups/anchor"))
+        self.add("rbd export | rbd import (1 op)", run_shell(script, self.size, self.data))
         remove_image(bk, "anchor")
 
     def _export_diff(self, src: str, bk: rados.Ioctx, *, time_full: bool) -> None:
@@ -563,7 +575,7 @@ def window_sweep(client: Client, size: int, windows: list[int], reps: int) -> No
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size-gib", type=float, default=4.0)
-    parser.add_argument("--latency-size-gib", type=float, default=1.0)
+    parser.add_argument("--latency-size-gib", type=float, default=2.0)
     parser.add_argument("--incr-size-gib", type=float, default=64.0,
                         help="thin image of the incremental-at-scale runs (5 %% changes)")
     parser.add_argument("--reps", type=int, default=3)
@@ -691,11 +703,14 @@ def latency_section(delay: float, size: int, window: int, reps: int, proxy_pid: 
         cpu0 = process_cpu(proxy_pid)
         for rep in range(reps):
             print(f"\nrep {rep + 1}/{reps}, latency injected, dense {size / GiB:.1f} GiB:")
-            lat.rep("lat", ["rbd_cp", "export_import", "export_diff", "cairn", "cairn_cross"])
+            lat.rep("lat", ["rbd_cp", "export_import", "export_import_one_op", "export_diff",
+                            "cairn", "cairn_cross"])
         proxied = sum(r.copied for runs in lat.results.values() for r in runs)
         report(f"Latency injected ({delay * 1e3:.0f} ms each way), dense {size / GiB:.1f} GiB",
                lat, [
                    ("Cairn full", "rbd export | rbd import", 3.0),
+                   ("Cairn full", "rbd export | rbd import (1 op)", 3.0),
+                   ("Cairn restore", "Cairn full", 1.0),
                    ("Cairn full + snapshot", "export-diff | import-diff (full)", 3.0),
                    ("Cairn incremental + snapshot", "export-diff | import-diff (incr.)", 1.5),
                    ("Cairn full", "rbd cp", 1.0),

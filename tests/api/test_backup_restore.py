@@ -64,6 +64,10 @@ def test_backup_then_restore_is_byte_exact_and_sparse(
     assert abs(restored_alloc - source_alloc) <= 0.01 * source_alloc, (restored_alloc,
                                                                        source_alloc)
     assert restored_alloc < 0.5 * rp["size_bytes"]  # holes stayed holes
+    # The restore marked the objects it was about to write in the new image's object map
+    # up front: the map must name exactly the objects that hold data, as the backup's does.
+    assert ceph.mapped_objects(volumes_pool, restored) == ceph.mapped_objects(
+        backups_pool, rp["backup_image"], rp["backup_snapshot"])
 
 
 def test_all_zero_objects_are_not_stored(stack: Stack, volumes_pool: rados.Ioctx,
@@ -89,6 +93,7 @@ def test_all_zero_objects_are_not_stored(stack: Stack, volumes_pool: rados.Ioctx
                                     {"target": restored}).json()["id"])
     assert job["status"] == "succeeded", job
     assert ceph.allocated_bytes(volumes_pool, restored) == MiB
+    assert ceph.mapped_objects(volumes_pool, restored) == 1
     assert ceph.sha256_of(volumes_pool, restored) == ceph.sha256_of(volumes_pool, source)
 
 

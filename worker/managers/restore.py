@@ -29,7 +29,7 @@ from services.status import JobStatus, RestoreMode
 from services.storage import rbd_images
 from services.volumes.refs import ImageRef, parse_image_ref
 from worker.engine import manifest
-from worker.engine.copy import CopyEngine, CopyStats
+from worker.engine.copy import CopyEngine, CopyStats, Digests, clear_unwritten
 from worker.engine.extents import allocated_objects, plan_chunks
 from worker.managers.lifecycle import (
     ClaimedJob,
@@ -108,6 +108,7 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
         size = source.size()
         order = source.stat()["order"]
         object_size = 1 << order
+        fresh = False
         if create:
             start = _resume_point(dest_io, dest.image, job) if job.attempt > 1 else None
             if start is None:
@@ -115,21 +116,30 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
                 rbd_images.create_image(dest_io, dest.image, size, order=order,
                                         metadata={JOB_KEY: job.id, "cairn.restore_point": rp.id},
                                         replace_remnant=job.attempt > 1)
+                fresh = True
             restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
         else:
             restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
             start = _claim_existing(restored, dest, job, rp, size)
+        # A fresh image holds nothing, and diffing it would load its object map into this
+        # handle before mark_objects_existing below could change it (as in a backup).
         plan = plan_chunks(size, object_size, allocated_objects(source, size, object_size),
-                           allocated_objects(restored, size, object_size))
+                           set() if fresh else allocated_objects(restored, size, object_size))
         chunks = [c for c in plan if c.index >= start]
         resumed = sum(c.length for c in plan if c.index < start and c.in_source)
+        marked = fresh and rbd_images.mark_objects_existing(
+            dest_io, restored, (c.index for c in chunks if c.in_source))
+        read_back: Digests = {}
         engine = CopyEngine(window=rt.settings.copy_window, pacer=reporter.pacer,
                             on_progress=reporter.progress)
         reporter.on_persist = lambda stats: restored.metadata_set(
             CHECKPOINT_KEY, str(stats.resume_index))
         reporter.start_copy(resumed + sum(c.length for c in chunks if c.in_source), resumed,
                             engine.window)
-        stats = engine.run(source, restored, chunks, verify=recorded, resumed_bytes=resumed)
+        stats = engine.run(source, restored, chunks, record=read_back, verify=recorded,
+                           resumed_bytes=resumed)
+        if marked:
+            clear_unwritten(restored, chunks, read_back)
         restored.flush()
         if rbd_images.metadata(restored, CHECKPOINT_KEY) is not None:
             restored.metadata_remove(CHECKPOINT_KEY)
