@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
+import rados
 import rbd
 
 from services.errors import DataCorrupt
@@ -25,6 +26,13 @@ from worker.engine.extents import Chunk
 from worker.engine.manifest import Manifest, digest
 from worker.engine.qos import Pacer
 from worker.engine.zeros import data_runs, gaps
+
+READ_HINTS = rados.LIBRADOS_OP_FLAG_FADVISE_SEQUENTIAL | rados.LIBRADOS_OP_FLAG_FADVISE_NOCACHE
+"""Every read of a copy, restore or verify touches each object once: NOCACHE keeps
+BlueStore from caching it, so a backup does not evict the tenants' hot data from the OSDs'
+caches, and the OSD skips that work. Measured on the bench cluster's dense 4 GiB copy,
+interleaved with and without the hint over two runs of three: 395-405 MiB/s against
+368-382, and steadier (bench/README.md)."""
 
 Digests = dict[int, bytes | None]
 """Object index -> digest of its data, or None when it now reads as zeros."""
@@ -156,7 +164,7 @@ class CopyEngine:
         ops = 0
         if chunk.in_source:
             t0 = time.monotonic()
-            data = source.read(chunk.offset, chunk.length)
+            data = source.read(chunk.offset, chunk.length, READ_HINTS)
             t1 = time.monotonic()
             read_s, ops = t1 - t0, 1
             if len(data) != chunk.length:
