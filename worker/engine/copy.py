@@ -30,9 +30,8 @@ from worker.engine.zeros import data_runs, gaps
 READ_HINTS = rados.LIBRADOS_OP_FLAG_FADVISE_SEQUENTIAL | rados.LIBRADOS_OP_FLAG_FADVISE_NOCACHE
 """Every read of a copy, restore or verify touches each object once: NOCACHE keeps
 BlueStore from caching it, so a backup does not evict the tenants' hot data from the OSDs'
-caches, and the OSD skips that work. Measured on the bench cluster's dense 4 GiB copy,
-interleaved with and without the hint over two runs of three: 395-405 MiB/s against
-368-382, and steadier (bench/README.md)."""
+caches. librbd's own copy (`rbd cp`, deep copy) reads with the same flags. On the bench's
+one-OSD cluster it changes no throughput beyond the noise (bench/README.md)."""
 
 Digests = dict[int, bytes | None]
 """Object index -> digest of its data, or None when it now reads as zeros."""
