@@ -42,9 +42,8 @@ import rbd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from services.storage import rbd_images  # noqa: E402
 from worker.engine import manifest  # noqa: E402
-from worker.engine.copy import CopyEngine, CopyStats, Digests, clear_unwritten  # noqa: E402
+from worker.engine.copy import CopyEngine, CopyStats, Digests  # noqa: E402
 from worker.engine.extents import allocated_objects, changed_objects, plan_chunks  # noqa: E402
 from worker.engine.qos import Pacer  # noqa: E402
 
@@ -297,14 +296,11 @@ def cairn_copy(src_io: rados.Ioctx, src: str, snap: str, dst_io: rados.Ioctx, ds
                                  set() if fresh else allocated_objects(target, size, object_size),
                                  only=only)
             record: Digests = {}
-            # As a backup's first copy and a restore into a new image do
-            # (worker/managers/backup.py, restore.py).
-            marked = fresh and rbd_images.mark_objects_existing(
-                dst_io, target, (c.index for c in chunks if c.in_source))
             engine = CopyEngine(window=window, pacer=pacer, on_progress=on_progress)
-            stats = engine.run(source, target, chunks, record=record, verify=verify)
-            if marked:
-                clear_unwritten(target, chunks, record)
+            # A new image's objects are marked up front, as in a backup's first copy and a
+            # restore into a new image (worker/managers/backup.py, restore.py).
+            stats = engine.run(source, target, chunks, record=record, verify=verify,
+                               new_target_pool=dst_io if fresh else None)
             target.flush()
             result = None
             if verify is None:

@@ -1,6 +1,7 @@
 """Redis lost while the worker has a backup in its hands: the backup still ends with an
 available restore point, and the same worker process takes the next job once Redis is
-back (kombu 5.7 makes Celery exit in this case; cairn-worker starts it again in place)."""
+back (with kombu 5.7 alone, Celery called this case unrecoverable and the worker hung
+after its job; services/broker.py is the fix)."""
 
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ import rados
 import rbd
 
 from services.errors import DataCorrupt
+from services.storage import rbd_images
 from worker.engine.extents import Chunk
 from worker.engine.manifest import Manifest, digest
 from worker.engine.qos import Pacer
@@ -100,11 +101,30 @@ class CopyEngine:
 
     def run(self, source: rbd.Image, target: rbd.Image | None, chunks: Sequence[Chunk], *,
             record: Digests | None = None, verify: Manifest | None = None,
-            corrupt: list[int] | None = None, resumed_bytes: int = 0) -> CopyStats:
+            corrupt: list[int] | None = None, resumed_bytes: int = 0,
+            new_target_pool: rados.Ioctx | None = None) -> CopyStats:
         """Copy `chunks` (in object order) from `source` to `target`, or only read and check
         them when `target` is None. Fills `record` with the digest of every chunk, or checks
         each chunk read against `verify`: a mismatch raises DataCorrupt, or is appended to
-        `corrupt` when a list is given. Raises the first error after stopping the rest."""
+        `corrupt` when a list is given. Raises the first error after stopping the rest.
+
+        `new_target_pool`, for a target image created for this copy (nothing written to it,
+        its handle not diffed): the pool it is in. Its objects are then marked in its object
+        map up front (`rbd_images.mark_objects_existing`) and the ones found all zeros
+        deallocated after the copy."""
+        if new_target_pool is None or target is None:
+            return self._run(source, target, chunks, record, verify, corrupt, resumed_bytes)
+        marked = rbd_images.mark_objects_existing(new_target_pool, target,
+                                                  (c.index for c in chunks if c.in_source))
+        record = {} if record is None else record
+        stats = self._run(source, target, chunks, record, verify, corrupt, resumed_bytes)
+        if marked:
+            _clear_unwritten(target, chunks, record)
+        return stats
+
+    def _run(self, source: rbd.Image, target: rbd.Image | None, chunks: Sequence[Chunk],
+             record: Digests | None, verify: Manifest | None, corrupt: list[int] | None,
+             resumed_bytes: int) -> CopyStats:
         stats = CopyStats(window=self.window, bytes_resumed=resumed_bytes,
                           bytes_done=resumed_bytes,
                           bytes_total=resumed_bytes + sum(c.length for c in chunks if c.in_source),
@@ -218,11 +238,10 @@ class CopyEngine:
                 record[chunk.index] = value
 
 
-def clear_unwritten(target: rbd.Image, chunks: Sequence[Chunk], record: Digests) -> None:
+def _clear_unwritten(target: rbd.Image, chunks: Sequence[Chunk], record: Digests) -> None:
     """Deallocate the source chunks a copy found all zeros and so never wrote, after they
-    were marked existing in the target's object map up front
-    (`rbd_images.mark_objects_existing`): the map, and every diff against the target, then
-    shows no data there."""
+    were marked existing in the target's object map up front: the map, and every diff
+    against the target, then shows no data there."""
     for chunk in chunks:
         if chunk.in_source and record.get(chunk.index) is None:
             target.write_zeroes(chunk.offset, chunk.length)

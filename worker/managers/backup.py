@@ -30,7 +30,7 @@ from services.storage import rbd_images
 from services.volumes import locks
 from services.volumes.models import Volume
 from worker.engine import checkpoint, manifest
-from worker.engine.copy import CopyEngine, CopyStats, Digests, clear_unwritten
+from worker.engine.copy import CopyEngine, CopyStats, Digests
 from worker.engine.extents import allocated_objects, changed_objects, plan_chunks
 from worker.managers.lifecycle import (
     ClaimedJob,
@@ -210,7 +210,7 @@ def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: Resto
         only = (changed_objects(source, size, object_size, since)
                 | changed_objects(backup, size, object_size, since))
     # A fresh image holds nothing; and diffing it would load its object map into this
-    # handle before mark_objects_existing below could change it.
+    # handle before the engine could mark the objects it writes (new_target_pool).
     in_backup = set() if fresh else allocated_objects(backup, size, object_size)
     plan = plan_chunks(size, object_size, allocated_objects(source, size, object_size),
                        in_backup, only=only)
@@ -231,11 +231,8 @@ def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: Resto
                         on_progress=reporter.progress)
     reporter.start_copy(resumed + sum(c.length for c in chunks if c.in_source), resumed,
                         engine.window)
-    marked = fresh and rbd_images.mark_objects_existing(
-        dst_io, backup, (c.index for c in chunks if c.in_source))
-    stats = engine.run(source, backup, chunks, record=record, resumed_bytes=resumed)
-    if marked:
-        clear_unwritten(backup, chunks, record)
+    stats = engine.run(source, backup, chunks, record=record, resumed_bytes=resumed,
+                       new_target_pool=dst_io if fresh else None)
     backup.flush()
     return stats, record
 

@@ -29,7 +29,7 @@ from services.status import JobStatus, RestoreMode
 from services.storage import rbd_images
 from services.volumes.refs import ImageRef, parse_image_ref
 from worker.engine import manifest
-from worker.engine.copy import CopyEngine, CopyStats, Digests, clear_unwritten
+from worker.engine.copy import CopyEngine, CopyStats
 from worker.engine.extents import allocated_objects, plan_chunks
 from worker.managers.lifecycle import (
     ClaimedJob,
@@ -122,24 +122,19 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
             restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
             start = _claim_existing(restored, dest, job, rp, size)
         # A fresh image holds nothing, and diffing it would load its object map into this
-        # handle before mark_objects_existing below could change it (as in a backup).
+        # handle before the engine could mark the objects it writes (as in a backup).
         plan = plan_chunks(size, object_size, allocated_objects(source, size, object_size),
                            set() if fresh else allocated_objects(restored, size, object_size))
         chunks = [c for c in plan if c.index >= start]
         resumed = sum(c.length for c in plan if c.index < start and c.in_source)
-        marked = fresh and rbd_images.mark_objects_existing(
-            dest_io, restored, (c.index for c in chunks if c.in_source))
-        read_back: Digests = {}
         engine = CopyEngine(window=rt.settings.copy_window, pacer=reporter.pacer,
                             on_progress=reporter.progress)
         reporter.on_persist = lambda stats: restored.metadata_set(
             CHECKPOINT_KEY, str(stats.resume_index))
         reporter.start_copy(resumed + sum(c.length for c in chunks if c.in_source), resumed,
                             engine.window)
-        stats = engine.run(source, restored, chunks, record=read_back, verify=recorded,
-                           resumed_bytes=resumed)
-        if marked:
-            clear_unwritten(restored, chunks, read_back)
+        stats = engine.run(source, restored, chunks, verify=recorded, resumed_bytes=resumed,
+                           new_target_pool=dest_io if fresh else None)
         restored.flush()
         if rbd_images.metadata(restored, CHECKPOINT_KEY) is not None:
             restored.metadata_remove(CHECKPOINT_KEY)
