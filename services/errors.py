@@ -80,6 +80,12 @@ class Forbidden(CairnError):
     code = "forbidden"
 
 
+class VolumeNotOwned(Forbidden):
+    """A Cinder volume changed hands after the project started protecting it."""
+
+    code = "volume_not_owned"
+
+
 class Conflict(CairnError):
     status_code = 409
     code = "conflict"
@@ -136,6 +142,12 @@ class JobCancelled(CairnError):
 
     status_code = 409
     code = "cancelled"
+
+
+class SnapshotsLeft(Conflict):
+    """Snapshots Cairn did not remove because no row of its own owns them."""
+
+    code = "snapshots_left"
 
 
 class JobNotCancellable(Conflict):

@@ -110,6 +110,11 @@ class Job(Base):
     error_message: Mapped[str | None] = mapped_column(Text)
     summary: Mapped[str | None] = mapped_column(Text)
     """What a finished prune did, in words."""
+    warnings: Mapped[str | None] = mapped_column(Text)
+    """JSON list: steps after the job's commit point that failed and were left (a source
+    snapshot that could not be removed); the job still succeeded."""
+    verify_fraction: Mapped[float | None] = mapped_column(Float)
+    """A verify that reads this fraction of the objects, chosen at random; None: all."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     queued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from pydantic import BaseModel, Field
@@ -94,6 +95,10 @@ class JobPublic(BaseModel):
     throughput_bytes_per_second: float | None = Field(
         description="Average over the job's duration so far")
     error: JobError | None
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Steps after the job's commit point that failed and were left (for "
+                    "example a source snapshot someone protected); the job's result stands")
 
     @classmethod
     def of(cls, job: Job | AnyRow, volume_ref: str | None = None) -> JobPublic:
@@ -144,6 +149,7 @@ class JobPublic(BaseModel):
             throughput_bytes_per_second=(job.bytes_done - (job.bytes_resumed or 0)) / duration
             if duration else None,
             error=error,
+            warnings=json.loads(job.warnings) if job.warnings else [],
         )
 
 

@@ -42,6 +42,9 @@ class Plan(Base):
     window_start: Mapped[str | None] = mapped_column(String(5))
     window_end: Mapped[str | None] = mapped_column(String(5))
     retention: Mapped[dict[str, int]] = mapped_column(JSON)
+    verify_policy: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """How the plan's restore points are verified (schemas.VerifyPolicy); None: the
+    default."""
     qos_bytes_per_second: Mapped[int | None] = mapped_column(BigInteger)
     qos_ops_per_second: Mapped[int | None] = mapped_column(Integer)
     status: Mapped[PlanStatus] = mapped_column(String(16), default=PlanStatus.ENABLED)

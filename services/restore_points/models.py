@@ -62,6 +62,10 @@ class RestorePoint(Base):
     verified_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     verify_status: Mapped[VerifyStatus | None] = mapped_column(String(16))
     corrupt_object_count: Mapped[int | None] = mapped_column(BigInteger)
+    verify_mode: Mapped[str | None] = mapped_column(String(16))
+    """How the last verify read it: `full`, or `sampled` (a random fraction of objects)."""
+    verified_full_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    """When a verify last read every object."""
     corrupt_objects: Mapped[str | None] = mapped_column(Text)
     """JSON list of the first corrupt object indexes found by the last verify."""
     plan_id: Mapped[str | None] = mapped_column(String(36), index=True)

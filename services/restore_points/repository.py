@@ -79,3 +79,12 @@ def incremental_bases(session: Session, volume_id: str) -> list[RestorePoint]:
     for rp in rows:
         newest.setdefault(rp.target, rp)
     return list(newest.values())
+
+
+def owners_of(session: Session, rp_ids: list[str]) -> dict[str, RestorePoint]:
+    """The restore point rows, of any status and project, with these ids: who owns a
+    `cairn.<id>` snapshot or object found in Ceph."""
+    if not rp_ids:
+        return {}
+    return {rp.id: rp for rp in session.scalars(
+        select(RestorePoint).where(RestorePoint.id.in_(rp_ids)))}

@@ -147,6 +147,11 @@ def snapshot_names(image: rbd.Image) -> list[str]:
     return [snap["name"] for snap in image.list_snaps()]
 
 
+def snapshot_ids(image: rbd.Image) -> dict[str, int]:
+    """Snapshot name -> snap id: the id tells a snapshot from a later one of the same name."""
+    return {snap["name"]: snap["id"] for snap in image.list_snaps()}
+
+
 def ensure_snapshot(image: rbd.Image, name: str) -> bool:
     """Create the snapshot unless it exists; True when this call created it."""
     if name in snapshot_names(image):
@@ -159,10 +164,15 @@ def ensure_snapshot(image: rbd.Image, name: str) -> bool:
 
 
 def remove_snapshot(image: rbd.Image, name: str) -> bool:
+    """Remove a snapshot; False when it was not there. A protected snapshot (someone
+    cloned it, or protected it by hand) or one in use is a StorageError naming it."""
     try:
         image.remove_snap(name)
     except rbd.ImageNotFound:
         return False
+    except (rbd.ImageBusy, rbd.InvalidArgument) as exc:
+        raise StorageError(f"snapshot {name!r} of RBD image {image.get_name()!r} cannot be "
+                           f"removed: it is protected or in use ({exc})") from None
     return True
 
 

@@ -10,12 +10,15 @@ and size): a retry with a different plan starts over."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import struct
 from dataclasses import dataclass, field
 
 import rados
 
 from worker.engine.copy import Digests
+
+log = logging.getLogger(__name__)
 
 _ENTRY = struct.Struct("<QB16s")  # index, has digest, digest
 
@@ -54,16 +57,21 @@ class CheckpointWriter:
 
 
 def load(ioctx: rados.Ioctx, name: str, plan: str) -> Checkpoint | None:
-    """The checkpoint of a copy with this plan, or None when there is none to resume."""
+    """The checkpoint of a copy with this plan, or None when there is none to resume (or
+    it is damaged: a retry then starts over, which costs time, never correctness)."""
     try:
         if ioctx.get_xattr(name, "plan").decode() != plan:
             return None
         resume_index = int(ioctx.get_xattr(name, "resume").decode())
         size, _mtime = ioctx.stat(name)
         blob = ioctx.read(name, length=size) if size else b""
-    except rados.ObjectNotFound:
+    except (rados.ObjectNotFound, rados.NoData):
         return None
-    except rados.NoData:
+    except (ValueError, UnicodeDecodeError):
+        log.warning("checkpoint %s is damaged; the copy starts over", name)
+        return None
+    if resume_index < 0:
+        log.warning("checkpoint %s is damaged; the copy starts over", name)
         return None
     digests: Digests = {}
     for offset in range(0, len(blob) - len(blob) % _ENTRY.size, _ENTRY.size):

@@ -54,6 +54,22 @@ def changed_objects(image: rbd.Image, size: int, object_size: int, since: str) -
     return _objects(image, size, object_size, since, None)
 
 
+def resized_objects(old_size: int, new_size: int, object_size: int) -> set[int]:
+    """Objects whose length within the image changed with a resize from `old_size` to
+    `new_size`: the partial last object of either size (when it lies inside the new size).
+    Their checksum covers a different length now, although a diff may not list them (a
+    grow writes nothing; the new tail of the old last object reads as zeros)."""
+    if old_size == new_size:
+        return set()
+    found = set()
+    for edge in (old_size, new_size):
+        if edge % object_size:
+            index = edge // object_size
+            if index * object_size < new_size:
+                found.add(index)
+    return found
+
+
 def plan_chunks(size: int, object_size: int, source: Iterable[int],
                 target: Iterable[int] = (), *, only: Iterable[int] | None = None,
                 start: int = 0) -> list[Chunk]:

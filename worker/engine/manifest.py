@@ -51,6 +51,14 @@ class Manifest:
                 object_index=index,
             )
 
+    def check_shape(self, image_size: int, object_size: int) -> None:
+        """Raise DataCorrupt unless the manifest describes an image of this shape."""
+        if (self.image_size, self.object_size) != (image_size, object_size):
+            raise DataCorrupt(
+                f"the manifest describes a {self.image_size}-byte image of "
+                f"{self.object_size}-byte objects but the backup snapshot holds {image_size} "
+                f"bytes of {object_size}-byte objects")
+
     def check(self, index: int, data: bytes | None) -> None:
         self.check_digest(index, None if data is None else digest(data))
 
@@ -101,14 +109,28 @@ def load(ioctx: rados.Ioctx, name: str) -> Manifest:
         raise DataCorrupt(f"the checksum manifest {name!r} is truncated") from None
     if magic != _MAGIC:
         raise DataCorrupt(f"the checksum manifest {name!r} has an unknown format")
+    if object_size <= 0 or object_size & (object_size - 1):
+        raise DataCorrupt(f"the checksum manifest {name!r} is damaged: object size "
+                          f"{object_size}")
+    objects = -(-image_size // object_size)
     digests: dict[int, bytes] = {}
     for shard in range(shard_count):
         raw = _read(ioctx, _shard_name(name, shard))
         if raw is None:
             continue  # a shard with no non-zero object is never written
-        body = zlib.decompress(raw)
+        try:
+            body = zlib.decompress(raw)
+        except zlib.error as exc:
+            raise DataCorrupt(f"the checksum manifest {name!r} is damaged: shard {shard} "
+                              f"does not decompress ({exc})") from None
+        if len(body) % _ENTRY.size:
+            raise DataCorrupt(f"the checksum manifest {name!r} is damaged: shard {shard} "
+                              "is cut short")
         for offset in range(0, len(body), _ENTRY.size):
             index, value = _ENTRY.unpack_from(body, offset)
+            if index >= objects or index // SHARD_OBJECTS != shard:
+                raise DataCorrupt(f"the checksum manifest {name!r} is damaged: shard {shard} "
+                                  f"names object {index} of a {objects}-object image")
             digests[index] = value
     if len(digests) != count:
         raise DataCorrupt(f"the checksum manifest {name!r} is incomplete: {len(digests)} of "

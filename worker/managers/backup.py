@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import rados
 import rbd
+from sqlalchemy import select
 
 from services.base import utcnow
-from services.errors import CairnError, DataCorrupt, JobCancelled, JobLost, NotFound, VolumeBusy
+from services.errors import CairnError, DataCorrupt, JobLost, NotFound, SnapshotsLeft, VolumeBusy
 from services.plans.prunes import request_prune
 from services.restore_points import repository as restore_points
 from services.restore_points.models import RestorePoint
@@ -29,14 +30,22 @@ from services.status import (
 from services.storage import rbd_images
 from services.volumes import locks
 from services.volumes.models import Volume
+from services.volumes.ownership import check_owner
 from worker.engine import checkpoint, manifest
 from worker.engine.copy import CopyEngine, CopyStats, Digests
-from worker.engine.extents import allocated_objects, changed_objects, plan_chunks
+from worker.engine.extents import (
+    allocated_objects,
+    changed_objects,
+    plan_chunks,
+    resized_objects,
+)
 from worker.managers.lifecycle import (
+    Aftercare,
     ClaimedJob,
     JobReporter,
-    end_status,
-    failure_reason,
+    JobSteps,
+    Outcome,
+    drive,
     run_job,
 )
 from worker.runtime import Runtime
@@ -57,45 +66,73 @@ class Base:
 
 
 def run_backup(rt: Runtime, job_id: str) -> None:
-    run_job(rt, job_id, "backup", lambda job, reporter: _run(rt, job, reporter))
+    run_job(rt, job_id, "backup",
+            lambda job, reporter: drive(job, reporter, BackupSteps(rt, job, reporter)))
 
 
-def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
-    with rt.db.session() as session:
-        rp = session.get(RestorePoint, job.restore_point_id)
-        assert rp is not None
-        volume = rp.volume
-        session.expunge_all()
-    if job.out_of_attempts:
-        _clean_up(rt, rp, volume)
-        _record_failure(rt, reporter, rp, JobStatus.FAILED, "worker_lost",
-                        f"the worker running this backup stopped {job.max_attempts} times; "
-                        "gave up (the partial copy was removed). Check the workers' health "
-                        "and start the backup again.")
-        return
-    try:
-        reporter.check()
-        _lock_volume(rt, job, reporter, volume)
-        try:
-            stats = _copy(rt, job, reporter, rp, volume)
-        finally:
-            locks.unlock(rt.db, volume.id, job.id)
-    except JobLost:
-        raise  # not ours any more: nothing to clean up or record
-    except BaseException as exc:
-        _clean_up(rt, rp, volume)
-        code, message = failure_reason(exc)
-        if not isinstance(exc, JobCancelled):
-            message = f"backup failed: {message}"
-        _record_failure(rt, reporter, rp, end_status(exc), code, message)
-        if not isinstance(exc, CairnError):
-            raise
-        return
-    reporter.finish(JobStatus.SUCCEEDED, stats=stats)
-    if job.plan_id is not None:
-        # Retention follows every backup of a plan (the scheduler admits the prune).
+class BackupSteps(JobSteps):
+    """Commit point: the restore point turns `available`. Before it, a failure removes
+    what the attempt made; after it, nothing of the restore point is ever removed here."""
+
+    noun = "backup"
+
+    def __init__(self, rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
         with rt.db.session() as session:
-            request_prune(session, job.plan_id, job.project_id, rt.clock())
+            rp = session.get(RestorePoint, job.restore_point_id)
+            assert rp is not None
+            self.volume = rp.volume
+            session.expunge_all()
+        self.rt, self.job, self.reporter, self.rp = rt, job, reporter, rp
+
+    def committed(self) -> bool:
+        with self.rt.db.session() as session:
+            status = session.scalar(select(RestorePoint.status)
+                                    .where(RestorePoint.id == self.rp.id))
+        return status == RestorePointStatus.AVAILABLE
+
+    def work(self) -> Outcome:
+        check_owner(self.rt.cinder, self.volume, self.job.project_id)
+        _lock_volume(self.rt, self.job, self.reporter, self.volume)
+        try:
+            return Outcome(stats=_copy(self.rt, self.job, self.reporter, self.rp, self.volume))
+        finally:
+            locks.unlock(self.rt.db, self.volume.id, self.job.id)
+
+    def undo(self) -> str:
+        _clean_up(self.rt, self.rp, self.volume)
+        return "the partial copy was removed"
+
+    def record_failure(self, status: JobStatus, code: str, message: str) -> None:
+        # A cancelled backup leaves nothing behind, so its restore point is gone too.
+        to = (RestorePointStatus.DELETED if status == JobStatus.CANCELLED
+              else RestorePointStatus.ERROR)
+        with self.rt.db.session() as session:
+            guarded_update(session, RestorePoint, self.rp.id, RESTORE_POINT_TRANSITIONS, to,
+                           expect=RestorePointStatus.CREATING,
+                           extra={"status_reason": message, "deleted_at": utcnow()
+                                  if to == RestorePointStatus.DELETED else None})
+
+    def aftercare(self, outcome: Outcome) -> Aftercare:
+        rt, rp, volume, job = self.rt, self.rp, self.volume, self.job
+        steps: Aftercare = [
+            ("removing the backup's checkpoint", lambda: _remove_checkpoint(rt, rp)),
+            ("removing the volume's older cairn.* source snapshots",
+             lambda: self._warn_all(_remove_unneeded_source_snapshots(rt, volume, rp))),
+        ]
+        if job.plan_id is not None:
+            plan_id = job.plan_id
+
+            def prune() -> None:
+                # Retention follows every backup of a plan (the scheduler admits the prune).
+                with rt.db.session() as session:
+                    request_prune(session, plan_id, job.project_id, rt.clock())
+
+            steps.append(("requesting the plan's prune", prune))
+        return steps
+
+    def _warn_all(self, left: list[str]) -> None:
+        if left:
+            raise SnapshotsLeft("; ".join(left))
 
 
 def _lock_volume(rt: Runtime, job: ClaimedJob, reporter: JobReporter, volume: Volume) -> None:
@@ -119,6 +156,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         # A retry reuses the snapshot of the first attempt: the restore point's time is
         # when that snapshot was taken.
         source_snapshots = _take_source_snapshot(src_io, volume, rp.snapshot)
+        snap_id = source_snapshots[rp.snapshot]
         with rbd_images.open_image(src_io, volume.image, snapshot=rp.snapshot,
                                    read_only=True) as source:
             size = source.size()
@@ -129,7 +167,8 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                     backup.resize(size)  # the volume grew (or shrank) since the last backup
                 base, full_reason = _choose_base(rt, rp, dst_io, backup, source_snapshots)
                 stats, record = _copy_objects(rt, job, reporter, rp, dst_io, source, backup,
-                                              base, size, 1 << order, fresh=fresh)
+                                              base, size, 1 << order, fresh=fresh,
+                                              snap_id=snap_id)
                 start = base.manifest if base else manifest.Manifest(1 << order, size)
                 final = start.updated(record, size)
                 manifest.store(dst_io, rp.manifest_object, final)
@@ -152,9 +191,13 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
             )
             if not ok:
                 raise JobLost(f"restore point {rp.id} is no longer being created")
-        checkpoint.remove(dst_io, rp.checkpoint_object)
-        _remove_unneeded_source_snapshots(rt, src_io, volume, keep=rp.snapshot)
     return stats
+
+
+def _remove_checkpoint(rt: Runtime, rp: RestorePoint) -> None:
+    target = rt.settings.backup_targets[rp.target]
+    with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
+        checkpoint.remove(dst_io, rp.checkpoint_object)
 
 
 def _cinder_bootable(rt: Runtime, volume: Volume) -> bool | None:
@@ -174,18 +217,18 @@ def _cinder_bootable(rt: Runtime, volume: Volume) -> bool | None:
 SNAPSHOT_WAIT_SECONDS = 60.0
 
 
-def _take_source_snapshot(src_io: rados.Ioctx, volume: Volume, name: str) -> set[str]:
-    """Snapshot the volume (unless an earlier attempt did) and return its snapshots, once
-    the snapshot can be opened. Creating a snapshot needs the image's exclusive lock; right
-    after a worker was killed, the lock's dead owner is still registered for up to ~30 s,
-    and in that window the snapshot was seen to be missing afterwards: wait and try again
-    rather than fail the retry."""
+def _take_source_snapshot(src_io: rados.Ioctx, volume: Volume, name: str) -> dict[str, int]:
+    """Snapshot the volume (unless an earlier attempt did) and return its snapshots (name ->
+    snap id), once the snapshot can be opened. Creating a snapshot needs the image's
+    exclusive lock; right after a worker was killed, the lock's dead owner is still
+    registered for up to ~30 s, and in that window the snapshot was seen to be missing
+    afterwards: wait and try again rather than fail the retry."""
     deadline = time.monotonic() + SNAPSHOT_WAIT_SECONDS
     while True:
         try:
             with rbd_images.open_image(src_io, volume.image) as head:
                 rbd_images.ensure_snapshot(head, name)
-                names = set(rbd_images.snapshot_names(head))
+                names = rbd_images.snapshot_ids(head)
             with rbd_images.open_image(src_io, volume.image, snapshot=name, read_only=True):
                 return names
         except NotFound:
@@ -199,7 +242,8 @@ def _take_source_snapshot(src_io: rados.Ioctx, volume: Volume, name: str) -> set
 
 def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                   dst_io: rados.Ioctx, source: rbd.Image, backup: rbd.Image, base: Base | None,
-                  size: int, object_size: int, *, fresh: bool) -> tuple[CopyStats, Digests]:
+                  size: int, object_size: int, *, fresh: bool,
+                  snap_id: int) -> tuple[CopyStats, Digests]:
     """Make the backup image's head equal the source snapshot: write what the source holds
     and clear what only the head still holds, for every object (a full) or for the objects
     that changed since the base, on the source or on the head (an interrupted attempt may
@@ -208,16 +252,26 @@ def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: Resto
     if base is not None:
         since = base.restore_point.snapshot
         only = (changed_objects(source, size, object_size, since)
-                | changed_objects(backup, size, object_size, since))
+                | changed_objects(backup, size, object_size, since)
+                | resized_objects(base.manifest.image_size, size, object_size))
     # A fresh image holds nothing; and diffing it would load its object map into this
     # handle before the engine could mark the objects it writes (new_target_pool).
     in_backup = set() if fresh else allocated_objects(backup, size, object_size)
     plan = plan_chunks(size, object_size, allocated_objects(source, size, object_size),
                        in_backup, only=only)
-    plan_key = f"{base.restore_point.id if base else 'full'}:{size}:{object_size}"
+    # The checkpoint is bound to the source snapshot's identity, not only its name: a
+    # retry whose snapshot vanished takes a new one of the volume's head under the same
+    # name, and resuming the old copy onto it would mix two points in time.
+    plan_key = (f"{base.restore_point.id if base else 'full'}:{size}:{object_size}:"
+                f"snap{snap_id}")
     # A checkpoint describes data in the backup image: none if the image is new.
     saved = (checkpoint.load(dst_io, rp.checkpoint_object, plan_key)
              if job.attempt > 1 and not fresh else None)
+    if saved is not None and any(c.index not in saved.digests for c in plan
+                                 if c.index < saved.resume_index):
+        log.warning("backup %s: the checkpoint lacks objects it claims done; starting over",
+                    rp.id)
+        saved = None
     start = saved.resume_index if saved else 0
     chunks = [c for c in plan if c.index >= start]
     resumed = sum(c.length for c in plan if c.index < start and c.in_source)
@@ -238,7 +292,7 @@ def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: Resto
 
 
 def _choose_base(rt: Runtime, rp: RestorePoint, dst_io: rados.Ioctx, backup: rbd.Image,
-                 source_snapshots: set[str]) -> tuple[Base | None, str | None]:
+                 source_snapshots: dict[str, int]) -> tuple[Base | None, str | None]:
     """The base of an incremental, or None and why the backup is a full copy."""
     if rp.kind == RestorePointKind.FULL:
         return None, None
@@ -297,53 +351,56 @@ def _remove_unfinished_snapshot(dst_io: rados.Ioctx, rp: RestorePoint) -> None:
     manifest.remove(dst_io, rp.manifest_object)
 
 
-def _remove_unneeded_source_snapshots(rt: Runtime, src_io: rados.Ioctx, volume: Volume,
-                                      keep: str) -> None:
+def _remove_unneeded_source_snapshots(rt: Runtime, volume: Volume,
+                                      rp: RestorePoint) -> list[str]:
     """Every source snapshot costs the tenant's VM copy-on-write: keep only the one the next
-    incremental to each target builds on."""
+    incremental to each target builds on. Only snapshots whose restore point rows belong to
+    this volume row are removed; a `cairn.*` snapshot of another row (another project's
+    volume row on the same image), or of no row at all, is left and reported."""
     with rt.db.session() as session:
-        needed = {rp.snapshot for rp in restore_points.incremental_bases(session, volume.id)}
-    needed.add(keep)
-    with rbd_images.open_image(src_io, volume.image) as head:
-        for name in rbd_images.snapshot_names(head):
-            if name not in needed and _CAIRN_SNAPSHOT.match(name):
-                rbd_images.remove_snapshot(head, name)
+        needed = {p.snapshot for p in restore_points.incremental_bases(session, volume.id)}
+        needed.add(rp.snapshot)
+        with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
+                rbd_images.open_image(src_io, volume.image) as head:
+            names = [n for n in rbd_images.snapshot_names(head)
+                     if _CAIRN_SNAPSHOT.match(n) and n not in needed]
+            owners = restore_points.owners_of(session, [n.removeprefix("cairn.")
+                                                        for n in names])
+            left = []
+            for name in names:
+                owner = owners.get(name.removeprefix("cairn."))
+                if owner is None:
+                    left.append(f"{name} belongs to no restore point of Cairn; left alone")
+                elif owner.volume_id != volume.id:
+                    left.append(f"{name} belongs to restore point {owner.id} of another "
+                                "volume record; left alone")
+                elif owner.status in (RestorePointStatus.CREATING,
+                                      RestorePointStatus.DELETING):
+                    continue  # its own job owns it now
+                else:
+                    rbd_images.remove_snapshot(head, name)
+    return left
 
 
 def _clean_up(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
     """Remove what a failed or cancelled backup made: its snapshots, manifest and checkpoint,
-    and the backup image when it holds no restore point. Errors here are logged and the
-    failure reason stays the original one; whatever is left carries the restore point's id
-    in its name."""
+    and the backup image when it holds no restore point. Only ever called before the
+    restore point is available (the lifecycle's rule); whatever it cannot remove carries
+    the restore point's id in its name, for the orphan reconciler."""
     target = rt.settings.backup_targets[rp.target]
-    try:
-        with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
-            _remove_unfinished_snapshot(dst_io, rp)
-            checkpoint.remove(dst_io, rp.checkpoint_object)
-            try:
-                with rbd_images.open_image(dst_io, rp.backup_image) as backup:
-                    empty = not rbd_images.snapshot_names(backup)
-                if empty:
-                    rbd_images.remove_image(dst_io, rp.backup_image)
-            except NotFound:
-                pass
-        with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io:
-            try:
-                with rbd_images.open_image(src_io, volume.image) as head:
-                    rbd_images.remove_snapshot(head, rp.snapshot)
-            except NotFound:
-                pass
-    except Exception:
-        log.exception("cleaning up after failed backup %s", rp.id)
-
-
-def _record_failure(rt: Runtime, reporter: JobReporter, rp: RestorePoint, status: JobStatus,
-                    code: str, message: str) -> None:
-    # A cancelled backup leaves nothing behind, so its restore point is gone too.
-    to = RestorePointStatus.DELETED if status == JobStatus.CANCELLED else RestorePointStatus.ERROR
-    with rt.db.session() as session:
-        guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS, to,
-                       expect=RestorePointStatus.CREATING,
-                       extra={"status_reason": message, "deleted_at": utcnow()
-                              if to == RestorePointStatus.DELETED else None})
-    reporter.finish(status, error_code=code, error_message=message)
+    with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
+        _remove_unfinished_snapshot(dst_io, rp)
+        checkpoint.remove(dst_io, rp.checkpoint_object)
+        try:
+            with rbd_images.open_image(dst_io, rp.backup_image) as backup:
+                empty = not rbd_images.snapshot_names(backup)
+            if empty:
+                rbd_images.remove_image(dst_io, rp.backup_image)
+        except NotFound:
+            pass
+    with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io:
+        try:
+            with rbd_images.open_image(src_io, volume.image) as head:
+                rbd_images.remove_snapshot(head, rp.snapshot)
+        except NotFound:
+            pass

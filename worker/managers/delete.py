@@ -9,44 +9,51 @@ import logging
 from sqlalchemy import func, select
 
 from services.base import utcnow
-from services.errors import CairnError, JobLost, NotFound
+from services.errors import JobLost, NotFound
 from services.restore_points.models import RestorePoint
 from services.status import RESTORE_POINT_TRANSITIONS, JobStatus, RestorePointStatus, guarded_update
 from services.storage import rbd_images
 from services.volumes.models import Volume
 from worker.engine import manifest
-from worker.managers.lifecycle import ClaimedJob, JobReporter, failure_reason, run_job
+from worker.managers.lifecycle import ClaimedJob, JobSteps, Outcome, drive, failure_reason, run_job
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 
 def run_delete(rt: Runtime, job_id: str) -> None:
-    run_job(rt, job_id, "delete", lambda job, reporter: _run(rt, job, reporter))
+    run_job(rt, job_id, "delete",
+            lambda job, reporter: drive(job, reporter, DeleteSteps(rt, job)))
 
 
-def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
-    with rt.db.session() as session:
-        rp = session.get(RestorePoint, job.restore_point_id)
-        assert rp is not None
-        volume = rp.volume
-        session.expunge_all()
-    try:
-        delete_restore_point(rt, rp, volume)
-    except JobLost:
-        raise  # not ours any more: nothing to clean up or record
-    except BaseException as exc:
-        code, message = failure_reason(exc)
-        message = f"deleting the restore point failed: {message}; delete it again to retry"
+class DeleteSteps(JobSteps):
+    """The one job that removes an available restore point's data (asked for by a user;
+    prunes call `delete_restore_point` under the volume's lock). A failure leaves the
+    restore point `error`, to be deleted again."""
+
+    noun = "delete"
+
+    def __init__(self, rt: Runtime, job: ClaimedJob) -> None:
         with rt.db.session() as session:
-            guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
+            rp = session.get(RestorePoint, job.restore_point_id)
+            assert rp is not None
+            self.volume = rp.volume
+            session.expunge_all()
+        self.rt, self.rp = rt, rp
+
+    def work(self) -> Outcome:
+        delete_restore_point(self.rt, self.rp, self.volume)
+        return Outcome()
+
+    def message(self, exc: BaseException) -> str:
+        _code, message = failure_reason(exc)
+        return f"deleting the restore point failed: {message}; delete it again to retry"
+
+    def record_failure(self, status: JobStatus, code: str, message: str) -> None:
+        with self.rt.db.session() as session:
+            guarded_update(session, RestorePoint, self.rp.id, RESTORE_POINT_TRANSITIONS,
                            RestorePointStatus.ERROR, expect=RestorePointStatus.DELETING,
                            extra={"status_reason": message})
-        reporter.finish(JobStatus.FAILED, error_code=code, error_message=message)
-        if not isinstance(exc, CairnError):
-            raise
-        return
-    reporter.finish(JobStatus.SUCCEEDED)
 
 
 def delete_restore_point(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:

@@ -5,6 +5,7 @@ its job (re-queued after a missed heartbeat) can no longer change it."""
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -62,6 +63,7 @@ class ClaimedJob:
     """The concurrency slots the job holds; renewed with its heartbeat, freed at its end."""
     restore_mode: RestoreMode | None = None
     restore_cinder_volume_id: str | None = None
+    verify_fraction: float | None = None
 
     @property
     def out_of_attempts(self) -> bool:
@@ -104,7 +106,7 @@ def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
                           job.volume_id, job.restore_target, job.qos_bytes_per_second,
                           job.qos_ops_per_second, job.cancel_requested_at is not None,
                           job.project_id, job.plan_id, tuple(scopes), job.restore_mode,
-                          job.restore_cinder_volume_id)
+                          job.restore_cinder_volume_id, verify_fraction=job.verify_fraction)
 
 
 def _start_time(session: Session, job: Job, now: datetime) -> datetime | None:
@@ -260,11 +262,12 @@ class JobReporter:
 
     def finish(self, status: JobStatus, *, stats: CopyStats | None = None,
                error_code: str | None = None, error_message: str | None = None,
-               summary: str | None = None) -> bool:
+               summary: str | None = None, warnings: list[str] | None = None) -> bool:
         self._stop.set()
         values: dict[str, Any] = {"finished_at": utcnow(), "heartbeat_at": utcnow(),
                                   "error_code": error_code, "error_message": error_message,
-                                  "summary": summary}
+                                  "summary": summary,
+                                  "warnings": json.dumps(warnings) if warnings else None}
         if stats is not None:
             values.update(stats_values(stats))
             copied = stats.bytes_done - stats.bytes_resumed
@@ -284,6 +287,133 @@ def stats_values(stats: CopyStats) -> dict[str, Any]:
             "qos_wait_seconds": stats.qos_wait_seconds,
             "engine_seconds": stats.engine_seconds, "copy_seconds": stats.elapsed,
             "copy_window": stats.window}
+
+
+@dataclass
+class Outcome:
+    """How a job's work ended when it raised nothing: succeeded, or (a verify that found
+    corruption) failed with a reason, with the copy's figures when it copied."""
+
+    stats: CopyStats | None = None
+    summary: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+
+
+Aftercare = list[tuple[str, Callable[[], None]]]
+"""Steps after the commit point, each named for the warning its failure leaves."""
+
+
+class JobSteps:
+    """What one kind of job does, in the order the lifecycle drives it (`drive`):
+
+    1. `committed()`: whether an earlier attempt already passed the commit point (a
+       backup's restore point is `available`): the work is then not done again and nothing
+       is ever undone; only the aftercare runs.
+    2. `work()`: everything up to and including the commit point.
+    3. On a failure before the commit point: `undo()` removes what the job made, and
+       `record_failure()` records the reason on the job's own rows. Never after it.
+    4. `aftercare(outcome)`: best-effort steps after the commit point; a failing one is a
+       warning on the job, never a reason to undo.
+
+    This is the one place that rule lives, so no manager can get it wrong on its own."""
+
+    noun = "job"
+
+    def committed(self) -> bool:
+        return False
+
+    def work(self) -> Outcome:
+        raise NotImplementedError
+
+    def undo(self) -> str:
+        """Remove what the job made; returns what was done, for the job's reason ("" when
+        there was nothing to say)."""
+        return ""
+
+    def record_failure(self, status: JobStatus, code: str, message: str) -> None:
+        """Record the failure on the job's other rows (the job itself is recorded after)."""
+
+    def aftercare(self, outcome: Outcome) -> Aftercare:
+        return []
+
+    def message(self, exc: BaseException) -> str:
+        """The reason recorded for a failure (a cancel says so in its own words)."""
+        _code, message = failure_reason(exc)
+        return message if isinstance(exc, JobCancelled) else f"{self.noun} failed: {message}"
+
+
+def drive(job: ClaimedJob, reporter: JobReporter, steps: JobSteps) -> None:
+    """Run a claimed job's steps with the failure policy of `JobSteps`."""
+    if _committed(steps):
+        log.info("%s job %s passed its commit point in an earlier attempt; finishing it",
+                 steps.noun, job.id)
+        _finish(reporter, steps, Outcome(summary="finished after the worker of an earlier "
+                                                 "attempt stopped"))
+        return
+    if job.out_of_attempts:
+        undone = _undo(steps)
+        message = (f"the worker running this {steps.noun} stopped {job.max_attempts} times; "
+                   f"gave up{'; ' + undone if undone else ''}. Check the workers' health and "
+                   f"start the {steps.noun} again.")
+        steps.record_failure(JobStatus.FAILED, "worker_lost", message)
+        reporter.finish(JobStatus.FAILED, error_code="worker_lost", error_message=message)
+        return
+    try:
+        reporter.check()
+        outcome = steps.work()
+    except JobLost:
+        raise  # not ours any more: nothing to clean up or record
+    except BaseException as exc:
+        # Undo only what did not reach its commit point; a failure after it (the work
+        # raised once the restore point was available) is recorded and left.
+        undone = "" if _committed(steps) else _undo(steps)
+        code, _message = failure_reason(exc)
+        message = steps.message(exc)
+        if undone:
+            message = f"{message}; {undone}"
+        status = end_status(exc)
+        steps.record_failure(status, code, message)
+        reporter.finish(status, error_code=code, error_message=message)
+        if not isinstance(exc, CairnError):
+            raise
+        return
+    _finish(reporter, steps, outcome)
+
+
+def _committed(steps: JobSteps) -> bool:
+    try:
+        return steps.committed()
+    except Exception:
+        # Cannot tell (the database is away): the job fails or retries without undoing
+        # anything, and the orphan reconciler removes what nothing owns.
+        log.warning("could not tell whether %s passed its commit point", steps.noun,
+                    exc_info=True)
+        return True
+
+
+def _undo(steps: JobSteps) -> str:
+    try:
+        return steps.undo()
+    except Exception as exc:
+        log.exception("cleaning up after a failed %s", steps.noun)
+        return (f"could not remove what it made ({type(exc).__name__}: {exc}); the orphan "
+                "reconciler removes it")
+
+
+def _finish(reporter: JobReporter, steps: JobSteps, outcome: Outcome) -> None:
+    warnings = []
+    for what, step in steps.aftercare(outcome):
+        try:
+            step()
+        except Exception as exc:
+            _code, message = failure_reason(exc)
+            log.warning("%s: %s", what, message, exc_info=not isinstance(exc, CairnError))
+            warnings.append(f"{what}: {message}")
+    status = JobStatus.FAILED if outcome.error_code else JobStatus.SUCCEEDED
+    reporter.finish(status, stats=outcome.stats, summary=outcome.summary,
+                    error_code=outcome.error_code, error_message=outcome.error_message,
+                    warnings=warnings)
 
 
 JobBody = Callable[[ClaimedJob, JobReporter], None]

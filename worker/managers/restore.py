@@ -19,13 +19,12 @@ from services.errors import (
     CairnError,
     ImageExists,
     InvalidInput,
-    JobCancelled,
-    JobLost,
     NotFound,
     VolumeInUse,
+    VolumeNotOwned,
 )
 from services.restore_points.models import RestorePoint
-from services.status import JobStatus, RestoreMode
+from services.status import RestoreMode
 from services.storage import rbd_images
 from services.volumes.refs import ImageRef, parse_image_ref
 from worker.engine import manifest
@@ -34,8 +33,9 @@ from worker.engine.extents import allocated_objects, plan_chunks
 from worker.managers.lifecycle import (
     ClaimedJob,
     JobReporter,
-    end_status,
-    failure_reason,
+    JobSteps,
+    Outcome,
+    drive,
     run_job,
 )
 from worker.runtime import Runtime
@@ -48,48 +48,39 @@ CHECKPOINT_KEY = "cairn.restore_checkpoint"
 
 
 def run_restore(rt: Runtime, job_id: str) -> None:
-    run_job(rt, job_id, "restore", lambda job, reporter: _run(rt, job, reporter))
+    run_job(rt, job_id, "restore",
+            lambda job, reporter: drive(job, reporter, RestoreSteps(rt, job, reporter)))
 
 
-def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
-    with rt.db.session() as session:
-        rp = session.get(RestorePoint, job.restore_point_id)
-        assert rp is not None
-        assert job.restore_target is not None
-        session.expunge_all()
-    dest = parse_image_ref(job.restore_target, field="target")
-    cinder = CinderTarget(rt, job) if job.restore_mode is not None else None
-    if job.out_of_attempts:
-        undone = cinder.undo() if cinder else _remove_own_image(rt, dest, job.id)
-        reporter.finish(JobStatus.FAILED, error_code="worker_lost",
-                        error_message=f"the worker running this restore stopped "
-                        f"{job.max_attempts} times; gave up and {undone}")
-        return
-    try:
-        reporter.check()
-        if cinder is not None:
-            cinder.prepare()
-        stats = _restore(rt, job, reporter, rp, dest, create=cinder is None)
-        if cinder is not None:
-            cinder.finish(bootable=bool(rp.source_bootable))
-    except JobLost:
-        raise  # not ours any more: nothing to clean up or record
-    except BaseException as exc:
-        undone = ""
-        if cinder is not None:
-            undone = cinder.undo()
-        elif not isinstance(exc, ImageExists):
-            _remove_own_image(rt, dest, job.id)
-        code, message = failure_reason(exc)
-        if not isinstance(exc, JobCancelled):
-            message = f"restore failed: {message}"
-        if undone:
-            message = f"{message}; {undone}"
-        reporter.finish(end_status(exc), error_code=code, error_message=message)
-        if not isinstance(exc, CairnError):
-            raise
-        return
-    reporter.finish(JobStatus.SUCCEEDED, stats=stats)
+class RestoreSteps(JobSteps):
+    """No commit point of a restore point's: a failed restore removes (or, in place, marks)
+    only what it writes to, never the restore point it reads."""
+
+    noun = "restore"
+
+    def __init__(self, rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
+        with rt.db.session() as session:
+            rp = session.get(RestorePoint, job.restore_point_id)
+            assert rp is not None
+            assert job.restore_target is not None
+            session.expunge_all()
+        self.rt, self.job, self.reporter, self.rp = rt, job, reporter, rp
+        self.dest = parse_image_ref(job.restore_target, field="target")
+        self.cinder = CinderTarget(rt, job) if job.restore_mode is not None else None
+
+    def work(self) -> Outcome:
+        if self.cinder is not None:
+            self.cinder.prepare()
+        stats = _restore(self.rt, self.job, self.reporter, self.rp, self.dest,
+                         create=self.cinder is None)
+        if self.cinder is not None:
+            self.cinder.finish(bootable=bool(self.rp.source_bootable))
+        return Outcome(stats=stats)
+
+    def undo(self) -> str:
+        if self.cinder is not None:
+            return self.cinder.undo()
+        return _remove_own_image(self.rt, self.dest, self.job.id)
 
 
 def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
@@ -108,6 +99,7 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
         size = source.size()
         order = source.stat()["order"]
         object_size = 1 << order
+        recorded.check_shape(size, object_size)
         fresh = False
         if create:
             start = _resume_point(dest_io, dest.image, job) if job.attempt > 1 else None
@@ -123,7 +115,11 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
             start = _claim_existing(restored, dest, job, rp, size)
         # A fresh image holds nothing, and diffing it would load its object map into this
         # handle before the engine could mark the objects it writes (as in a backup).
-        plan = plan_chunks(size, object_size, allocated_objects(source, size, object_size),
+        # Every object the manifest names is read and checked, also one the backup
+        # image's allocation map omits (lost, or a damaged map): it must fail the restore,
+        # not come back as zeros.
+        plan = plan_chunks(size, object_size,
+                           allocated_objects(source, size, object_size) | set(recorded.digests),
                            set() if fresh else allocated_objects(restored, size, object_size))
         chunks = [c for c in plan if c.index >= start]
         resumed = sum(c.length for c in plan if c.index < start and c.in_source)
@@ -175,27 +171,26 @@ def _checkpoint(image: rbd.Image) -> int:
     return int(saved) if saved else 0
 
 
-def _remove_if_ours(ioctx: rados.Ioctx, name: str, job_id: str) -> None:
+def _remove_if_ours(ioctx: rados.Ioctx, name: str, job_id: str) -> bool:
     try:
         with rbd_images.open_image(ioctx, name) as image:
             ours = rbd_images.metadata(image, JOB_KEY) == job_id
             if ours:
                 rbd_images.break_locks(image)
     except NotFound:
-        return
-    if ours:
-        rbd_images.remove_image(ioctx, name)
+        return False
+    return ours and rbd_images.remove_image(ioctx, name)
 
 
 def _remove_own_image(rt: Runtime, dest: ImageRef, job_id: str) -> str:
     """Remove the image this job created (never one it did not: it may be a user's)."""
     try:
         with rt.clusters.ioctx(dest.cluster, dest.pool) as ioctx:
-            _remove_if_ours(ioctx, dest.image, job_id)
+            removed = _remove_if_ours(ioctx, dest.image, job_id)
     except Exception as exc:
         log.exception("removing the partial image %s of restore job %s", dest, job_id)
         return f"could not remove the partial image {dest} ({exc}); remove it by hand"
-    return "removed the partial image"
+    return f"removed the partial image {dest}" if removed else ""
 
 
 class CinderTarget:
@@ -219,6 +214,10 @@ class CinderTarget:
             self.api.wait_for(self.volume_id, "available", self.wait_seconds)
             return
         volume = self.api.get(self.volume_id)
+        if volume.project_id is not None and volume.project_id != self.job.project_id:
+            raise VolumeNotOwned(
+                f"Cinder volume {self.volume_id} now belongs to another project (was it "
+                "transferred?); nothing was restored over it", volume=self.volume_id)
         if volume.status == "maintenance" and self.job.attempt > 1:
             self.held = True  # an earlier attempt of this job holds it
             return

@@ -7,24 +7,21 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import random
+from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from services.base import utcnow
-from services.errors import CairnError, DataCorrupt, JobLost, NotFound
+from services.errors import DataCorrupt, NotFound
 from services.restore_points.models import RestorePoint
-from services.status import JobStatus, VerifyStatus
+from services.status import VerifyStatus
 from services.storage import rbd_images
 from worker.engine import manifest
 from worker.engine.copy import CopyEngine, CopyStats
-from worker.engine.extents import allocated_objects, plan_chunks
-from worker.managers.lifecycle import (
-    ClaimedJob,
-    JobReporter,
-    end_status,
-    failure_reason,
-    run_job,
-)
+from worker.engine.extents import Chunk, allocated_objects, plan_chunks
+from worker.managers.lifecycle import ClaimedJob, JobReporter, JobSteps, Outcome, drive, run_job
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -34,43 +31,44 @@ LISTED_CORRUPT_OBJECTS = 100
 
 
 def run_verify(rt: Runtime, job_id: str) -> None:
-    run_job(rt, job_id, "verify", lambda job, reporter: _run(rt, job, reporter))
+    run_job(rt, job_id, "verify",
+            lambda job, reporter: drive(job, reporter, VerifySteps(rt, job, reporter)))
 
 
-def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
-    with rt.db.session() as session:
-        rp = session.get(RestorePoint, job.restore_point_id)
-        assert rp is not None
-        session.expunge_all()
-    try:
-        reporter.check()
-        stats, corrupt = _verify(rt, reporter, rp)
-    except JobLost:
-        raise
-    except DataCorrupt as exc:  # the manifest itself is gone or damaged
-        _record(rt, rp, [], exc.message)
-        reporter.finish(JobStatus.FAILED, error_code=exc.code,
-                        error_message=f"verify: {exc.message}")
-        return
-    except BaseException as exc:
-        code, message = failure_reason(exc)
-        reporter.finish(end_status(exc), error_code=code, error_message=f"verify: {message}")
-        if not isinstance(exc, CairnError):
+class VerifySteps(JobSteps):
+    """Reads only: nothing to undo. Finding corruption is the verify's result, recorded on
+    the restore point, and fails the job so monitoring that watches failed jobs sees it."""
+
+    noun = "verify"
+
+    def __init__(self, rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
+        with rt.db.session() as session:
+            rp = session.get(RestorePoint, job.restore_point_id)
+            assert rp is not None
+            session.expunge_all()
+        self.rt, self.job, self.reporter, self.rp = rt, job, reporter, rp
+
+    def work(self) -> Outcome:
+        rt, rp = self.rt, self.rp
+        fraction = self.job.verify_fraction
+        try:
+            stats, corrupt = _verify(rt, self.reporter, rp, fraction)
+        except DataCorrupt as exc:  # the manifest or the snapshot itself is gone or damaged
+            _record(rt, rp, [], exc.message, fraction)
             raise
-        return
-    _record(rt, rp, corrupt, None)
-    if corrupt:
+        _record(rt, rp, corrupt, None, fraction)
+        if not corrupt:
+            return Outcome(stats=stats)
         offsets = ", ".join(str(i) for i in corrupt[:10])
-        reporter.finish(JobStatus.FAILED, stats=stats, error_code="data_corrupt",
-                        error_message=f"{len(corrupt)} object(s) of restore point {rp.id} do "
-                        f"not match their checksums (object indexes {offsets}"
-                        f"{', ...' if len(corrupt) > 10 else ''}); the restore point is "
-                        "marked corrupt. Restore from another restore point.")
-        return
-    reporter.finish(JobStatus.SUCCEEDED, stats=stats)
+        return Outcome(stats=stats, error_code="data_corrupt",
+                       error_message=f"{len(corrupt)} object(s) of restore point {rp.id} do "
+                       f"not match their checksums (object indexes {offsets}"
+                       f"{', ...' if len(corrupt) > 10 else ''}); the restore point is "
+                       "marked corrupt. Restore from another restore point.")
 
 
-def _verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint) -> tuple[CopyStats, list[int]]:
+def _verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint,
+            fraction: float | None) -> tuple[CopyStats, list[int]]:
     target = rt.settings.backup_targets[rp.target]
     with rt.clusters.ioctx(target.cluster, target.pool) as backup_io:
         recorded = manifest.load(backup_io, rp.manifest_object)
@@ -79,15 +77,14 @@ def _verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint) -> tuple[CopyS
                                        read_only=True) as source:
                 size = source.size()
                 object_size = 1 << source.stat()["order"]
-                if (recorded.image_size, recorded.object_size) != (size, object_size):
-                    raise DataCorrupt(
-                        f"the manifest describes a {recorded.image_size}-byte image but the "
-                        f"backup snapshot holds {size} bytes")
+                recorded.check_shape(size, object_size)
                 # Objects with data, and objects the manifest expects data in (a lost
                 # object reads as zeros and must be reported, not skipped).
                 chunks = plan_chunks(size, object_size,
                                      allocated_objects(source, size, object_size),
                                      recorded.digests)
+                if fraction is not None:
+                    chunks = sample(chunks, fraction)
                 corrupt: list[int] = []
                 engine = CopyEngine(window=rt.settings.copy_window, pacer=reporter.pacer,
                                     on_progress=reporter.progress)
@@ -100,13 +97,36 @@ def _verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint) -> tuple[CopyS
     return stats, sorted(corrupt)
 
 
-def _record(rt: Runtime, rp: RestorePoint, corrupt: list[int], reason: str | None) -> None:
+def sample(chunks: list[Chunk], fraction: float) -> list[Chunk]:
+    """A random `fraction` of the chunks (at least one), in object order: a new draw each
+    time, so successive sampled verifies cover different objects."""
+    if not chunks:
+        return chunks
+    count = max(1, math.ceil(len(chunks) * fraction))
+    if count >= len(chunks):
+        return chunks
+    return sorted(random.sample(chunks, count), key=lambda c: c.index)
+
+
+def _record(rt: Runtime, rp: RestorePoint, corrupt: list[int], reason: str | None,
+            fraction: float | None) -> None:
+    now = utcnow()
+    values: dict[str, Any] = {
+        "verified_at": now,
+        "verify_mode": "full" if fraction is None else "sampled",
+        "verify_status": VerifyStatus.CORRUPT if corrupt or reason else VerifyStatus.OK,
+        "corrupt_object_count": len(corrupt),
+        "corrupt_objects": json.dumps(corrupt[:LISTED_CORRUPT_OBJECTS]),
+    }
+    if fraction is None:
+        values["verified_full_at"] = now
     with rt.db.session() as session:
-        session.execute(
-            update(RestorePoint).where(RestorePoint.id == rp.id).values(
-                verified_at=utcnow(),
-                verify_status=VerifyStatus.CORRUPT if corrupt or reason else VerifyStatus.OK,
-                corrupt_object_count=len(corrupt),
-                corrupt_objects=json.dumps(corrupt[:LISTED_CORRUPT_OBJECTS]),
-            )
-        )
+        before = session.scalar(select(RestorePoint.verify_status)
+                                .where(RestorePoint.id == rp.id))
+        if fraction is not None and values["verify_status"] == VerifyStatus.OK \
+                and before == VerifyStatus.CORRUPT:
+            # A clean sample says nothing about the objects it did not read: an earlier
+            # finding of corruption stands until a full verify clears it.
+            for key in ("verify_status", "corrupt_object_count", "corrupt_objects"):
+                values.pop(key)
+        session.execute(update(RestorePoint).where(RestorePoint.id == rp.id).values(**values))

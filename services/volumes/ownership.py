@@ -1,0 +1,27 @@
+"""Whether a project still owns a Cinder volume when a job for it starts. Ownership is
+checked when a user names a volume, but Cinder volumes change hands (a volume transfer),
+and a plan made before that would go on reading a volume that is now another project's."""
+
+from __future__ import annotations
+
+from services.errors import VolumeNotFound, VolumeNotOwned
+from services.openstack.cinder import CinderGateway
+from services.volumes.models import Volume
+
+
+def check_owner(cinder: CinderGateway | None, volume: Volume, project_id: str) -> None:
+    """Raise VolumeNotOwned (or VolumeNotFound) unless `project_id` owns the Cinder volume
+    behind `volume`. RBD images named by an administrator have no owner in Cinder."""
+    if volume.cinder_volume_id is None or cinder is None:
+        return
+    try:
+        found = cinder.as_service().get(volume.cinder_volume_id)
+    except VolumeNotFound:
+        raise VolumeNotFound(
+            f"Cinder volume {volume.cinder_volume_id} no longer exists; remove it from the "
+            "plans that protect it", volume=volume.cinder_volume_id) from None
+    if found.project_id is not None and found.project_id != project_id:
+        raise VolumeNotOwned(
+            f"Cinder volume {volume.cinder_volume_id} now belongs to another project (was it "
+            "transferred?), so this project no longer backs it up; its restore points stay. "
+            "Remove it from the plans that protect it", volume=volume.cinder_volume_id)
