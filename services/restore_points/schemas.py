@@ -67,6 +67,11 @@ class Verification(BaseModel):
     corrupt_object_count: int
     corrupt_objects: list[int] = Field(
         description="Indexes of the first corrupt objects (offset = index x object size)")
+    mode: str | None = Field(
+        default=None, description="How the last verify read it: `full`, or `sampled` (a "
+                                  "random fraction of the objects)")
+    verified_full_at: datetime | None = Field(
+        default=None, description="When a verify last read every object")
 
 
 class RestorePointPublic(BaseModel):
@@ -112,7 +117,8 @@ class RestorePointPublic(BaseModel):
             verification = Verification(
                 status=rp.verify_status, verified_at=rp.verified_at,
                 corrupt_object_count=rp.corrupt_object_count or 0,
-                corrupt_objects=json.loads(rp.corrupt_objects or "[]"))
+                corrupt_objects=json.loads(rp.corrupt_objects or "[]"),
+                mode=rp.verify_mode, verified_full_at=rp.verified_full_at)
         return cls(
             id=rp.id, project_id=rp.project_id,
             volume=rp.volume.ref if isinstance(rp, RestorePoint) else volume_ref or "",
