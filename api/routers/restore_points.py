@@ -63,11 +63,14 @@ def get_restore_point(restore_point_id: str, session: SessionDep,
 
 
 @router.patch("/{restore_point_id}", response_model=RestorePointPublic,
-              responses=error_responses(401, 404, 422), summary="Lock or unlock a restore point",
+              responses=error_responses(401, 403, 404, 409, 422),
+              summary="Lock or unlock a restore point",
               dependencies=[allowed("restore_point:update")])
 def update_restore_point(restore_point_id: str, body: RestorePointUpdate, session: SessionDep,
                          ctx: ContextDep) -> RestorePointPublic:
-    """A locked restore point is kept by every prune and refuses deletion until the time."""
+    """A locked restore point is kept by every prune and the orphan reconciler, and refuses
+    deletion (409 naming the date) until the time. A member may lock or extend a lock; only
+    an administrator may shorten or remove one in force (403)."""
     return RestorePointPublic.of(service.set_lock(session, ctx, restore_point_id,
                                                   body.locked_until))
 

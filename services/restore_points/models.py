@@ -2,7 +2,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Index, String, Text
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    ColumnElement,
+    Float,
+    ForeignKey,
+    Index,
+    String,
+    Text,
+    or_,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
@@ -94,3 +104,8 @@ class RestorePoint(Base):
     @property
     def checkpoint_object(self) -> str:
         return checkpoint_object_name(self.id)
+
+
+def unlocked(now: datetime) -> ColumnElement[bool]:
+    """SQL: the restore point has no lock in force at `now`."""
+    return or_(RestorePoint.locked_until.is_(None), RestorePoint.locked_until <= now)

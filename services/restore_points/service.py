@@ -146,7 +146,22 @@ def _available(session: Session, ctx: RequestContext, rp_id: str, to_be: str) ->
 
 def set_lock(session: Session, ctx: RequestContext, rp_id: str,
              locked_until: datetime | None) -> RestorePoint:
+    """Immutability that holds: anyone who may update a restore point may lock it or
+    extend its lock; only an administrator may shorten or remove a lock in force (a
+    compromised member account cannot unlock and delete the backups it would ransom)."""
     rp = restore_points.get(session, ctx, rp_id)
-    rp.locked_until = require_aware(locked_until, "locked_until")
+    new = require_aware(locked_until, "locked_until")
+    now = utcnow()
+    current = rp.locked_until if rp.locked_until is not None and rp.locked_until > now \
+        else None
+    if current is not None and (new is None or new < current) and not ctx.is_admin:
+        raise Forbidden(
+            f"restore point {rp.id} is locked until {current.isoformat()}; a lock can be "
+            "extended, but only an administrator may shorten or remove it",
+            restore_point_id=rp.id, locked_until=current.isoformat())
+    if rp.status in (RestorePointStatus.DELETING, RestorePointStatus.DELETED):
+        raise RestorePointBusy(f"restore point {rp.id} is {rp.status}; it cannot be locked",
+                               restore_point_id=rp.id, status=rp.status)
+    rp.locked_until = new
     session.flush()
     return rp

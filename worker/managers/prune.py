@@ -14,7 +14,7 @@ from services.plans import schedule, service
 from services.plans.models import Plan
 from services.plans.retention import evaluate
 from services.plans.schemas import Retention
-from services.restore_points.models import RestorePoint
+from services.restore_points.models import RestorePoint, unlocked
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobStatus,
@@ -89,9 +89,11 @@ def _prune_volume(rt: Runtime, plan_id: str, volume_id: str, pruned: list[str],
             unkept += [rows[v.point.id] for v in evaluate([p for p, _ in group], policy, tz, now)
                        if not v.keep]
         # Deleting is claimed like a user's delete: available -> deleting, one winner.
+        # The lock is checked again in the same statement: one set after the evaluation
+        # above still keeps the restore point.
         doomed = [rp for rp in unkept if guarded_update(
             session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS, RestorePointStatus.DELETING,
-            expect=RestorePointStatus.AVAILABLE,
+            expect=RestorePointStatus.AVAILABLE, where=(unlocked(now),),
             extra={"status_reason": f"pruned by plan {plan_id}"})]
         session.expunge_all()
     for rp in doomed:
