@@ -17,6 +17,7 @@ from api.routers import (
     backups,
     health,
     jobs,
+    orphans,
     plans,
     quotas,
     restore_points,
@@ -72,7 +73,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.cinder = gateway_for(settings.keystone, settings.cinder)
     errors.install(app)
     app.add_middleware(InFlightLimit, limit=settings.api_threads)
-    for module in (health, volumes, plans, backups, jobs, restore_points, quotas, targets):
+    for module in (health, volumes, plans, backups, jobs, restore_points, quotas, targets,
+                   orphans):
         app.include_router(module.router)
     return app
 

@@ -133,6 +133,22 @@ class Settings(BaseSettings):
     reconcile_interval_seconds: float = Field(default=5.0, gt=0)
     """How often cairn-scheduler looks for lost and stuck jobs."""
 
+    orphan_interval_seconds: float = Field(default=3600.0, gt=0)
+    """How often cairn-scheduler compares Cairn's Ceph objects with its rows (the orphan
+    reconciler lists every backup pool, so not often)."""
+
+    orphan_grace_seconds: float = Field(default=3600.0, ge=0)
+    """An object no row owns is removed only once it is this old: a job that is making it
+    now always has its row first, and this is the margin on top."""
+
+    orphan_dry_run: bool = False
+    """Only log what the orphan reconciler would remove and flag (GET /v1/orphans lists it
+    in any case)."""
+
+    verify_interval_seconds: float = Field(default=300.0, gt=0)
+    """How often cairn-scheduler looks for restore points due for their plan's scheduled
+    verification."""
+
     api_threads: int = Field(default=10, ge=1, le=50)
     """Requests one cairn-api process works on at once (more wait at the door). The process
     keeps as many database connections open, so no request waits for one or opens one.

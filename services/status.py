@@ -87,7 +87,11 @@ RESTORE_POINT_TRANSITIONS: Mapping[RestorePointStatus, frozenset[RestorePointSta
     RestorePointStatus.CREATING: frozenset(
         {RestorePointStatus.AVAILABLE, RestorePointStatus.ERROR, RestorePointStatus.DELETED}
     ),
-    RestorePointStatus.AVAILABLE: frozenset({RestorePointStatus.DELETING}),
+    # available -> error: the orphan reconciler found its backup snapshot or manifest
+    # gone (removed outside Cairn); it can no longer be restored, and saying so is the
+    # only honest state. Nothing else moves an available restore point but a delete.
+    RestorePointStatus.AVAILABLE: frozenset({RestorePointStatus.DELETING,
+                                             RestorePointStatus.ERROR}),
     RestorePointStatus.ERROR: frozenset({RestorePointStatus.DELETING}),
     RestorePointStatus.DELETING: frozenset({RestorePointStatus.DELETED, RestorePointStatus.ERROR}),
     RestorePointStatus.DELETED: frozenset(),
@@ -112,15 +116,31 @@ def guarded_update(
 ) -> bool:
     """Move one row to `to` if its current status allows it (and equals `expect` when given).
     Returns False when no row matched: another process got there first."""
+    table: Any = model
+    return guarded_update_where(session, model, transitions, to, expect=expect, extra=extra,
+                                where=(table.id == row_id, *where)) == 1
+
+
+def guarded_update_where(
+    session: Session,
+    model: type[Base],
+    transitions: Mapping[S, frozenset[S]],
+    to: S,
+    *,
+    expect: S | None = None,
+    extra: Mapping[str, Any] | None = None,
+    where: tuple[Any, ...] = (),
+) -> int:
+    """`guarded_update` for every row that matches `where`; returns how many moved."""
     allowed = [expect] if expect is not None else sources_of(transitions, to)
     if expect is not None and to not in transitions[expect]:
         raise InvalidStatusTransition(f"{model.__name__} cannot go from {expect} to {to}")
     table: Any = model
     stmt = (
         update(model)
-        .where(table.id == row_id, table.status.in_(allowed), *where)
+        .where(table.status.in_(allowed), *where)
         .values(status=to, **(extra or {}))
         .execution_options(synchronize_session=False)
     )
     result = session.execute(stmt)
-    return bool(getattr(result, "rowcount", 0) == 1)
+    return int(getattr(result, "rowcount", 0))

@@ -48,6 +48,7 @@ DEFAULT_RULES: dict[str, str] = {
     "quota:get": "rule:admin",
     "quota:update": "rule:admin",
     "target:list": "rule:reader",
+    "orphan:list": "rule:admin",
 }
 
 ACTION_WORDS = {

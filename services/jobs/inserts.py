@@ -25,7 +25,8 @@ def job_values(**values: Any) -> dict[str, Any]:
         "bytes_resumed": 0, "volume_id": None, "restore_point_id": None, "target": None,
         "backup_kind": None, "plan_id": None, "slot_at": None, "not_before": None,
         "qos_bytes_per_second": None, "qos_ops_per_second": None, "error_code": None,
-        "error_message": None, "summary": None, "finished_at": None,
+        "error_message": None, "summary": None, "finished_at": None, "warnings": None,
+        "verify_fraction": None,
     }
     row.update(values)
     return row

@@ -45,6 +45,18 @@ class Retention(BaseModel):
         return Policy(self.keep_last, self.daily, self.weekly, self.monthly, self.yearly)
 
 
+class VerifyPolicy(BaseModel):
+    """How the plan's restore points are verified after they are made: a sampled verify
+    (a fraction of the objects, drawn anew each time) every `sampled_every_days`, and a full
+    one every `full_every_days`, counted from the restore point's completion or its last
+    verify of that kind. null turns either off."""
+
+    sampled_every_days: float | None = Field(default=7, gt=0, le=3660)
+    sample_fraction: float = Field(default=0.05, gt=0, le=1,
+                                   description="Fraction of the objects a sampled verify reads")
+    full_every_days: float | None = Field(default=30, gt=0, le=3660)
+
+
 class BackupWindow(BaseModel):
     """Local times (plan timezone) between which jobs may start; may cross midnight."""
 
@@ -70,6 +82,7 @@ class PlanCreate(BaseModel):
     timezone: str = Field(default="UTC", max_length=64, examples=["Europe/Berlin"])
     window: BackupWindow | None = None
     retention: Retention = Field(default_factory=Retention)
+    verify: VerifyPolicy = Field(default_factory=VerifyPolicy)
     qos_bytes_per_second: int | None = Field(default=None, gt=0)
     qos_ops_per_second: int | None = Field(default=None, gt=0)
     target: str | None = Field(default=None, max_length=64,
@@ -89,6 +102,7 @@ class PlanUpdate(BaseModel):
     timezone: str | None = Field(default=None, max_length=64)
     window: BackupWindow | None = None
     retention: Retention | None = None
+    verify: VerifyPolicy | None = None
     qos_bytes_per_second: int | None = Field(default=None, gt=0)
     qos_ops_per_second: int | None = Field(default=None, gt=0)
     target: str | None = Field(default=None, max_length=64)
@@ -110,6 +124,7 @@ class PlanPublic(BaseModel):
     timezone: str
     window: BackupWindow | None
     retention: Retention
+    verify: VerifyPolicy
     qos_bytes_per_second: int | None
     qos_ops_per_second: int | None
     target: str
@@ -128,10 +143,15 @@ class PlanPublic(BaseModel):
             rules=[ScheduleRule.model_validate(r) for r in plan.rules],
             timezone=plan.timezone, window=window,
             retention=Retention.model_validate(plan.retention),
+            verify=verify_policy_of(plan),
             qos_bytes_per_second=plan.qos_bytes_per_second,
             qos_ops_per_second=plan.qos_ops_per_second, target=plan.target,
             next_run_at=plan.next_slot_at if plan.status == PlanStatus.ENABLED else None,
             created_at=plan.created_at, updated_at=plan.updated_at)
+
+
+def verify_policy_of(plan: Plan) -> VerifyPolicy:
+    return VerifyPolicy.model_validate(plan.verify_policy or {})
 
 
 class PlanList(BaseModel):

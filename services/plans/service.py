@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -34,10 +34,12 @@ from services.restore_points.models import RestorePoint
 from services.settings import Settings, resolve_target
 from services.status import (
     ACTIVE_JOB_STATUSES,
+    JOB_TRANSITIONS,
     JobKind,
     JobStatus,
     PlanStatus,
     RestorePointStatus,
+    guarded_update_where,
 )
 from services.volumes.models import Volume
 from services.volumes.resolve import VolumeResolver
@@ -53,6 +55,7 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
                 window_start=request.window.start if request.window else None,
                 window_end=request.window.end if request.window else None,
                 retention=request.retention.model_dump(),
+                verify_policy=request.verify.model_dump(),
                 qos_bytes_per_second=request.qos_bytes_per_second,
                 qos_ops_per_second=request.qos_ops_per_second,
                 status=PlanStatus.ENABLED if request.enabled else PlanStatus.PAUSED,
@@ -85,6 +88,8 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
             setattr(plan, field, getattr(change, field))
     if "retention" in given and change.retention is not None:
         plan.retention = change.retention.model_dump()
+    if "verify" in given and change.verify is not None:
+        plan.verify_policy = change.verify.model_dump()
     if "volumes" in given and change.volumes is not None:
         plan.volumes = _volumes(session, ctx, volumes_from, change.volumes)
     timing.rules_of(plan)  # a new timezone must still suit every rule
@@ -101,11 +106,11 @@ def delete_plan(session: Session, ctx: RequestContext, plan_id: str, now: dateti
     """The plan goes; its restore points stay (they are the tenant's data: delete them one
     by one) and its jobs that have not started are cancelled."""
     plan = repository.get(session, ctx, plan_id)
-    session.execute(
-        update(Job).where(Job.plan_id == plan.id, Job.status == JobStatus.QUEUED,
-                          Job.attempt == 0)
-        .values(status=JobStatus.CANCELLED, finished_at=now, error_code="plan_deleted",
-                error_message="the plan was deleted before this job started"))
+    guarded_update_where(
+        session, Job, JOB_TRANSITIONS, JobStatus.CANCELLED, expect=JobStatus.QUEUED,
+        where=(Job.plan_id == plan.id, Job.attempt == 0),
+        extra={"finished_at": now, "error_code": "plan_deleted",
+               "error_message": "the plan was deleted before this job started"})
     session.delete(plan)
     session.flush()
 

@@ -40,6 +40,12 @@ def manifest_object_name(restore_point_id: str) -> str:
     return f"cairn.manifest.{restore_point_id}"
 
 
+OWNER_XATTR = "cairn.volume_id"
+"""On a manifest's head and a checkpoint: the volume row the object belongs to, so the orphan
+reconciler tells this installation's leftovers from another's in a shared pool (the names
+carry the restore point's id, which another installation's database does not know)."""
+
+
 class RestorePoint(Base):
     """One point-in-time copy of one volume: a snapshot of the volume's backup image."""
 

@@ -54,6 +54,11 @@ class VerifyCreate(BaseModel):
     qos_bytes_per_second: int | None = Field(
         default=None, gt=0, description="Upper bound on the verify's read rate")
     qos_ops_per_second: int | None = Field(default=None, gt=0)
+    sample_fraction: float | None = Field(
+        default=None, gt=0, le=1,
+        description="Read only this fraction of the objects, chosen at random (a quick "
+                    "check); all of them when omitted. A clean sample does not clear an "
+                    "earlier finding of corruption: only a full verify does")
 
 
 class Checksum(BaseModel):

@@ -128,6 +128,7 @@ def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_i
               volume_id=rp.volume_id, restore_point=rp, restore_point_id=rp.id,
               qos_bytes_per_second=request.qos_bytes_per_second,
               qos_ops_per_second=request.qos_ops_per_second,
+              verify_fraction=request.sample_fraction,
               max_attempts=settings.job_max_attempts)
     session.add(job)
     session.flush()

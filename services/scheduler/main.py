@@ -17,10 +17,13 @@ from services.clock import clock_for
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
 from services.limits.leases import Leases
+from services.restore_points.orphans import OrphanReconciler
 from services.scheduler.admission import Admission
 from services.scheduler.planner import request_prunes, schedule_due
 from services.scheduler.reconciler import reconcile
+from services.scheduler.verifies import request_verifies
 from services.settings import Settings, get_settings
+from services.storage.ceph import CephClusters
 
 log = logging.getLogger("cairn.scheduler")
 
@@ -34,13 +37,17 @@ class Scheduler:
         self.admission = Admission(self.db, self.leases,
                                    Dispatcher(make_celery(settings.redis_url)), settings)
         self._last_reconcile = 0.0
+        self._last_verify = 0.0
+        self._last_orphans = time.monotonic()  # not at start: replicas restart together
+        self.orphans = OrphanReconciler(self.db, CephClusters(settings), settings)
 
     def tick(self) -> None:
         """One round; each step on its own so a failing one (Redis away) does not stop the
         others (slots are still turned into jobs while the broker is down)."""
         now = self.clock()
         steps: list[tuple[str, Callable[[datetime], None]]] = [
-            ("schedule", self._schedule), ("reconcile", self._reconcile), ("admit", self._admit)]
+            ("schedule", self._schedule), ("reconcile", self._reconcile),
+            ("verify", self._verify), ("orphans", self._orphans), ("admit", self._admit)]
         for name, step in steps:
             try:
                 step(now)
@@ -65,6 +72,29 @@ class Scheduler:
             redispatch_after=timedelta(seconds=self.settings.job_redispatch_after_seconds))
         if result.requeued or result.redispatched:
             log.info("requeued %s, re-sending %s", result.requeued, result.redispatched)
+
+    def _orphans(self, _now: datetime) -> None:
+        if time.monotonic() - self._last_orphans < self.settings.orphan_interval_seconds:
+            return
+        self._last_orphans = time.monotonic()
+        report = self.orphans.run(
+            apply=not self.settings.orphan_dry_run,
+            grace=timedelta(seconds=self.settings.orphan_grace_seconds))
+        for finding in report.findings:
+            if finding.action == "report" or not report.applied:
+                log.info("orphan reconciler (%s): %s %s: %s", "would " + finding.action
+                         if not report.applied and finding.action != "report" else "left",
+                         finding.what, finding.location, finding.reason)
+        for error in report.errors:
+            log.warning("orphan reconciler: %s", error)
+
+    def _verify(self, now: datetime) -> None:
+        if time.monotonic() - self._last_verify < self.settings.verify_interval_seconds:
+            return
+        self._last_verify = time.monotonic()
+        queued = request_verifies(self.db, self.settings, now)
+        if queued:
+            log.info("queued %d scheduled verifies", queued)
 
     def _admit(self, now: datetime) -> None:
         self.admission.admit(now)

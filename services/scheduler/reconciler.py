@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from services.db import Database
 from services.jobs.models import Job
-from services.status import JobStatus
+from services.status import JOB_TRANSITIONS, JobStatus, guarded_update
 
 log = logging.getLogger(__name__)
 
@@ -50,15 +50,12 @@ def _requeue_dead(session: Session, now: datetime, cutoff: datetime) -> list[str
     ).all())
     out = []
     for job_id, attempt, worker in dead:
-        result = session.execute(
-            update(Job)
-            .where(Job.id == job_id, Job.status == JobStatus.RUNNING, Job.attempt == attempt,
-                   Job.heartbeat_at < cutoff)
-            .values(status=JobStatus.QUEUED, sent_at=None, error_code="worker_lost",
-                    error_message=f"worker {worker} stopped responding during attempt "
-                    f"{attempt}; the job was queued again")
-        )
-        if getattr(result, "rowcount", 0) == 1:
+        if guarded_update(
+                session, Job, job_id, JOB_TRANSITIONS, JobStatus.QUEUED,
+                expect=JobStatus.RUNNING, where=(Job.attempt == attempt, Job.heartbeat_at < cutoff),
+                extra={"sent_at": None, "error_code": "worker_lost",
+                       "error_message": f"worker {worker} stopped responding during attempt "
+                       f"{attempt}; the job was queued again"}):
             log.warning("job %s lost its worker %s (attempt %s); queued again",
                         job_id, worker, attempt)
             out.append(job_id)

@@ -3,10 +3,14 @@ Cairn's. Nothing above this module imports `rbd` exceptions."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import re
 import struct
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 
 import rados
 import rbd
@@ -196,3 +200,51 @@ def break_locks(image: rbd.Image) -> int:
         image.lock_break(owner["mode"], owner["owner"])
         broken += 1
     return broken
+
+
+def image_names(ioctx: rados.Ioctx) -> list[str]:
+    names: list[str] = rbd.RBD().list(ioctx)
+    return names
+
+
+def snapshot_times(ioctx: rados.Ioctx, name: str) -> tuple[datetime, dict[str, datetime]] | None:
+    """When the image was created and when each of its snapshots was taken (UTC); None when
+    there is no such image."""
+    try:
+        with rbd.Image(ioctx, name, read_only=True) as image:
+            return (_utc(image.create_timestamp()),
+                    {s["name"]: _utc(image.get_snap_timestamp(s["id"]))
+                     for s in image.list_snaps()})
+    except rbd.ImageNotFound:
+        return None
+
+
+def object_times(ioctx: rados.Ioctx, pattern: re.Pattern[str]) -> dict[str, datetime]:
+    """RADOS objects of the pool whose names match, with their modification times (UTC).
+    Lists the whole pool: for a periodic reconciler, not for a request path."""
+    found: dict[str, datetime] = {}
+    for obj in ioctx.list_objects():
+        if pattern.match(obj.key):
+            try:
+                _size, mtime = ioctx.stat(obj.key)
+            except rados.ObjectNotFound:
+                continue
+            found[obj.key] = datetime.fromtimestamp(time.mktime(mtime), UTC)
+    return found
+
+
+def object_xattr(ioctx: rados.Ioctx, name: str, key: str) -> str | None:
+    try:
+        value: bytes = ioctx.get_xattr(name, key)
+    except (rados.ObjectNotFound, rados.NoData):
+        return None
+    return value.decode(errors="replace")
+
+
+def remove_object(ioctx: rados.Ioctx, name: str) -> None:
+    with contextlib.suppress(rados.ObjectNotFound):
+        ioctx.remove_object(name)
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -79,14 +80,24 @@ def image_names(io: rados.Ioctx) -> list[str]:
     return list(rbd.RBD().list(io))
 
 
-def remove_image(io: rados.Ioctx, name: str) -> None:
-    try:
-        with rbd.Image(io, name) as image:
-            for snap in image.list_snaps():
-                image.remove_snap(snap["name"])
-        rbd.RBD().remove(io, name)
-    except rbd.ImageNotFound:
-        pass
+def remove_image(io: rados.Ioctx, name: str, *, wait: float = 60) -> None:
+    """Remove an image and its snapshots. A worker killed while it had the image open
+    leaves a watch that the OSDs drop only after the watch timeout (~30 s): until then
+    librbd refuses the removal as busy, so wait for that rather than leak the image."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            with rbd.Image(io, name) as image:
+                for snap in image.list_snaps():
+                    image.remove_snap(snap["name"])
+            rbd.RBD().remove(io, name)
+            return
+        except rbd.ImageNotFound:
+            return
+        except rbd.ImageBusy:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
 
 
 @contextmanager

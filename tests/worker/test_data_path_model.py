@@ -9,12 +9,14 @@ SEED=... CASES=...` runs many more, larger ones."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 import rados
 
+from tests.support import ceph
 from tests.support.ceph import MiB
-from tests.support.model import Case, Limits
+from tests.support.model import Case, Limits, remove_deferred
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.ceph
@@ -22,6 +24,13 @@ pytestmark = pytest.mark.ceph
 SEED = int(os.environ.get("CAIRN_MODEL_SEED", "20261123"))
 CASES = int(os.environ.get("CAIRN_MODEL_CASES", "30"))
 MAX_SIZE = int(os.environ.get("CAIRN_MODEL_MAX_MIB", "20")) * MiB
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_deferred_images() -> Iterator[None]:
+    yield
+    with ceph.ioctx("ceph-a", "volumes") as io:
+        remove_deferred(io)
 
 
 # On PostgreSQL only (production's database): the data path does not depend on it, and

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import rados
 
+from services.restore_points.models import OWNER_XATTR
 from worker.engine.copy import Digests
 
 log = logging.getLogger(__name__)
@@ -33,7 +34,8 @@ class Checkpoint:
 class CheckpointWriter:
     """Appends what became final since the last save; call `save` at the progress interval."""
 
-    def __init__(self, ioctx: rados.Ioctx, name: str, plan: str, start: Checkpoint | None) -> None:
+    def __init__(self, ioctx: rados.Ioctx, name: str, plan: str, start: Checkpoint | None,
+                 *, volume_id: str = "") -> None:
         self.ioctx = ioctx
         self.name = name
         self.saved_index = start.resume_index if start else 0
@@ -43,6 +45,8 @@ class CheckpointWriter:
             ioctx.write_full(name, b"")
             ioctx.set_xattr(name, "plan", plan.encode())
             ioctx.set_xattr(name, "resume", b"0")
+            if volume_id:
+                ioctx.set_xattr(name, OWNER_XATTR, volume_id.encode())
 
     def save(self, resume_index: int, digests: Digests) -> None:
         if resume_index <= self.saved_index:

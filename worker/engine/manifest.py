@@ -23,6 +23,7 @@ import rados
 import xxhash
 
 from services.errors import DataCorrupt
+from services.restore_points.models import OWNER_XATTR
 
 ALGORITHM = "xxh3-128"
 SHARD_OBJECTS = 65536
@@ -88,7 +89,7 @@ def _shard_name(name: str, shard: int) -> str:
     return f"{name}.{shard}"
 
 
-def store(ioctx: rados.Ioctx, name: str, manifest: Manifest) -> None:
+def store(ioctx: rados.Ioctx, name: str, manifest: Manifest, *, volume_id: str = "") -> None:
     """Write the shards, then the head: a head always describes complete shards."""
     shard_count = 0
     for shard, blob in manifest.shards():
@@ -97,6 +98,8 @@ def store(ioctx: rados.Ioctx, name: str, manifest: Manifest) -> None:
     header = _HEADER.pack(_MAGIC, manifest.object_size, manifest.image_size,
                           len(manifest.digests), shard_count, SHARD_OBJECTS)
     ioctx.write_full(name, header)
+    if volume_id:
+        ioctx.set_xattr(name, OWNER_XATTR, volume_id.encode())
 
 
 def load(ioctx: rados.Ioctx, name: str) -> Manifest:

@@ -171,7 +171,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                                               snap_id=snap_id)
                 start = base.manifest if base else manifest.Manifest(1 << order, size)
                 final = start.updated(record, size)
-                manifest.store(dst_io, rp.manifest_object, final)
+                manifest.store(dst_io, rp.manifest_object, final, volume_id=rp.volume_id)
                 reporter.check()
                 rbd_images.ensure_snapshot(backup, rp.snapshot)
         bootable = _cinder_bootable(rt, volume)  # before the transaction: an HTTP call
@@ -279,7 +279,8 @@ def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: Resto
         log.info("backup %s resumes at object %d (%d bytes already copied)", rp.id, start,
                  resumed)
     record: Digests = dict(saved.digests) if saved else {}
-    writer = checkpoint.CheckpointWriter(dst_io, rp.checkpoint_object, plan_key, saved)
+    writer = checkpoint.CheckpointWriter(dst_io, rp.checkpoint_object, plan_key, saved,
+                                         volume_id=rp.volume_id)
     reporter.on_persist = lambda stats: writer.save(stats.resume_index, record)
     engine = CopyEngine(window=rt.settings.copy_window, pacer=reporter.pacer,
                         on_progress=reporter.progress)

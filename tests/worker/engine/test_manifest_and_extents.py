@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from services.errors import DataCorrupt
-from worker.engine.extents import plan_chunks
+from worker.engine.extents import plan_chunks, resized_objects
 from worker.engine.manifest import SHARD_OBJECTS, Manifest, digest
 
 
@@ -61,3 +61,25 @@ def test_a_resumed_plan_starts_at_the_checkpoint() -> None:
 def test_plan_trims_the_last_partial_object_and_ignores_objects_past_the_end() -> None:
     chunks = plan_chunks(size=10, object_size=4, source={2, 3})
     assert [(c.index, c.length) for c in chunks] == [(2, 2)]
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    (10, 10, set()),            # no resize
+    (10, 24, {2}),              # grow: the old partial last object is now whole
+    (10, 22, {2, 5}),           # and the new last object is partial
+    (8, 12, set()),             # aligned grow: no object changed length
+    (22, 10, {2}),              # shrink into an object: it is cut
+    (22, 8, set()),             # aligned shrink: objects past the end just go
+    (3, 1, {0}),                # within the first object
+    (0, 5, {1}),                # from empty
+])
+def test_resized_objects_are_those_whose_length_changed(old: int, new: int,
+                                                        expected: set[int]) -> None:
+    assert resized_objects(old, new, object_size=4) == expected
+
+
+def test_manifest_check_shape_refuses_another_image() -> None:
+    manifest = Manifest(4096, 3 * 4096 + 1)
+    manifest.check_shape(3 * 4096 + 1, 4096)
+    with pytest.raises(DataCorrupt, match="12289-byte image"):
+        manifest.check_shape(3 * 4096, 4096)

@@ -1,0 +1,344 @@
+"""The orphan reconciler: every Ceph object Cairn makes carries a name that leads back to
+its row (`cairn.<rp>`, `cairn.vol.<volume>`, `cairn.manifest.<rp>`, `cairn.checkpoint.<rp>`);
+this walks the names and compares them with the rows.
+
+- Removed, after a grace period (by the object's own timestamp, so a backup that is
+  making it now is never raced): a backup snapshot, manifest or checkpoint whose restore
+  point has no row, is deleted, or failed before it was ever available; a checkpoint of a
+  restore point no longer being created; a backup image whose volume has no row, or that
+  holds no snapshot while no backup of it is running; a volume's source `cairn.<rp>`
+  snapshot whose restore point (of that same volume) is deleted or never became available.
+- Reported and left alone: a source `cairn.<id>` snapshot with no row at all (another
+  installation's, or another tool's: the tenant's volume is not Cairn's to clean).
+- Flagged: an `available` restore point whose backup snapshot or manifest is gone becomes
+  `error` with a reason, since it can no longer be restored. Locked ones too: a lock keeps
+  data, it cannot make missing data restorable.
+- Never touched: the data of a locked restore point (its stale checkpoint is not data),
+  and anything of a row that is `creating` or `deleting` (its job owns it).
+
+Safe to run in several scheduler replicas: removals are idempotent and a flag is a guarded
+update."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+import rados
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.db import Database
+from services.errors import CairnError
+from services.restore_points.models import OWNER_XATTR, RestorePoint
+from services.settings import Settings
+from services.status import RESTORE_POINT_TRANSITIONS, RestorePointStatus, guarded_update
+from services.storage import rbd_images
+from services.storage.ceph import CephClusters
+from services.volumes.models import Volume
+
+log = logging.getLogger(__name__)
+
+Action = Literal["remove", "flag", "report"]
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_SNAPSHOT = re.compile(rf"^cairn\.({_UUID})$")
+_IMAGE = re.compile(rf"^cairn\.vol\.({_UUID})$")
+_OBJECT = re.compile(rf"^cairn\.(?:manifest|checkpoint)\.({_UUID})(?:\.\d+)?$")
+"""A manifest's head or shard, or a checkpoint."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    action: Action
+    what: str
+    """backup snapshot, backup image, manifest, checkpoint, source snapshot, restore point"""
+    location: str
+    """cluster/pool/name[@snapshot]"""
+    reason: str
+    """The row it did not find, or what is wrong with the row it found."""
+    restore_point_id: str | None = None
+
+
+@dataclass
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+    applied: bool = False
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Row:
+    id: str
+    volume_id: str
+    target: str
+    status: RestorePointStatus
+    ever_available: bool
+    locked: bool
+
+
+def _gone(row: _Row | None) -> str | None:
+    """Why a restore point's objects are garbage, or None when a row owns them."""
+    if row is None:
+        return "no restore point row"
+    if row.locked:
+        return None
+    if row.status == RestorePointStatus.DELETED:
+        return f"restore point {row.id} is deleted"
+    if row.status == RestorePointStatus.ERROR and not row.ever_available:
+        return f"restore point {row.id} failed before it was available"
+    return None
+
+
+class OrphanReconciler:
+    def __init__(self, db: Database, clusters: CephClusters, settings: Settings) -> None:
+        self.db = db
+        self.clusters = clusters
+        self.settings = settings
+
+    def run(self, *, apply: bool, grace: timedelta, now: datetime | None = None) -> Report:
+        """Find (and with `apply`, act on) what no row owns; objects younger than `grace`
+        are left for a later run."""
+        now = now or datetime.now(UTC)
+        report = Report(applied=apply)
+        pools: dict[tuple[str, str], list[str]] = {}
+        for name, target in self.settings.backup_targets.items():
+            pools.setdefault((target.cluster, target.pool), []).append(name)
+        for (cluster, pool), targets in sorted(pools.items()):
+            try:
+                with self.clusters.ioctx(cluster, pool) as io:
+                    self._backup_pool(report, io, f"{cluster}/{pool}", set(targets), apply,
+                                      now - grace)
+            except Exception as exc:  # one unreachable cluster does not stop the others
+                log.warning("orphan scan of %s/%s failed", cluster, pool, exc_info=True)
+                report.errors.append(f"{cluster}/{pool}: {type(exc).__name__}: {exc}")
+        try:
+            self._source_snapshots(report, apply, now - grace)
+        except Exception as exc:
+            log.warning("orphan scan of source snapshots failed", exc_info=True)
+            report.errors.append(f"source snapshots: {type(exc).__name__}: {exc}")
+        return report
+
+    # -- rows ---------------------------------------------------------------------------
+    def _rows(self, ids: Iterable[str]) -> dict[str, _Row]:
+        wanted = sorted(set(ids))
+        rows: dict[str, _Row] = {}
+        now = datetime.now(UTC)
+        with self.db.session() as session:
+            for start in range(0, len(wanted), 500):
+                for rp in session.scalars(select(RestorePoint).where(
+                        RestorePoint.id.in_(wanted[start:start + 500]))):
+                    rows[rp.id] = _row(rp, now)
+        return rows
+
+    # -- a backup pool ------------------------------------------------------------------
+    def _backup_pool(self, report: Report, io: rados.Ioctx, where: str, targets: set[str],
+                     apply: bool, cutoff: datetime) -> None:
+        images = [n for n in rbd_images.image_names(io) if _IMAGE.match(n)]
+        snaps: dict[str, dict[str, datetime]] = {}  # image -> cairn.<rp> -> taken
+        created: dict[str, datetime] = {}
+        for name in images:
+            times = rbd_images.snapshot_times(io, name)
+            if times is not None:
+                created[name] = times[0]
+                snaps[name] = {n: t for n, t in times[1].items() if _SNAPSHOT.match(n)}
+        objects = rbd_images.object_times(io, _OBJECT)
+        ids = {n.removeprefix("cairn.") for s in snaps.values() for n in s}
+        ids |= {_object_owner(key) for key in objects}
+        rows = self._rows(ids)
+        owners = {key: rbd_images.object_xattr(io, key, OWNER_XATTR) for key in objects
+                  if key.count(".") == 2 and _object_owner(key) not in rows}
+        volumes = self._volume_ids([n.removeprefix("cairn.vol.") for n in images]
+                                   + [o for o in owners.values() if o])
+        live = self._live_backups(targets)
+
+        for name in images:
+            volume_id = name.removeprefix("cairn.vol.")
+            for snap, taken in sorted(snaps.get(name, {}).items() if volume_id in volumes
+                                      else ()):
+                rp_id = snap.removeprefix("cairn.")
+                row = rows.get(rp_id)
+                why = _gone(row)
+                if row is not None and why is None and (row.volume_id != volume_id
+                                                        or row.target not in targets):
+                    why = f"restore point {rp_id} belongs to another volume or target"
+                if why is not None and taken < cutoff:
+                    self._act(report, apply, Finding("remove", "backup snapshot",
+                                                     f"{where}/{name}@{snap}", why, rp_id),
+                              lambda n=name, s=snap: _remove_snapshot(io, n, s))
+            if volume_id not in volumes:
+                # Not this installation's volume (another Cairn sharing the pool?): its
+                # snapshots and image are not ours to judge.
+                if created.get(name, cutoff) < cutoff:
+                    report.findings.append(Finding(
+                        "report", "backup image", f"{where}/{name}",
+                        f"no volume row {volume_id} in this Cairn; left alone"))
+                continue
+            if not self._snaps_now(io, name) \
+                    and volume_id not in live and created.get(name, cutoff) < cutoff:
+                self._act(report, apply, Finding(
+                    "remove", "backup image", f"{where}/{name}",
+                    f"it holds no restore point of volume {volume_id} and no backup of it "
+                    "is running"), lambda n=name: _remove_image(io, n))
+
+        heads = {_object_owner(k) for k in objects if k.startswith("cairn.manifest.")
+                 and k.count(".") == 2}
+        for key, mtime in sorted(objects.items()):
+            rp_id = _object_owner(key)
+            is_head = key.count(".") == 2
+            if not is_head or mtime >= cutoff:
+                continue  # a manifest's shards go with its head
+            row = rows.get(rp_id)
+            what = "manifest" if key.startswith("cairn.manifest.") else "checkpoint"
+            why = _gone(row)
+            if what == "checkpoint" and why is None and row is not None \
+                    and row.status != RestorePointStatus.CREATING:
+                # Never part of a restore point's data, locked or not.
+                why = f"restore point {rp_id} is {row.status}, no longer being created"
+            if why is None:
+                continue
+            if row is None and owners.get(key) not in volumes:
+                # No row, and no volume row of ours named on it: another installation's
+                # (or a tool's) object sharing the pool.
+                report.findings.append(Finding(
+                    "report", what, f"{where}/{key}", "no restore point row, and it names no "
+                    "volume of this Cairn; left alone", rp_id))
+                continue
+            parts = sorted(k for k in objects if k == key or k.startswith(f"{key}."))
+            self._act(report, apply, Finding("remove", what, f"{where}/{key}", why, rp_id),
+                      lambda ks=parts: _remove_objects(io, ks))
+
+        # Available restore points whose data is gone can no longer be restored.
+        for rp in self._available(targets):
+            image = f"cairn.vol.{rp.volume_id}"
+            missing = []
+            if f"cairn.{rp.id}" not in snaps.get(image, {}):
+                missing.append(f"its backup snapshot {where}/{image}@cairn.{rp.id}")
+            if rp.id not in heads:
+                missing.append(f"its checksum manifest {where}/cairn.manifest.{rp.id}")
+            if missing:
+                reason = (f"{' and '.join(missing)} {'are' if len(missing) > 1 else 'is'} "
+                          "gone from the backup pool: this restore point can no longer be "
+                          "restored")
+                self._act(report, apply, Finding("flag", "restore point", f"{where}/{image}",
+                                                 reason, rp.id),
+                          lambda i=rp.id, r=reason: self._flag(i, r))
+
+    def _snaps_now(self, io: rados.Ioctx, name: str) -> bool:
+        """Whether the image holds any snapshot now (after this run's removals)."""
+        times = rbd_images.snapshot_times(io, name)
+        return times is None or bool(times[1])
+
+    def _volume_ids(self, ids: list[str]) -> set[str]:
+        with self.db.session() as session:
+            return set(session.scalars(select(Volume.id).where(Volume.id.in_(ids)))) \
+                if ids else set()
+
+    def _live_backups(self, targets: set[str]) -> set[str]:
+        """Volumes with a restore point being created on these targets."""
+        with self.db.session() as session:
+            return set(session.scalars(select(RestorePoint.volume_id).where(
+                RestorePoint.target.in_(targets),
+                RestorePoint.status == RestorePointStatus.CREATING)))
+
+    def _available(self, targets: set[str]) -> Iterator[RestorePoint]:
+        with self.db.session() as session:
+            rows = list(session.scalars(select(RestorePoint).where(
+                RestorePoint.target.in_(targets),
+                RestorePoint.status == RestorePointStatus.AVAILABLE)))
+            session.expunge_all()
+        yield from rows
+
+    def _flag(self, rp_id: str, reason: str) -> None:
+        with self.db.session() as session:
+            guarded_update(session, RestorePoint, rp_id, RESTORE_POINT_TRANSITIONS,
+                           RestorePointStatus.ERROR, expect=RestorePointStatus.AVAILABLE,
+                           extra={"status_reason": reason})
+
+    # -- source volumes -----------------------------------------------------------------
+    def _source_snapshots(self, report: Report, apply: bool, cutoff: datetime) -> None:
+        with self.db.session() as session:
+            volumes = _distinct_images(session)
+        for (cluster, pool, image_name), volume_ids in sorted(volumes.items()):
+            where = f"{cluster}/{pool}/{image_name}"
+            try:
+                with self.clusters.ioctx(cluster, pool) as io:
+                    times = rbd_images.snapshot_times(io, image_name)
+            except CairnError:
+                continue  # an unknown or unreachable cluster: nothing to compare
+            if times is None:
+                continue  # the volume is gone from Ceph, and its snapshots with it
+            found = {n: t for n, t in times[1].items() if _SNAPSHOT.match(n)}
+            rows = self._rows(n.removeprefix("cairn.") for n in found)
+            for snap, taken in sorted(found.items()):
+                rp_id = snap.removeprefix("cairn.")
+                row = rows.get(rp_id)
+                if row is None:
+                    if taken < cutoff:
+                        report.findings.append(Finding(
+                            "report", "source snapshot", f"{where}@{snap}",
+                            "no restore point row: not Cairn's to remove (another "
+                            "installation's or tool's?); left alone", rp_id))
+                    continue
+                why = _gone(row)
+                if row.volume_id not in volume_ids or why is None or taken >= cutoff:
+                    continue
+                self._act(report, apply, Finding("remove", "source snapshot",
+                                                 f"{where}@{snap}", why, rp_id),
+                          lambda c=cluster, p=pool, i=image_name, s=snap:
+                          self._remove_source_snapshot(c, p, i, s))
+
+    def _remove_source_snapshot(self, cluster: str, pool: str, image: str, snap: str) -> None:
+        with self.clusters.ioctx(cluster, pool) as io, rbd_images.open_image(io, image) as head:
+            rbd_images.remove_snapshot(head, snap)
+
+    # -- acting -------------------------------------------------------------------------
+    def _act(self, report: Report, apply: bool, finding: Finding, action: object) -> None:
+        report.findings.append(finding)
+        if not apply:
+            return
+        try:
+            action()  # type: ignore[operator]
+        except Exception as exc:
+            log.warning("orphan reconciler could not %s %s %s", finding.action, finding.what,
+                        finding.location, exc_info=True)
+            report.errors.append(f"{finding.location}: {type(exc).__name__}: {exc}")
+            return
+        log.warning("orphan reconciler: %s %s %s (%s)",
+                    "flagged" if finding.action == "flag" else "removed", finding.what,
+                    finding.location, finding.reason)
+
+
+def _row(rp: RestorePoint, now: datetime) -> _Row:
+    return _Row(rp.id, rp.volume_id, rp.target, rp.status, rp.completed_at is not None,
+                rp.locked_until is not None and rp.locked_until > now)
+
+
+def _distinct_images(session: Session) -> dict[tuple[str, str, str], set[str]]:
+    images: dict[tuple[str, str, str], set[str]] = {}
+    for volume in session.scalars(select(Volume)):
+        images.setdefault((volume.cluster, volume.pool, volume.image), set()).add(volume.id)
+    return images
+
+
+def _object_owner(key: str) -> str:
+    match = _OBJECT.match(key)
+    assert match is not None
+    return match.group(1)
+
+
+def _remove_snapshot(io: rados.Ioctx, image: str, snap: str) -> None:
+    with rbd_images.open_image(io, image) as handle:
+        rbd_images.remove_snapshot(handle, snap)
+
+
+def _remove_image(io: rados.Ioctx, name: str) -> None:
+    rbd_images.remove_image(io, name)
+
+
+def _remove_objects(io: rados.Ioctx, keys: list[str]) -> None:
+    for key in keys:
+        rbd_images.remove_object(io, key)

@@ -1,0 +1,76 @@
+"""Scheduled verification: each plan's restore points are re-read on its verify policy
+(sampled every week and fully every month by default), so damage in the backup pool is found
+by Cairn, not by the restore that needed the data. A restore point found corrupt refuses
+restores until a full verify finds it intact again."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.db import Database
+from services.jobs.inserts import insert_ignoring_conflicts, job_values
+from services.jobs.models import Job
+from services.plans.models import Plan
+from services.plans.schemas import VerifyPolicy, verify_policy_of
+from services.restore_points.models import RestorePoint
+from services.settings import Settings
+from services.status import ACTIVE_JOB_STATUSES, JobKind, JobStatus, RestorePointStatus
+
+PER_ROUND = 500
+"""Verifies queued in one round: a plan that just got a policy catches up over rounds,
+and admission's per-target limits pace what runs."""
+
+
+def due_fraction(policy: VerifyPolicy, rp: RestorePoint, now: datetime) -> tuple[bool, float
+                                                                                 | None]:
+    """(due, fraction): whether the restore point is due for a verify now, and whether
+    that one reads a sample (the fraction) or everything (None). Full wins when both are
+    due: it covers the sample."""
+    done = rp.completed_at or rp.created_at
+    if policy.full_every_days is not None:
+        last_full = rp.verified_full_at or done
+        if now - last_full >= timedelta(days=policy.full_every_days):
+            return True, None
+    if policy.sampled_every_days is not None:
+        last = max(rp.verified_at or done, done)
+        if now - last >= timedelta(days=policy.sampled_every_days):
+            return True, policy.sample_fraction
+    return False, None
+
+
+def request_verifies(db: Database, settings: Settings, now: datetime) -> int:
+    """Queue the verifies that are due; returns how many."""
+    with db.session() as session:
+        rows = []
+        for plan in session.scalars(select(Plan)):
+            policy = verify_policy_of(plan)
+            if policy.full_every_days is None and policy.sampled_every_days is None:
+                continue
+            for rp in _unverified(session, plan.id):
+                due, fraction = due_fraction(policy, rp, now)
+                if due:
+                    rows.append(job_values(
+                        project_id=rp.project_id, kind=JobKind.VERIFY,
+                        status=JobStatus.QUEUED, volume_id=rp.volume_id,
+                        restore_point_id=rp.id, target=rp.target, plan_id=plan.id,
+                        verify_fraction=fraction, max_attempts=settings.job_max_attempts,
+                        qos_bytes_per_second=plan.qos_bytes_per_second,
+                        qos_ops_per_second=plan.qos_ops_per_second,
+                        created_at=now, queued_at=now))
+                if len(rows) >= PER_ROUND:
+                    break
+        insert_ignoring_conflicts(session, rows)
+    return len(rows)
+
+
+def _unverified(session: Session, plan_id: str) -> list[RestorePoint]:
+    """The plan's available restore points with no verify queued or running."""
+    busy = select(Job.restore_point_id).where(Job.kind == JobKind.VERIFY,
+                                              Job.status.in_(ACTIVE_JOB_STATUSES),
+                                              Job.restore_point_id.is_not(None))
+    return list(session.scalars(select(RestorePoint).where(
+        RestorePoint.plan_id == plan_id, RestorePoint.status == RestorePointStatus.AVAILABLE,
+        RestorePoint.id.not_in(busy))))

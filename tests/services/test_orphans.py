@@ -1,0 +1,134 @@
+"""The orphan reconciler on the real micro Ceph: planted orphans (a backup snapshot, a
+manifest and a checkpoint without a row, a stale source snapshot) are removed after the
+grace period and never before; nothing that has a row is touched; what is not this Cairn's
+is reported and left; an available restore point whose manifest was deleted by hand
+becomes `error` with a reason."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+import rados
+import rbd
+
+from services.db import Database
+from services.restore_points.orphans import OrphanReconciler, Report
+from services.storage.ceph import CephClusters
+from tests.support import ceph
+from tests.support.ceph import MiB
+from tests.support.flows import backup, restore, restore_point
+from tests.support.stack import HEADERS, Stack
+
+pytestmark = pytest.mark.ceph
+
+ADMIN = {**HEADERS, "X-Roles": "admin"}
+
+
+def _run(stack: Stack, *, apply: bool, grace: timedelta) -> Report:
+    db = Database(stack.settings.database_url)
+    clusters = CephClusters(stack.settings)
+    try:
+        return OrphanReconciler(db, clusters, stack.settings).run(apply=apply, grace=grace)
+    finally:
+        clusters.close()
+        db.dispose()
+
+
+def _exists(io: rados.Ioctx, name: str) -> bool:
+    try:
+        io.stat(name)
+    except rados.ObjectNotFound:
+        return False
+    return True
+
+
+def test_orphans_are_removed_after_the_grace_period_and_rows_are_never_touched(
+        stack: Stack, volumes_pool: rados.Ioctx, backups_pool: rados.Ioctx,
+        images: list[str]) -> None:
+    name = ceph.unique_name("orphans")
+    images.append(name)
+    rbd.RBD().create(volumes_pool, name, 9 * MiB + 11)
+    with rbd.Image(volumes_pool, name) as image:
+        image.write(ceph._Random(61).bytes(9 * MiB + 11), 0)
+    first = backup(stack, name)["restore_point_id"]
+    kept = backup(stack, name)["restore_point_id"]
+    gutted = backup(stack, name)["restore_point_id"]
+    volume_id = restore_point(stack, kept)["volume_id"]
+    backup_image = f"cairn.vol.{volume_id}"
+    # A locked restore point is never touched.
+    locked = stack.client.patch(f"/v1/restore-points/{kept}", headers=HEADERS,
+                                json={"locked_until": "2099-01-01T00:00:00Z"})
+    assert locked.status_code == 200, locked.text
+    deleted = stack.delete(f"/v1/restore-points/{first}")
+    assert stack.wait_job(deleted.json()["id"])["status"] == "succeeded"
+
+    # Planted: a backup snapshot and a manifest without a row (named after this Cairn's
+    # volume), a checkpoint of a finished backup, a stale source snapshot of the deleted
+    # restore point, a source snapshot no row of this Cairn knows, a manifest of another
+    # installation; and the manifest of an available restore point deleted by hand.
+    stray = str(uuid.uuid4())
+    with rbd.Image(backups_pool, backup_image) as image:
+        image.create_snap(f"cairn.{stray}")
+    backups_pool.write_full(f"cairn.manifest.{stray}", b"head")
+    backups_pool.set_xattr(f"cairn.manifest.{stray}", "cairn.volume_id", volume_id.encode())
+    backups_pool.write_full(f"cairn.manifest.{stray}.0", b"shard")
+    backups_pool.write_full(f"cairn.checkpoint.{kept}", b"")
+    foreign = str(uuid.uuid4())
+    backups_pool.write_full(f"cairn.manifest.{foreign}", b"someone else's")
+    unknown = str(uuid.uuid4())
+    with rbd.Image(volumes_pool, name) as image:
+        image.create_snap(f"cairn.{first}")
+        image.create_snap(f"cairn.{unknown}")
+    backups_pool.remove_object(f"cairn.manifest.{gutted}")
+
+    try:
+        # Within the grace period nothing is removed; the gutted one is flagged at once.
+        young = _run(stack, apply=True, grace=timedelta(hours=1))
+        assert {f.action for f in young.findings} == {"flag"}, young.findings
+        assert _exists(backups_pool, f"cairn.manifest.{stray}")
+        assert f"cairn.{first}" in ceph.snapshots(volumes_pool, name)
+        gone = restore_point(stack, gutted)
+        assert gone["status"] == "error"
+        assert "manifest" in gone["status_reason"]
+        assert "can no longer be restored" in gone["status_reason"]
+
+        # The API lists what would be done, for administrators only.
+        assert stack.get("/v1/orphans", grace_seconds=0).status_code == 403
+        listed = stack.get("/v1/orphans", ADMIN, grace_seconds=0)
+        assert listed.status_code == 200, listed.text
+        by_location = {f["location"]: f for f in listed.json()["findings"]}
+        assert by_location[f"ceph-a/backups/{backup_image}@cairn.{stray}"]["action"] == "remove"
+        assert by_location[f"ceph-a/backups/cairn.manifest.{stray}"]["action"] == "remove"
+        assert by_location[f"ceph-a/backups/cairn.checkpoint.{kept}"]["action"] == "remove"
+        assert by_location[f"ceph-a/volumes/{name}@cairn.{first}"]["action"] == "remove"
+        assert by_location[f"ceph-a/volumes/{name}@cairn.{unknown}"]["action"] == "report"
+        assert by_location[f"ceph-a/backups/cairn.manifest.{foreign}"]["action"] == "report"
+        assert "no restore point row" in \
+            by_location[f"ceph-a/backups/cairn.manifest.{stray}"]["reason"]
+        # A dry run changed nothing.
+        assert _exists(backups_pool, f"cairn.manifest.{stray}")
+
+        done = _run(stack, apply=True, grace=timedelta(0))
+        assert not done.errors, done.errors
+        assert f"cairn.{stray}" not in ceph.snapshots(backups_pool, backup_image)
+        assert not _exists(backups_pool, f"cairn.manifest.{stray}")
+        assert not _exists(backups_pool, f"cairn.manifest.{stray}.0")
+        assert not _exists(backups_pool, f"cairn.checkpoint.{kept}")
+        source = ceph.snapshots(volumes_pool, name)
+        assert f"cairn.{first}" not in source
+        assert f"cairn.{unknown}" in source            # reported, left alone
+        assert _exists(backups_pool, f"cairn.manifest.{foreign}")
+        # What has a row is intact: the locked restore point still restores exactly.
+        assert restore_point(stack, kept)["status"] == "available"
+        assert _exists(backups_pool, f"cairn.manifest.{kept}")
+        target = ceph.unique_name("afterorphans")
+        images.append(target)
+        restore(stack, kept, target)
+        # (the volume was not written between its backups)
+        assert ceph.sha256_of(volumes_pool, target) == ceph.sha256_of(volumes_pool, name)
+    finally:
+        backups_pool.remove_object(f"cairn.manifest.{foreign}")
+        stack.client.patch(f"/v1/restore-points/{kept}", headers=ADMIN,
+                           json={"locked_until": None})
