@@ -230,3 +230,18 @@ def attach(user: User, volume_id: str) -> str:
 
 def image_of(volume_id: str) -> str:
     return f"volume-{volume_id}"
+
+
+def transfer(volume_id: str, giver: User, taker: User) -> None:
+    """Hand a Cinder volume from one project to another, as tenants do (a volume transfer:
+    the giver creates it, the taker accepts it with its key)."""
+    give, take = giver.cinder(), taker.cinder()
+    created = give.session.request("/os-volume-transfer", "POST",
+                                   endpoint_filter=give.endpoint_filter,
+                                   json={"transfer": {"volume_id": volume_id,
+                                                      "name": "handover"}})
+    body = created.json()["transfer"]
+    accepted = take.session.request(f"/os-volume-transfer/{body['id']}/accept", "POST",
+                                    endpoint_filter=take.endpoint_filter,
+                                    json={"accept": {"auth_key": body["auth_key"]}})
+    assert accepted.status_code == 202, accepted.text
