@@ -7,7 +7,7 @@ STATE := $(CURDIR)/.state
 API_PORT ?= 8787
 OPENSTACK ?= 0
 
-.PHONY: help bootstrap up down status test test-only lint typecheck check bench bench-scheduler clean
+.PHONY: help bootstrap up down status test test-only soak lint typecheck check bench bench-scheduler clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -53,6 +53,16 @@ test: ## install what is missing, start the stack's servers (Keystone and Cinder
 
 test-only: ## run the test suite against an already running stack
 	@$(PY) -m pytest -p no:cacheprovider
+
+SEED ?= $(shell date +%s)
+CASES ?= 300
+MAX_MIB ?= 64
+soak: bootstrap ## the randomized data-path test at length: make soak SEED=... CASES=... MAX_MIB=... (a failing case prints its replay)
+	@CAIRN_SECOND_CLUSTER=1 bash deploy/local/stack.sh up infra
+	@echo "soak: seeds $(SEED)..$$(( $(SEED) + $(CASES) - 1 )), volumes up to $(MAX_MIB) MiB"
+	@CAIRN_MODEL_SEED=$(SEED) CAIRN_MODEL_CASES=$(CASES) CAIRN_MODEL_MAX_MIB=$(MAX_MIB) \
+	    CAIRN_TEST_REDIS_DB_OFFSET=4 $(PY) -m pytest -p no:cacheprovider -q \
+	    tests/worker/test_data_path_model.py
 
 bench: ## copy-engine benchmark on its own BlueStore clusters (~25 min); prints figures
 	@CAIRN_BENCH=1 CAIRN_OPENSTACK=$(OPENSTACK) bash deploy/local/bootstrap.sh

@@ -6,6 +6,7 @@ scheduler and Redis database."""
 
 from __future__ import annotations
 
+import os
 import socket
 import uuid
 from collections.abc import Iterator
@@ -88,7 +89,9 @@ def database_url(request: pytest.FixtureRequest,
 @pytest.fixture(scope="session")
 def stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """API, worker and scheduler on the given database."""
-    redis_db = 1 if database_url.startswith("sqlite") else 2
+    # `make soak` runs beside `make test` on Redis databases of its own.
+    redis_db = (1 if database_url.startswith("sqlite") else 2) + int(
+        os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
     log_dir = Path(tmp_path_factory.mktemp("logs"))
     running = start_stack(database_url, redis_db, log_dir)
     yield running

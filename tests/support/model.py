@@ -59,6 +59,7 @@ class Case:
         self.rng = random.Random(self.seed)
         self.name = ceph.unique_name(f"model-{self.seed}")
         self.data = bytearray()
+        self.last_target = ""
 
     # -- the program -------------------------------------------------------------------
     def run(self) -> None:
@@ -125,6 +126,13 @@ class Case:
 
     def _span(self) -> tuple[int, int]:
         size = len(self.data)
+        if self.rng.random() < 0.35:
+            # Whole objects: what makes an incremental clear objects on the target (a
+            # discard or zeroing that empties an object).
+            first = self.rng.randrange(-(-size // OBJECT))
+            count = self.rng.randint(1, 3)
+            offset = first * OBJECT
+            return offset, min(count * OBJECT, size - offset)
         offset = self.rng.randrange(size)
         length = self.rng.randint(1, min(size - offset, self.rng.choice((512, 65536, OBJECT,
                                                                           3 * OBJECT))))
@@ -191,7 +199,10 @@ class Case:
 
     # -- Cairn --------------------------------------------------------------------------
     def _backup(self) -> None:
-        target = self.rng.choice(sorted(TARGETS))
+        # Mostly the same target as last time: incremental chains are what is under test.
+        target = (self.last_target if self.last_target and self.rng.random() < 0.75
+                  else self.rng.choice(sorted(TARGETS)))
+        self.last_target = target
         kind = self.rng.choice(("incremental", "incremental", "full"))
         kill = self.rng.random() < self.limits.kill_chance
         body: dict[str, Any] = {"volume": f"ceph-a/volumes/{self.name}", "target": target,
