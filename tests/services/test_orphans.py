@@ -47,11 +47,8 @@ def _exists(io: rados.Ioctx, name: str) -> bool:
 def test_orphans_are_removed_after_the_grace_period_and_rows_are_never_touched(
         stack: Stack, volumes_pool: rados.Ioctx, backups_pool: rados.Ioctx,
         images: list[str]) -> None:
-    name = ceph.unique_name("orphans")
+    name = ceph.random_image(volumes_pool, "orphans", 9 * MiB + 11, seed=61)
     images.append(name)
-    rbd.RBD().create(volumes_pool, name, 9 * MiB + 11)
-    with rbd.Image(volumes_pool, name) as image:
-        image.write(ceph._Random(61).bytes(9 * MiB + 11), 0)
     first = backup(stack, name)["restore_point_id"]
     kept = backup(stack, name)["restore_point_id"]
     gutted = backup(stack, name)["restore_point_id"]

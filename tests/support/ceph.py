@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import struct
 import time
 import uuid
 from collections.abc import Iterator
@@ -112,6 +113,27 @@ def dense_image(io: rados.Ioctx, prefix: str, size: int, *, seed: int) -> Iterat
         yield name
     finally:
         remove_image(io, name)
+
+
+def random_image(io: rados.Ioctx, prefix: str, size: int, *, seed: int) -> str:
+    """A new image of `size` random bytes; the caller removes it (the `images` fixture)."""
+    name = unique_name(prefix)
+    rbd.RBD().create(io, name, size)
+    with rbd.Image(io, name) as image:
+        image.write(_Random(seed).bytes(size), 0)
+    return name
+
+
+def omit_from_snapshot_map(io: rados.Ioctx, image_name: str, snapshot: str,
+                           index: int) -> None:
+    """Make a snapshot's object map say object `index` holds nothing, as a damaged map or a
+    lost object would: librbd then lists no data there and reads it as zeros."""
+    with rbd.Image(io, image_name, read_only=True) as image:
+        oid = f"rbd_object_map.{image.id()}.{image.snap_get_id(snapshot):016x}"
+    call = io.aio_execute(oid, "rbd", "object_map_update",
+                          struct.pack("<QQBB", index, index + 1, 0, 0), 0)
+    call.wait_for_complete()
+    assert call.get_return_value() >= 0
 
 
 def make_mixed_image(io: rados.Ioctx, name: str, *, size: int = 64 * MiB,

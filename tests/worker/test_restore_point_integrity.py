@@ -4,7 +4,6 @@ Each test failed before its fix."""
 
 from __future__ import annotations
 
-import struct
 import time
 from datetime import timedelta
 
@@ -32,13 +31,9 @@ from tests.support.stack import HEADERS, Stack
 pytestmark = pytest.mark.ceph
 
 
-def _image(io: rados.Ioctx, images: list[str], prefix: str, size: int, seed: int,
-           written: int | None = None) -> str:
-    name = ceph.unique_name(prefix)
+def _image(io: rados.Ioctx, images: list[str], prefix: str, size: int, seed: int) -> str:
+    name = ceph.random_image(io, prefix, size, seed=seed)
     images.append(name)
-    rbd.RBD().create(io, name, size)
-    with rbd.Image(io, name) as image:
-        image.write(ceph._Random(seed).bytes(written or size), 0)
     return name
 
 
@@ -164,25 +159,13 @@ def test_damaged_checkpoint_starts_over(stack: Stack, volumes_pool: rados.Ioctx,
     _restores_exactly(stack, volumes_pool, images, job["restore_point_id"], name)
 
 
-def _mark_absent_in_snapshot_map(io: rados.Ioctx, image_name: str, snapshot: str,
-                                 index: int) -> None:
-    """Make the snapshot's object map omit one object (as a damaged map or a lost object
-    would): librbd then lists no data there and reads it as zeros."""
-    with rbd.Image(io, image_name, read_only=True) as image:
-        oid = f"rbd_object_map.{image.id()}.{image.snap_get_id(snapshot):016x}"
-    call = io.aio_execute(oid, "rbd", "object_map_update",
-                          struct.pack("<QQBB", index, index + 1, 0, 0), 0)
-    call.wait_for_complete()
-    assert call.get_return_value() >= 0
-
-
 def test_restore_reads_every_object_the_manifest_names(
         stack: Stack, volumes_pool: rados.Ioctx, backups_pool: rados.Ioctx,
         images: list[str]) -> None:
     name = _image(volumes_pool, images, "omitted", 12 * MiB + 4097, seed=31)
     job = backup(stack, name)
     rp = restore_point(stack, job["restore_point_id"])
-    _mark_absent_in_snapshot_map(backups_pool, rp["backup_image"], rp["backup_snapshot"], 1)
+    ceph.omit_from_snapshot_map(backups_pool, rp["backup_image"], rp["backup_snapshot"], 1)
     target = ceph.unique_name("restored")
     images.append(target)
     done = stack.wait_job(start_restore(stack, rp["id"], target)["id"])
