@@ -275,6 +275,34 @@ def restore_point_delete(state: State, rp_id: str, wait: bool, fmt: str) -> None
     _finish_job(state, state.api.call("DELETE", f"/v1/restore-points/{rp_id}"), wait, fmt)
 
 
+@restore_point.command("verify")
+@click.argument("rp_id")
+@click.option("--sample", type=click.FloatRange(0, 1, min_open=True), metavar="FRACTION",
+              help="Read only this fraction of the objects, chosen at random (e.g. 0.05)")
+@WAIT
+@FORMAT
+@pass_state
+def restore_point_verify(state: State, rp_id: str, sample: float | None, wait: bool,
+                         fmt: str) -> None:
+    """Re-read a restore point and compare it with its checksums."""
+    body: dict[str, Any] = {} if sample is None else {"sample_fraction": sample}
+    _finish_job(state, state.api.call("POST", f"/v1/restore-points/{rp_id}/verify",
+                                      json=body), wait, fmt)
+
+
+@restore_point.command("lock")
+@click.argument("rp_id")
+@click.option("--until", "until", metavar="TIME",
+              help="ISO 8601 time with zone (e.g. 2027-12-31T00:00:00Z); omit to unlock "
+                   "(administrators only, as is shortening a lock)")
+@FORMAT
+@pass_state
+def restore_point_lock(state: State, rp_id: str, until: str | None, fmt: str) -> None:
+    """Keep a restore point from retention and deletion until a time."""
+    show(state.api.call("PATCH", f"/v1/restore-points/{rp_id}",
+                        json={"locked_until": until}), fmt)
+
+
 # ------------------------------------------------------------------ restores
 @cli.group()
 def restore() -> None:

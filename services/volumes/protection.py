@@ -13,7 +13,7 @@ from services.context import RequestContext
 from services.openstack.cinder import CinderGateway
 from services.plans.models import Plan, PlanVolume
 from services.restore_points.models import RestorePoint
-from services.status import PlanStatus, RestorePointKind, RestorePointStatus
+from services.status import PlanStatus, RestorePointKind, RestorePointStatus, VerifyStatus
 from services.volumes.models import Volume
 
 
@@ -28,6 +28,9 @@ class NewestRestorePoint(BaseModel):
     kind: RestorePointKind
     created_at: datetime
     age_seconds: float = Field(description="How old the newest available copy is")
+    verify_status: VerifyStatus | None = Field(
+        default=None, description="Its last verify's finding (corrupt: it refuses restores); "
+                                  "null when never verified")
 
 
 class VolumePublic(BaseModel):
@@ -82,7 +85,7 @@ def _newest_restore_points(session: Session, volume_ids: list[str], now: datetim
         order_by=(RestorePoint.created_at.desc(), RestorePoint.id.desc())).label("n")
     total = func.count().over(partition_by=RestorePoint.volume_id).label("total")
     ranked = (select(RestorePoint.id, RestorePoint.volume_id, RestorePoint.kind,
-                     RestorePoint.created_at, newest_first, total)
+                     RestorePoint.created_at, RestorePoint.verify_status, newest_first, total)
               .where(RestorePoint.volume_id.in_(volume_ids),
                      RestorePoint.status == RestorePointStatus.AVAILABLE)
               .subquery())
@@ -90,5 +93,6 @@ def _newest_restore_points(session: Session, volume_ids: list[str], now: datetim
     for row in session.execute(select(ranked).where(ranked.c.n == 1)):
         out[row.volume_id] = (row.total, NewestRestorePoint(
             id=row.id, kind=row.kind, created_at=row.created_at,
-            age_seconds=round((now - row.created_at).total_seconds(), 1)))
+            age_seconds=round((now - row.created_at).total_seconds(), 1),
+            verify_status=row.verify_status))
     return out

@@ -63,6 +63,19 @@ def test_cli_session_from_clouds_yaml(cloud: Cloud, os_cairn: OpenStackCairn) ->
         [rp] = points["restore_points"]
         assert rp["status"] == "available"
 
+        verified = ok_json(cloud, "a-member", "restore-point", "verify", rp["id"],
+                           "--sample", "0.5", "--wait")
+        assert verified["status"] == "succeeded", verified
+        shown = ok_json(cloud, "a-member", "restore-point", "show", rp["id"])
+        assert shown["verification"]["mode"] == "sampled"
+        locked = ok_json(cloud, "a-member", "restore-point", "lock", rp["id"], "--until",
+                         "2099-01-01T00:00:00Z")
+        assert locked["locked_until"].startswith("2099-01-01")
+        unlock = cairn(cloud, "a-member", "restore-point", "lock", rp["id"])
+        assert unlock.returncode == 1
+        assert "only an administrator" in unlock.stderr
+        assert cairn(cloud, "a-admin", "restore-point", "lock", rp["id"]).returncode == 0
+
         job = ok_json(cloud, "a-member", "restore", "create", rp["id"], "--new-volume",
                       "cli-restored", "--wait")
         assert job["status"] == "succeeded", job
