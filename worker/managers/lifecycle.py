@@ -345,7 +345,9 @@ class JobSteps:
 
 def drive(job: ClaimedJob, reporter: JobReporter, steps: JobSteps) -> None:
     """Run a claimed job's steps with the failure policy of `JobSteps`."""
-    if _committed(steps):
+    # Raises when the database cannot tell: the job then stays running, its heartbeat
+    # stops, and the reconciler hands it to a later attempt.
+    if steps.committed():
         log.info("%s job %s passed its commit point in an earlier attempt; finishing it",
                  steps.noun, job.id)
         _finish(reporter, steps, Outcome(summary="finished after the worker of an earlier "
@@ -367,7 +369,7 @@ def drive(job: ClaimedJob, reporter: JobReporter, steps: JobSteps) -> None:
     except BaseException as exc:
         # Undo only what did not reach its commit point; a failure after it (the work
         # raised once the restore point was available) is recorded and left.
-        undone = "" if _committed(steps) else _undo(steps)
+        undone = "" if _committed_or_unknown(steps) else _undo(steps)
         code, _message = failure_reason(exc)
         message = steps.message(exc)
         if undone:
@@ -381,12 +383,12 @@ def drive(job: ClaimedJob, reporter: JobReporter, steps: JobSteps) -> None:
     _finish(reporter, steps, outcome)
 
 
-def _committed(steps: JobSteps) -> bool:
+def _committed_or_unknown(steps: JobSteps) -> bool:
     try:
         return steps.committed()
     except Exception:
-        # Cannot tell (the database is away): the job fails or retries without undoing
-        # anything, and the orphan reconciler removes what nothing owns.
+        # Cannot tell (the database is away): undo nothing; the orphan reconciler removes
+        # what no row owns once the failure is recorded.
         log.warning("could not tell whether %s passed its commit point", steps.noun,
                     exc_info=True)
         return True

@@ -1,0 +1,119 @@
+"""The failure policy one lifecycle owns (`lifecycle.drive`), as pure logic: undo only
+before the commit point, aftercare failures are warnings, a committed job is finished and
+never undone. The managers' real behaviour on Ceph is in test_restore_point_integrity.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from services.errors import StorageError
+from services.status import JobStatus
+from worker.managers.lifecycle import Aftercare, ClaimedJob, JobSteps, Outcome, drive
+
+
+class Reporter:
+    def __init__(self) -> None:
+        self.finished: dict[str, Any] = {}
+
+    def check(self) -> None:
+        pass
+
+    def finish(self, status: JobStatus, **values: Any) -> bool:
+        self.finished = {"status": status, **values}
+        return True
+
+
+class Steps(JobSteps):
+    noun = "backup"
+
+    def __init__(self, *, committed_before: bool = False, fail_at: str = "",
+                 aftercare_fails: bool = False) -> None:
+        self.state = "committed" if committed_before else "new"
+        self.fail_at = fail_at
+        self.aftercare_fails = aftercare_fails
+        self.calls: list[str] = []
+
+    def committed(self) -> bool:
+        if self.fail_at == "database":
+            raise ConnectionError("database away")
+        return self.state == "committed"
+
+    def work(self) -> Outcome:
+        self.calls.append("work")
+        if self.fail_at == "before":
+            raise StorageError("the pool is full")
+        self.state = "committed"
+        if self.fail_at == "after":
+            raise StorageError("snapshot is protected")
+        return Outcome()
+
+    def undo(self) -> str:
+        self.calls.append("undo")
+        return "the partial copy was removed"
+
+    def record_failure(self, status: JobStatus, code: str, message: str) -> None:
+        self.calls.append(f"record {status}")
+
+    def aftercare(self, outcome: Outcome) -> Aftercare:
+        def step() -> None:
+            self.calls.append("aftercare")
+            if self.aftercare_fails:
+                raise StorageError("cannot remove cairn.x")
+        return [("removing old snapshots", step)]
+
+
+def _job(attempt: int = 1) -> ClaimedJob:
+    return ClaimedJob("j", attempt, 3, "rp", "v", None, None, None, False)
+
+
+def _drive(steps: Steps, attempt: int = 1) -> dict[str, Any]:
+    reporter = Reporter()
+    drive(_job(attempt), reporter, steps)  # type: ignore[arg-type]
+    return reporter.finished
+
+
+def test_a_failure_before_the_commit_point_is_undone_and_recorded() -> None:
+    steps = Steps(fail_at="before")
+    done = _drive(steps)
+    assert steps.calls == ["work", "undo", "record failed"]
+    assert done["status"] == JobStatus.FAILED
+    assert done["error_message"] == "backup failed: the pool is full; the partial copy was removed"
+
+
+def test_a_failure_after_the_commit_point_is_recorded_and_never_undone() -> None:
+    steps = Steps(fail_at="after")
+    done = _drive(steps)
+    assert "undo" not in steps.calls
+    assert done["status"] == JobStatus.FAILED
+
+
+def test_aftercare_failures_are_warnings_on_a_succeeded_job() -> None:
+    steps = Steps(aftercare_fails=True)
+    done = _drive(steps)
+    assert done["status"] == JobStatus.SUCCEEDED
+    assert done["warnings"] == ["removing old snapshots: cannot remove cairn.x"]
+
+
+@pytest.mark.parametrize("attempt", [2, 4])  # a retry, and one past its attempts
+def test_a_job_committed_by_an_earlier_attempt_is_finished_not_redone(attempt: int) -> None:
+    steps = Steps(committed_before=True)
+    done = _drive(steps, attempt)
+    assert steps.calls == ["aftercare"]
+    assert done["status"] == JobStatus.SUCCEEDED
+
+
+def test_out_of_attempts_before_the_commit_point_gives_up_and_undoes() -> None:
+    steps = Steps()
+    done = _drive(steps, attempt=4)
+    assert steps.calls == ["undo", "record failed"]
+    assert done["error_code"] == "worker_lost"
+    assert "start the backup again" in done["error_message"]
+
+
+def test_when_the_database_cannot_say_nothing_is_done_or_undone() -> None:
+    steps = Steps(fail_at="database")
+    with pytest.raises(ConnectionError):
+        _drive(steps)
+    assert steps.calls == []
