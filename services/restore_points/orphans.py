@@ -33,7 +33,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.db import Database
-from services.errors import CairnError
 from services.restore_points.models import OWNER_XATTR, RestorePoint
 from services.settings import Settings
 from services.status import RESTORE_POINT_TRANSITIONS, RestorePointStatus, guarded_update
@@ -267,8 +266,10 @@ class OrphanReconciler:
             try:
                 with self.clusters.ioctx(cluster, pool) as io:
                     times = rbd_images.snapshot_times(io, image_name)
-            except CairnError:
-                continue  # an unknown or unreachable cluster: nothing to compare
+            except Exception as exc:
+                # An unknown or unreachable cluster, a pool gone: the other volumes go on.
+                report.errors.append(f"{where}: {type(exc).__name__}: {exc}")
+                continue
             if times is None:
                 continue  # the volume is gone from Ceph, and its snapshots with it
             found = {n: t for n, t in times[1].items() if _SNAPSHOT.match(n)}
