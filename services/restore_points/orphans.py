@@ -136,6 +136,9 @@ class OrphanReconciler:
     # -- a backup pool ------------------------------------------------------------------
     def _backup_pool(self, report: Report, io: rados.Ioctx, where: str, targets: set[str],
                      apply: bool, cutoff: datetime) -> None:
+        # Only restore points complete before the listing are judged: one that became
+        # available during it may have written its manifest after the listing passed.
+        listed_from = datetime.now(UTC)
         images = [n for n in rbd_images.image_names(io) if _IMAGE.match(n)]
         snaps: dict[str, dict[str, datetime]] = {}  # image -> cairn.<rp> -> taken
         created: dict[str, datetime] = {}
@@ -211,7 +214,7 @@ class OrphanReconciler:
                       lambda ks=parts: _remove_objects(io, ks))
 
         # Available restore points whose data is gone can no longer be restored.
-        for rp in self._available(targets):
+        for rp in self._available(targets, listed_from):
             image = f"cairn.vol.{rp.volume_id}"
             missing = []
             if f"cairn.{rp.id}" not in snaps.get(image, {}):
@@ -243,11 +246,12 @@ class OrphanReconciler:
                 RestorePoint.target.in_(targets),
                 RestorePoint.status == RestorePointStatus.CREATING)))
 
-    def _available(self, targets: set[str]) -> Iterator[RestorePoint]:
+    def _available(self, targets: set[str], before: datetime) -> Iterator[RestorePoint]:
         with self.db.session() as session:
             rows = list(session.scalars(select(RestorePoint).where(
                 RestorePoint.target.in_(targets),
-                RestorePoint.status == RestorePointStatus.AVAILABLE)))
+                RestorePoint.status == RestorePointStatus.AVAILABLE,
+                RestorePoint.completed_at < before)))
             session.expunge_all()
         yield from rows
 
