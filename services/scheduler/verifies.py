@@ -5,6 +5,7 @@ restores until a full verify finds it intact again."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
@@ -41,11 +42,14 @@ def due_fraction(policy: VerifyPolicy, rp: RestorePoint, now: datetime) -> tuple
     return False, None
 
 
-def request_verifies(db: Database, settings: Settings, now: datetime) -> int:
-    """Queue the verifies that are due; returns how many."""
+def request_verifies(db: Database, settings: Settings, now: datetime,
+                     plan_ids: Collection[str] | None = None) -> int:
+    """Queue the verifies that are due (of these plans only, when given); returns how
+    many."""
     with db.session() as session:
         rows = []
-        for plan in session.scalars(select(Plan)):
+        plans = select(Plan) if plan_ids is None else select(Plan).where(Plan.id.in_(plan_ids))
+        for plan in session.scalars(plans):
             policy = verify_policy_of(plan)
             if policy.full_every_days is None and policy.sampled_every_days is None:
                 continue

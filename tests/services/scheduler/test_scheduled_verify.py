@@ -28,10 +28,13 @@ def _verify_jobs(stack: Stack, plan_id: str) -> list[dict[str, Any]]:
     return jobs
 
 
-def _queue_due(stack: Stack, days: float) -> int:
+def _queue_due(stack: Stack, plan_id: str, days: float) -> int:
+    """What the scheduler's verify step queues for this plan `days` from now (only this
+    plan's: other tests' plans share the database)."""
     db = Database(stack.settings.database_url)
     try:
-        return request_verifies(db, stack.settings, utcnow() + timedelta(days=days))
+        return request_verifies(db, stack.settings, utcnow() + timedelta(days=days),
+                                plan_ids=[plan_id])
     finally:
         db.dispose()
 
@@ -62,8 +65,8 @@ def test_plans_verify_their_restore_points_on_schedule(
     job = stack.post(f"/v1/plans/{plan_id}/run", {}).json()["jobs"][0]
     rp_id = stack.wait_job(job["id"])["restore_point_id"]
 
-    assert _queue_due(stack, 1) == 0            # nothing is due on day one
-    assert _queue_due(stack, 8) == 1            # a week on: a sample
+    assert _queue_due(stack, plan_id, 1) == 0            # nothing is due on day one
+    assert _queue_due(stack, plan_id, 8) == 1            # a week on: a sample
     sampled = _wait_verifies(stack, plan_id, 1)
     assert sampled["status"] == "succeeded", sampled
     # 40 % of five objects: two are read, not all five.
@@ -75,7 +78,7 @@ def test_plans_verify_their_restore_points_on_schedule(
     # Damage the backup: the snapshot's object map loses object 3 (it now reads zeros).
     ceph.omit_from_snapshot_map(backups_pool, rp["backup_image"], rp["backup_snapshot"], 3)
 
-    assert _queue_due(stack, 31) == 1           # a month on: a full verify
+    assert _queue_due(stack, plan_id, 31) == 1           # a month on: a full verify
     full = _wait_verifies(stack, plan_id, 2)
     assert full["status"] == "failed", full
     assert full["error"]["code"] == "data_corrupt"
