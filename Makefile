@@ -61,7 +61,7 @@ soak: bootstrap ## the randomized data-path test at length: make soak SEED=... C
 	@CAIRN_SECOND_CLUSTER=1 bash deploy/local/stack.sh up infra
 	@echo "soak: seeds $(SEED)..$$(( $(SEED) + $(CASES) - 1 )), volumes up to $(MAX_MIB) MiB"
 	@CAIRN_MODEL_SEED=$(SEED) CAIRN_MODEL_CASES=$(CASES) CAIRN_MODEL_MAX_MIB=$(MAX_MIB) \
-	    CAIRN_TEST_REDIS_DB_OFFSET=4 $(PY) -m pytest -p no:cacheprovider -q \
+	    CAIRN_MODEL_KILL_CHANCE=0.1 CAIRN_TEST_REDIS_DB_OFFSET=4 $(PY) -m pytest -p no:cacheprovider -q \
 	    tests/worker/test_data_path_model.py
 
 bench: ## copy-engine benchmark on its own BlueStore clusters (~25 min); prints figures

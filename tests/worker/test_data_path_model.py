@@ -24,6 +24,9 @@ pytestmark = pytest.mark.ceph
 SEED = int(os.environ.get("CAIRN_MODEL_SEED", "20261123"))
 CASES = int(os.environ.get("CAIRN_MODEL_CASES", "30"))
 MAX_SIZE = int(os.environ.get("CAIRN_MODEL_MAX_MIB", "20")) * MiB
+KILL_CHANCE = float(os.environ.get("CAIRN_MODEL_KILL_CHANCE", "0.07"))
+"""Of a backup (half of it for a restore): each kill costs a worker restart and a heartbeat
+timeout, so `make test` kills a little less often than `make soak` (0.1)."""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -39,4 +42,4 @@ def _remove_deferred_images() -> Iterator[None]:
 @pytest.mark.parametrize("seed", range(SEED, SEED + CASES))
 def test_every_available_restore_point_restores(stack: Stack, volumes_pool: rados.Ioctx,
                                                 seed: int) -> None:
-    Case(stack, seed, volumes_pool, Limits(max_size=MAX_SIZE)).run()
+    Case(stack, seed, volumes_pool, Limits(max_size=MAX_SIZE, kill_chance=KILL_CHANCE)).run()
