@@ -100,8 +100,10 @@ def delete_restore_point(session: Session, ctx: RequestContext, settings: Settin
                 "that job finishes", restore_point_id=rp.id, job_id=reader.id)
     if rp.locked_until is not None and rp.locked_until > utcnow():
         raise RestorePointBusy(
-            f"restore point {rp.id} is locked until {rp.locked_until.isoformat()}; unlock it "
-            "(PATCH locked_until null) to delete it", restore_point_id=rp.id)
+            f"restore point {rp.id} is locked until {rp.locked_until.isoformat()}; it can be "
+            "deleted after that, or once an administrator removes the lock (PATCH "
+            "locked_until null)", restore_point_id=rp.id,
+            locked_until=rp.locked_until.isoformat())
     if rp.status in (RestorePointStatus.CREATING, RestorePointStatus.DELETING):
         raise RestorePointBusy(
             f"restore point {rp.id} is {rp.status}; try again when that has finished",
