@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Literal
 
 import rados
@@ -170,7 +171,7 @@ class OrphanReconciler:
                 if why is not None and taken < cutoff:
                     self._act(report, apply, Finding("remove", "backup snapshot",
                                                      f"{where}/{name}@{snap}", why, rp_id),
-                              lambda n=name, s=snap: _remove_snapshot(io, n, s))
+                              partial(_remove_snapshot, io, name, snap))
             if volume_id not in volumes:
                 # Not this installation's volume (another Cairn sharing the pool?): its
                 # snapshots and image are not ours to judge.
@@ -184,7 +185,7 @@ class OrphanReconciler:
                 self._act(report, apply, Finding(
                     "remove", "backup image", f"{where}/{name}",
                     f"it holds no restore point of volume {volume_id} and no backup of it "
-                    "is running"), lambda n=name: _remove_image(io, n))
+                    "is running"), partial(_remove_image, io, name))
 
         heads = {_object_owner(k) for k in objects if k.startswith("cairn.manifest.")
                  and k.count(".") == 2}
@@ -211,7 +212,7 @@ class OrphanReconciler:
                 continue
             parts = sorted(k for k in objects if k == key or k.startswith(f"{key}."))
             self._act(report, apply, Finding("remove", what, f"{where}/{key}", why, rp_id),
-                      lambda ks=parts: _remove_objects(io, ks))
+                      partial(_remove_objects, io, parts))
 
         # Available restore points whose data is gone can no longer be restored.
         for rp in self._available(targets, listed_from):
@@ -227,7 +228,7 @@ class OrphanReconciler:
                           "restored")
                 self._act(report, apply, Finding("flag", "restore point", f"{where}/{image}",
                                                  reason, rp.id),
-                          lambda i=rp.id, r=reason: self._flag(i, r))
+                          partial(self._flag, rp.id, reason))
 
     def _snaps_now(self, io: rados.Ioctx, name: str) -> bool:
         """Whether the image holds any snapshot now (after this run's removals)."""
@@ -293,20 +294,21 @@ class OrphanReconciler:
                     continue
                 self._act(report, apply, Finding("remove", "source snapshot",
                                                  f"{where}@{snap}", why, rp_id),
-                          lambda c=cluster, p=pool, i=image_name, s=snap:
-                          self._remove_source_snapshot(c, p, i, s))
+                          partial(self._remove_source_snapshot, cluster, pool, image_name,
+                                  snap))
 
     def _remove_source_snapshot(self, cluster: str, pool: str, image: str, snap: str) -> None:
         with self.clusters.ioctx(cluster, pool) as io, rbd_images.open_image(io, image) as head:
             rbd_images.remove_snapshot(head, snap)
 
     # -- acting -------------------------------------------------------------------------
-    def _act(self, report: Report, apply: bool, finding: Finding, action: object) -> None:
+    def _act(self, report: Report, apply: bool, finding: Finding,
+             action: Callable[[], object]) -> None:
         report.findings.append(finding)
         if not apply:
             return
         try:
-            action()  # type: ignore[operator]
+            action()
         except Exception as exc:
             log.warning("orphan reconciler could not %s %s %s", finding.action, finding.what,
                         finding.location, exc_info=True)
