@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from services.db import Database
@@ -44,16 +45,14 @@ def due_fraction(policy: VerifyPolicy, rp: RestorePoint, now: datetime) -> tuple
 
 def request_verifies(db: Database, settings: Settings, now: datetime,
                      plan_ids: Collection[str] | None = None) -> int:
-    """Queue the verifies that are due (of these plans only, when given); returns how
-    many."""
+    """Queue the verifies that are due (of these plans only, when given), at most
+    PER_ROUND; returns how many."""
     with db.session() as session:
-        rows = []
+        rows: list[dict[str, Any]] = []
         plans = select(Plan) if plan_ids is None else select(Plan).where(Plan.id.in_(plan_ids))
         for plan in session.scalars(plans):
             policy = verify_policy_of(plan)
-            if policy.full_every_days is None and policy.sampled_every_days is None:
-                continue
-            for rp in _unverified(session, plan.id):
+            for rp in _candidates(session, plan.id, policy, now, PER_ROUND - len(rows)):
                 due, fraction = due_fraction(policy, rp, now)
                 if due:
                     rows.append(job_values(
@@ -64,17 +63,32 @@ def request_verifies(db: Database, settings: Settings, now: datetime,
                         qos_bytes_per_second=plan.qos_bytes_per_second,
                         qos_ops_per_second=plan.qos_ops_per_second,
                         created_at=now, queued_at=now))
-                if len(rows) >= PER_ROUND:
-                    break
+            if len(rows) >= PER_ROUND:
+                break
         insert_ignoring_conflicts(session, rows)
     return len(rows)
 
 
-def _unverified(session: Session, plan_id: str) -> list[RestorePoint]:
-    """The plan's available restore points with no verify queued or running."""
+def _candidates(session: Session, plan_id: str, policy: VerifyPolicy, now: datetime,
+                limit: int) -> list[RestorePoint]:
+    """The plan's available restore points that may be due (the database narrows them by
+    date, so a tick does not load every restore point) and have no verify queued or
+    running; `due_fraction` decides."""
+    if limit <= 0:
+        return []
+    done = func.coalesce(RestorePoint.completed_at, RestorePoint.created_at)
+    due = []
+    if policy.full_every_days is not None:
+        due.append(func.coalesce(RestorePoint.verified_full_at, done)
+                   <= now - timedelta(days=policy.full_every_days))
+    if policy.sampled_every_days is not None:
+        due.append(func.coalesce(RestorePoint.verified_at, done)
+                   <= now - timedelta(days=policy.sampled_every_days))
+    if not due:
+        return []
     busy = select(Job.restore_point_id).where(Job.kind == JobKind.VERIFY,
                                               Job.status.in_(ACTIVE_JOB_STATUSES),
                                               Job.restore_point_id.is_not(None))
     return list(session.scalars(select(RestorePoint).where(
         RestorePoint.plan_id == plan_id, RestorePoint.status == RestorePointStatus.AVAILABLE,
-        RestorePoint.id.not_in(busy))))
+        RestorePoint.id.not_in(busy), or_(*due)).limit(limit)))
