@@ -18,6 +18,7 @@ from services.auth.policy import Policy
 from services.context import RequestContext
 from services.db import Database
 from services.errors import Unauthorized
+from services.formats import PROJECT
 from services.openstack.cinder import CinderGateway
 from services.settings import Settings
 from services.storage.ceph import CephClusters
@@ -46,9 +47,12 @@ def get_session(db: Annotated[Database, Depends(get_db)]) -> Iterator[Session]:
 
 async def get_context(
     request: Request,
-    x_auth_token: Annotated[str | None, Header(description="Keystone token")] = None,
-    x_project_id: Annotated[str | None, Header(description="Project (noauth)")] = None,
-    x_roles: Annotated[str | None, Header(description="Comma-separated roles (noauth)")] = None,
+    x_auth_token: Annotated[str | None, Header(description="Keystone token",
+                                               max_length=8192)] = None,
+    x_project_id: Annotated[str | None, Header(description="Project (noauth)",
+                                               pattern=PROJECT)] = None,
+    x_roles: Annotated[str | None, Header(description="Comma-separated roles (noauth)",
+                                          pattern=r"^[A-Za-z0-9_., -]{0,512}$")] = None,
 ) -> RequestContext:
     validator: TokenValidator | None = request.app.state.tokens
     if validator is not None:

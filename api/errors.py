@@ -8,10 +8,20 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from kombu.exceptions import OperationalError as BrokerError
 from pydantic import BaseModel
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from sqlalchemy.exc import DataError, DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.errors import CairnError
+from services.formats import IMAGE_SPEC, PRINTABLE, UUID
+
+RETRY_AFTER_SECONDS = 5
+"""What a 503 asks the client to wait: the outages behind one (a database failover, a Redis
+restart, Keystone behind a load balancer) take seconds."""
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +54,9 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 def _render(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
     body = ErrorResponse(error=ErrorBody(code=code, message=message, details=details or None))
-    return JSONResponse(status_code=status, content=body.model_dump(mode="json"))
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
+    return JSONResponse(status_code=status, content=body.model_dump(mode="json"),
+                        headers=headers)
 
 
 def _field(loc: tuple[Any, ...]) -> str:
@@ -64,8 +76,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{**e, "msg": str(e["msg"]).removeprefix("Value error, ")}
-                  for e in exc.errors()]
+        errors = [{**e, "msg": _message(e)} for e in exc.errors()]
         problems = []
         for err in errors:
             if err.get("type") == "json_invalid":
@@ -83,7 +94,56 @@ def install(app: FastAPI) -> None:
         codes = {404: "not_found", 405: "method_not_allowed"}
         return _render(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail))
 
+    @app.exception_handler(DBAPIError)
+    async def database_error(_request: Request, exc: DBAPIError) -> JSONResponse:
+        if isinstance(exc, DataError):
+            # The schemas bound every value; this is the database's last word on one that
+            # slipped through (a NUL byte on PostgreSQL, a number over a column's range).
+            log.warning("database refused a value: %s", exc.orig)
+            return _render(422, "invalid_input", "a value in the request is not accepted "
+                           "(out of range or holding characters that cannot be stored)")
+        if exc.connection_invalidated or _is_unreachable(exc):
+            log.error("database unreachable: %s", exc.orig)
+            return _render(503, "database_unavailable", "the service's database is "
+                           "unreachable; retry in a few seconds")
+        log.exception("database error")
+        return _render(500, "internal_error", "internal error; the operator's logs have details")
+
+    @app.exception_handler(PoolTimeout)
+    async def pool_timeout(_request: Request, exc: PoolTimeout) -> JSONResponse:
+        log.error("no database connection free: %s", exc)
+        return _render(503, "database_unavailable", "the service's database is busy or "
+                       "unreachable; retry in a few seconds")
+
+    @app.exception_handler(RedisConnectionError)
+    @app.exception_handler(RedisTimeoutError)
+    @app.exception_handler(BrokerError)
+    async def queue_unavailable(_request: Request, exc: Exception) -> JSONResponse:
+        log.error("job queue unreachable: %s", exc)
+        return _render(503, "queue_unavailable", "the service's job queue is unreachable; "
+                       "retry in a few seconds")
+
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error")
         return _render(500, "internal_error", "internal error; the operator's logs have details")
+
+
+def _is_unreachable(exc: DBAPIError) -> bool:
+    """Whether the database could not be reached (as opposed to refusing a statement): the
+    drivers say so with OperationalError (psycopg, sqlite's "unable to open")."""
+    return type(exc.orig).__name__ == "OperationalError"
+
+
+def _message(error: dict[str, Any]) -> str:
+    """pydantic's message, in words a caller can act on where the raw one shows a regex."""
+    if error.get("type") == "string_pattern_mismatch":
+        pattern = (error.get("ctx") or {}).get("pattern")
+        if pattern == UUID:
+            return "not a valid id: ids are UUIDs such as 3f0c6a2e-9b1d-4c55-8e8a-0d6f1e2b7c41"
+        if pattern == PRINTABLE:
+            return "must not contain control characters (newlines, tabs, NUL)"
+        if pattern == IMAGE_SPEC:
+            return ("not an RBD image name: image, pool/image or cluster/pool/image, with "
+                    "letters, digits, '.', '_' and '-'")
+    return str(error["msg"]).removeprefix("Value error, ")

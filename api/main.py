@@ -12,7 +12,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from api import errors
-from api.inflight import InFlightLimit
+from api.gate import RequestGate
 from api.routers import (
     backups,
     health,
@@ -56,7 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
-    # A connection for every request the process admits at once (`InFlightLimit`).
+    # A connection for every request the process admits at once (`RequestGate`).
     app.state.db = Database(settings.database_url, pool_size=settings.api_threads)
     app.state.leases = Leases.from_settings(settings)
     admission = Admission(app.state.db, app.state.leases,
@@ -72,7 +72,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             region=settings.keystone.region_name, interface=settings.keystone.interface)
     app.state.cinder = gateway_for(settings.keystone, settings.cinder)
     errors.install(app)
-    app.add_middleware(InFlightLimit, limit=settings.api_threads)
+    app.add_middleware(RequestGate, limit=settings.api_threads,
+                       per_client=settings.api_client_threads,
+                       max_body_bytes=settings.api_max_body_bytes,
+                       body_timeout=settings.api_body_timeout_seconds)
     for module in (health, volumes, plans, backups, jobs, restore_points, quotas, targets,
                    orphans):
         app.include_router(module.router)
@@ -86,7 +89,14 @@ def run() -> None:
     parser.add_argument("--workers", type=int, default=1,
                         help="uvicorn worker processes (one per core suits the API)")
     parser.add_argument("--log-level", default="info")
+    parser.add_argument("--limit-concurrency", type=int, default=2048,
+                        help="open connections one process accepts; more are answered 503")
     args = parser.parse_args()
     logging.basicConfig(level=args.log_level.upper())
+    # Idle keep-alive connections close after 5 s, and headers are capped at 16 KiB. A
+    # client that never finishes its headers holds only a socket; a proxy in front
+    # (docs/security.md) times those out.
     uvicorn.run("api.main:create_app", factory=True, host=args.host, port=args.port,
-                workers=args.workers, log_level=args.log_level)
+                workers=args.workers, log_level=args.log_level, timeout_keep_alive=5,
+                h11_max_incomplete_event_size=16 * 1024,
+                limit_concurrency=args.limit_concurrency)

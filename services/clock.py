@@ -39,8 +39,24 @@ def clock_for(clock_file: Path | None) -> Clock:
     return utcnow if clock_file is None else file_clock(clock_file)
 
 
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(2200, 1, 1, tzinfo=UTC)
+"""The times a user may give: arithmetic near the calendar's ends (year 1, 9999) overflows,
+and nothing Cairn keeps lies outside these."""
+
+
 def require_aware(value: datetime | None, field: str) -> datetime | None:
-    """A time a user gave must say its zone; a naive one is refused rather than guessed."""
-    if value is not None and value.tzinfo is None:
+    """A time a user gave must say its zone (a naive one is refused rather than guessed) and
+    lie between EARLIEST and LATEST."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
         raise InvalidInput(f"{field} needs a timezone, e.g. 2026-11-21T00:00:00Z", field=field)
+    try:
+        inside = EARLIEST <= value < LATEST
+    except OverflowError:  # an offset that pushes year 1 or 9999 off the calendar
+        inside = False
+    if not inside:
+        raise InvalidInput(f"{field} must lie between {EARLIEST.date().isoformat()} and "
+                           f"{LATEST.date().isoformat()}", field=field)
     return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -110,8 +111,14 @@ class Settings(BaseSettings):
     """The Cinder backend whose volumes Cairn protects, as JSON; enables Cinder volume ids
     (needs auth_strategy keystone)."""
 
-    ceph_connect_timeout_seconds: int = 10
+    ceph_connect_timeout_seconds: int = Field(default=10, ge=1)
     """How long to wait for a Ceph cluster's monitors before reporting it unreachable."""
+
+    ceph_op_timeout_seconds: int = Field(default=30, ge=1)
+    """How long one OSD or monitor operation may take (`rados_osd_op_timeout`,
+    `rados_mon_op_timeout`). Without it a paused or partitioned cluster holds an API thread or
+    a copy forever; with it the API answers 503 and a job fails with a reason (its retry
+    resumes from the checkpoint)."""
 
     copy_window: int = Field(default=16, ge=1, le=256)
     """Read/write operations the copy engine keeps in flight per job."""
@@ -155,6 +162,17 @@ class Settings(BaseSettings):
     A list page is mostly the interpreter's work: more threads only queue for its lock (the
     list benchmark served 248 req/s with 10, 239 with 20)."""
 
+    api_client_threads: int = Field(default=5, ge=1, le=50)
+    """Of those, what one client (peer address and credential) may hold at once: a busy
+    client leaves the rest to others."""
+
+    api_max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    """Larger request bodies are refused (413) before anything reads them."""
+
+    api_body_timeout_seconds: float = Field(default=10.0, gt=0)
+    """A request body must arrive whole within this (408 otherwise); until it has, the
+    request holds no thread and no database connection."""
+
     worker_concurrency: int = Field(default=4, ge=1)
     """Jobs one cairn-worker process runs at once (the per-worker concurrency limit)."""
 
@@ -176,6 +194,21 @@ class Settings(BaseSettings):
     misfire_grace_seconds: float = Field(default=3600.0, ge=0)
     """A slot missed (scheduler down) by less than this still runs, late and once; older
     missed slots are recorded as skipped."""
+
+    schedule_min_interval_minutes: int = Field(default=60, ge=1, le=1440)
+    """Plans are refused whose rules (cron or RRULE, all of a plan's together) make slots
+    closer than this."""
+
+    schedule_max_start_age_days: int = Field(default=366, ge=1, le=3660)
+    """An RRULE's `start` may lie at most this far in the past."""
+
+    @property
+    def schedule_min_interval(self) -> timedelta:
+        return timedelta(minutes=self.schedule_min_interval_minutes)
+
+    @property
+    def schedule_max_start_age(self) -> timedelta:
+        return timedelta(days=self.schedule_max_start_age_days)
 
     prune_interval_seconds: float = Field(default=3600.0, gt=0)
     """How often each plan's retention is applied even when no backup ran (plans also prune

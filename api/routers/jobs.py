@@ -6,7 +6,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from api.deps import ContextDep, DatabaseDep, SessionDep, allowed
-from api.errors import VOLUME_FILTER, error_responses
+from api.errors import error_responses
+from api.params import JobId, Marker, PlanFilter, VolumeFilter
 from api.responses import json_from_thread
 from services.clock import require_aware
 from services.jobs import repository, service
@@ -22,17 +23,15 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
             dependencies=[allowed("job:list")])
 async def list_jobs(
     db: DatabaseDep, ctx: ContextDep,
-    plan_id: Annotated[str | None, Query(description="Only jobs this plan made")] = None,
-    volume: Annotated[str | None, Query(description=VOLUME_FILTER)]
-    = None,
+    plan_id: PlanFilter = None,
+    volume: VolumeFilter = None,
     kind: Annotated[JobKind | None, Query()] = None,
     status: Annotated[JobStatus | None, Query()] = None,
     since: Annotated[datetime | None, Query(description="Created at or after (ISO 8601)")]
     = None,
     until: Annotated[datetime | None, Query(description="Created before (ISO 8601)")] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="Page size")] = 100,
-    marker: Annotated[str | None, Query(description="`next_marker` of the previous page")]
-    = None,
+    marker: Marker = None,
 ) -> Response:
     """The project's jobs, newest first, filtered by plan, volume, kind, status and the time
     they were created. Skipped slots are jobs too (status `skipped`, with the reason)."""
@@ -55,7 +54,7 @@ async def list_jobs(
 @router.get("/{job_id}", response_model=JobPublic, responses=error_responses(401, 404),
             summary="Show a job",
             dependencies=[allowed("job:get")])
-def get_job(job_id: str, session: SessionDep, ctx: ContextDep) -> JobPublic:
+def get_job(job_id: JobId, session: SessionDep, ctx: ContextDep) -> JobPublic:
     """Status, progress (bytes done / total, current throughput), timings, the load line
     naming the bottleneck and, when it failed, the reason."""
     return JobPublic.of(repository.get(session, ctx, job_id))
@@ -64,7 +63,7 @@ def get_job(job_id: str, session: SessionDep, ctx: ContextDep) -> JobPublic:
 @router.patch("/{job_id}", response_model=JobPublic,
               responses=error_responses(401, 404, 409, 422), summary="Change a job's QoS",
               dependencies=[allowed("job:update")])
-def update_job(job_id: str, body: JobUpdate, session: SessionDep, ctx: ContextDep) -> JobPublic:
+def update_job(job_id: JobId, body: JobUpdate, session: SessionDep, ctx: ContextDep) -> JobPublic:
     """Change the bytes/s and operations/s limits of a queued or running backup, restore
     or verify; a running copy follows within a second. `null` removes a limit."""
     return JobPublic.of(service.update_job(session, ctx, job_id, body))
@@ -73,7 +72,7 @@ def update_job(job_id: str, body: JobUpdate, session: SessionDep, ctx: ContextDe
 @router.post("/{job_id}/cancel", status_code=202, response_model=JobPublic,
              responses=error_responses(401, 404, 409), summary="Cancel a job",
              dependencies=[allowed("job:cancel")])
-def cancel_job(job_id: str, session: SessionDep, ctx: ContextDep) -> JobPublic:
+def cancel_job(job_id: JobId, session: SessionDep, ctx: ContextDep) -> JobPublic:
     """A job that has not started is cancelled at once. A running one stops within a
     second, removes what it made (a cancelled backup leaves no restore point, snapshot or
     image behind) and then shows `cancelled`."""

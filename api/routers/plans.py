@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query, Response
 
 from api.deps import ContextDep, SessionDep, SettingsDep, VolumesDep, allowed
 from api.errors import error_responses
+from api.params import Marker, PlanId
 from services.base import utcnow
 from services.clock import require_aware
 from services.jobs.schemas import JobPublic
@@ -42,8 +43,7 @@ def create_plan(body: PlanCreate, session: SessionDep, ctx: ContextDep, settings
 def list_plans(
     session: SessionDep, ctx: ContextDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    marker: Annotated[str | None, Query(description="`next_marker` of the previous page")]
-    = None,
+    marker: Marker = None,
 ) -> PlanList:
     rows, next_marker = repository.list_page(session, ctx, limit=limit, marker=marker)
     return PlanList(plans=[PlanPublic.of(p) for p in rows], next_marker=next_marker)
@@ -52,14 +52,14 @@ def list_plans(
 @router.get("/{plan_id}", response_model=PlanPublic, responses=error_responses(401, 404),
             summary="Show a plan",
             dependencies=[allowed("plan:get")])
-def get_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> PlanPublic:
+def get_plan(plan_id: PlanId, session: SessionDep, ctx: ContextDep) -> PlanPublic:
     return PlanPublic.of(repository.get(session, ctx, plan_id))
 
 
 @router.patch("/{plan_id}", response_model=PlanPublic,
               responses=error_responses(401, 404, 409, 422, 503), summary="Change a plan",
               dependencies=[allowed("plan:update")])
-def update_plan(plan_id: str, body: PlanUpdate, session: SessionDep, ctx: ContextDep,
+def update_plan(plan_id: PlanId, body: PlanUpdate, session: SessionDep, ctx: ContextDep,
                 settings: SettingsDep, volumes_from: VolumesDep) -> PlanPublic:
     """Fields given replace the plan's. New rules or a new timezone take effect from the
     next slot after now."""
@@ -70,7 +70,7 @@ def update_plan(plan_id: str, body: PlanUpdate, session: SessionDep, ctx: Contex
 @router.delete("/{plan_id}", status_code=204, responses=error_responses(401, 404),
                summary="Delete a plan",
                dependencies=[allowed("plan:delete")])
-def delete_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> Response:
+def delete_plan(plan_id: PlanId, session: SessionDep, ctx: ContextDep) -> Response:
     """The plan's restore points stay (delete them one by one); its jobs that have not
     started are cancelled."""
     service.delete_plan(session, ctx, plan_id, utcnow())
@@ -80,7 +80,7 @@ def delete_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> Response:
 @router.post("/{plan_id}/pause", response_model=PlanPublic,
              responses=error_responses(401, 404), summary="Pause a plan",
              dependencies=[allowed("plan:update")])
-def pause_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> PlanPublic:
+def pause_plan(plan_id: PlanId, session: SessionDep, ctx: ContextDep) -> PlanPublic:
     """No new scheduled jobs until resumed; jobs already queued or running go on."""
     return PlanPublic.of(service.set_status(session, ctx, plan_id, PlanStatus.PAUSED, utcnow()))
 
@@ -88,7 +88,7 @@ def pause_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> PlanPublic
 @router.post("/{plan_id}/resume", response_model=PlanPublic,
              responses=error_responses(401, 404), summary="Resume a plan",
              dependencies=[allowed("plan:update")])
-def resume_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> PlanPublic:
+def resume_plan(plan_id: PlanId, session: SessionDep, ctx: ContextDep) -> PlanPublic:
     """The schedule continues with its next slot after now; slots that fell while the plan
     was paused are not made up."""
     return PlanPublic.of(service.set_status(session, ctx, plan_id, PlanStatus.ENABLED,
@@ -98,7 +98,7 @@ def resume_plan(plan_id: str, session: SessionDep, ctx: ContextDep) -> PlanPubli
 @router.post("/{plan_id}/run", status_code=202, response_model=RunNowResult,
              responses=error_responses(401, 404, 413, 422), summary="Run a plan now",
              dependencies=[allowed("plan:run")])
-def run_plan(plan_id: str, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
+def run_plan(plan_id: PlanId, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
              body: RunNow | None = None) -> RunNowResult:
     """One backup of each of the plan's volumes now, with its target, QoS and retention
     (not bound to its backup window). Volumes whose backup is already queued or running are
@@ -111,7 +111,7 @@ def run_plan(plan_id: str, session: SessionDep, ctx: ContextDep, settings: Setti
             responses=error_responses(401, 404, 422), summary="The plan's next slots",
             dependencies=[allowed("plan:get")])
 def next_runs(
-    plan_id: str, session: SessionDep, ctx: ContextDep,
+    plan_id: PlanId, session: SessionDep, ctx: ContextDep,
     count: Annotated[int, Query(ge=1, le=1000)] = 10,
     after: Annotated[datetime | None, Query(description="Slots after this time (ISO 8601 "
                                                         "with zone); now when omitted")] = None,
@@ -126,7 +126,7 @@ def next_runs(
 @router.get("/{plan_id}/retention-preview", response_model=RetentionPreview,
             responses=error_responses(401, 404), summary="What retention keeps",
             dependencies=[allowed("plan:get")])
-def retention_preview(plan_id: str, session: SessionDep, ctx: ContextDep) -> RetentionPreview:
+def retention_preview(plan_id: PlanId, session: SessionDep, ctx: ContextDep) -> RetentionPreview:
     """Every available restore point of the plan, newest first per volume: kept (and by
     which rules) or to be pruned by the next prune."""
     plan = repository.get(session, ctx, plan_id)

@@ -5,6 +5,7 @@ from sqlalchemy.orm import Session
 
 from api.deps import ContextDep, SessionDep, allowed
 from api.errors import error_responses
+from api.params import ProjectId
 from services.quotas import service
 from services.quotas.schemas import ProjectQuotaPublic, QuotaLimits, QuotaUsage
 
@@ -21,14 +22,14 @@ def my_usage(session: SessionDep, ctx: ContextDep) -> ProjectQuotaPublic:
 @router.get("/v1/quotas/{project_id}", response_model=ProjectQuotaPublic,
             responses=error_responses(401, 403), summary="A project's quota and usage (admin)",
             dependencies=[allowed("quota:get")])
-def get_quota(project_id: str, session: SessionDep) -> ProjectQuotaPublic:
+def get_quota(project_id: ProjectId, session: SessionDep) -> ProjectQuotaPublic:
     return _public(session, project_id)
 
 
 @router.put("/v1/quotas/{project_id}", response_model=ProjectQuotaPublic,
             responses=error_responses(401, 403, 422), summary="Set a project's quota (admin)",
             dependencies=[allowed("quota:update")])
-def set_quota(project_id: str, body: QuotaLimits, session: SessionDep) -> ProjectQuotaPublic:
+def set_quota(project_id: ProjectId, body: QuotaLimits, session: SessionDep) -> ProjectQuotaPublic:
     """Limits apply to new backups: run-now and plan creation answer 413 over quota, and a
     scheduled backup over quota fails with the reason. Nothing existing is deleted."""
     service.set_limits(session, project_id, body.restore_points, body.gigabytes)

@@ -13,7 +13,8 @@ from api.deps import (
     SettingsDep,
     allowed,
 )
-from api.errors import VOLUME_FILTER, error_responses
+from api.errors import error_responses
+from api.params import Marker, PlanFilter, RestorePointId, VolumeFilter
 from api.responses import json_from_thread
 from services.jobs.schemas import JobPublic
 from services.restore_points import repository, service
@@ -34,11 +35,10 @@ router = APIRouter(prefix="/v1/restore-points", tags=["restore points"])
             dependencies=[allowed("restore_point:list")])
 async def list_restore_points(
     db: DatabaseDep, ctx: ContextDep,
-    volume: Annotated[str | None,
-                      Query(description=VOLUME_FILTER)] = None,
-    plan_id: Annotated[str | None, Query(description="Only restore points of this plan")] = None,
+    volume: VolumeFilter = None,
+    plan_id: PlanFilter = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="Page size")] = 100,
-    marker: Annotated[str | None, Query(description="`next_marker` of the previous page")] = None,
+    marker: Marker = None,
 ) -> Response:
     """The project's restore points, newest first."""
 
@@ -57,7 +57,7 @@ async def list_restore_points(
 @router.get("/{restore_point_id}", response_model=RestorePointPublic,
             responses=error_responses(401, 404), summary="Show a restore point",
             dependencies=[allowed("restore_point:get")])
-def get_restore_point(restore_point_id: str, session: SessionDep,
+def get_restore_point(restore_point_id: RestorePointId, session: SessionDep,
                       ctx: ContextDep) -> RestorePointPublic:
     return RestorePointPublic.of(repository.get(session, ctx, restore_point_id))
 
@@ -66,8 +66,8 @@ def get_restore_point(restore_point_id: str, session: SessionDep,
               responses=error_responses(401, 403, 404, 409, 422),
               summary="Lock or unlock a restore point",
               dependencies=[allowed("restore_point:update")])
-def update_restore_point(restore_point_id: str, body: RestorePointUpdate, session: SessionDep,
-                         ctx: ContextDep) -> RestorePointPublic:
+def update_restore_point(restore_point_id: RestorePointId, body: RestorePointUpdate,
+                         session: SessionDep, ctx: ContextDep) -> RestorePointPublic:
     """A locked restore point is kept by every prune and the orphan reconciler, and refuses
     deletion (409 naming the date) until the time. A member may lock or extend a lock; only
     an administrator may shorten or remove one in force (403)."""
@@ -79,8 +79,9 @@ def update_restore_point(restore_point_id: str, body: RestorePointUpdate, sessio
              responses=error_responses(401, 404, 409, 422, 503),
              summary="Restore into a new image, a new Cinder volume or a volume in place",
              dependencies=[allowed("restore_point:restore")])
-def restore(restore_point_id: str, body: RestoreCreate, session: SessionDep, ctx: ContextDep,
-            settings: SettingsDep, clusters: ClustersDep, cinder: CinderDep) -> JobPublic:
+def restore(restore_point_id: RestorePointId, body: RestoreCreate, session: SessionDep,
+            ctx: ContextDep, settings: SettingsDep, clusters: ClustersDep,
+            cinder: CinderDep) -> JobPublic:
     """Queue a restore of the restore point: into a new RBD image (`target`, never over an
     existing one), into a new Cinder volume (`new_volume`, created now with your token), or
     in place over a detached Cinder volume (`volume_id`; an attached one is refused, 409).
@@ -93,7 +94,7 @@ def restore(restore_point_id: str, body: RestoreCreate, session: SessionDep, ctx
 @router.delete("/{restore_point_id}", status_code=202, response_model=JobPublic,
                responses=error_responses(401, 404, 409), summary="Delete a restore point",
                dependencies=[allowed("restore_point:delete")])
-def delete_restore_point(restore_point_id: str, session: SessionDep, ctx: ContextDep,
+def delete_restore_point(restore_point_id: RestorePointId, session: SessionDep, ctx: ContextDep,
                          settings: SettingsDep) -> JobPublic:
     """Queue the deletion of the restore point's backup snapshot (and of the backup image
     when it was the volume's last restore point there). Any restore point can be deleted,
@@ -105,8 +106,8 @@ def delete_restore_point(restore_point_id: str, session: SessionDep, ctx: Contex
 @router.post("/{restore_point_id}/verify", status_code=202, response_model=JobPublic,
              responses=error_responses(401, 404, 409, 422), summary="Verify a restore point",
              dependencies=[allowed("restore_point:verify")])
-def verify(restore_point_id: str, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
-           body: VerifyCreate | None = None) -> JobPublic:
+def verify(restore_point_id: RestorePointId, session: SessionDep, ctx: ContextDep,
+           settings: SettingsDep, body: VerifyCreate | None = None) -> JobPublic:
     """Queue a job that re-reads the restore point from the backup pool and compares every
     object with the checksum recorded at backup time. The result (`verification`: verified
     at, corrupt objects) is recorded on the restore point; a corrupt one fails the job."""

@@ -58,6 +58,9 @@ class TokenValidator:
         self.interface = interface
         self.now = now
         self._cache: OrderedDict[str, tuple[float, TokenInfo]] = OrderedDict()
+        self._refused: OrderedDict[str, tuple[float, str]] = OrderedDict()
+        """Tokens Keystone refused, for the same time: a client repeating a garbage token
+        must not cost a Keystone call (and a thread) per request."""
         self._lock = threading.Lock()
 
     def context_for(self, token: str) -> RequestContext:
@@ -65,9 +68,24 @@ class TokenValidator:
 
     def cached_context(self, token: str) -> RequestContext | None:
         """The context of a token validated less than the cache time ago, without blocking;
-        None when only Keystone can tell."""
-        info = self._cached(_cache_key(token))
+        None when only Keystone can tell. Raises Unauthorized for a token refused as
+        recently."""
+        key = _cache_key(token)
+        self._raise_if_refused(key)
+        info = self._cached(key)
         return None if info is None else info.context(token)
+
+    def _raise_if_refused(self, key: str) -> None:
+        with self._lock:
+            refused = self._refused.get(key)
+        if refused is not None and refused[0] > self.now():
+            raise Unauthorized(refused[1])
+
+    def _remember_refusal(self, key: str, error: Unauthorized) -> None:
+        with self._lock:
+            self._refused[key] = (self.now() + self.cache_seconds, error.message)
+            while len(self._refused) > CACHE_SIZE:
+                self._refused.popitem(last=False)
 
     def _cached(self, key: str) -> TokenInfo | None:
         with self._lock:
@@ -76,14 +94,21 @@ class TokenValidator:
 
     def validate(self, token: str) -> TokenInfo:
         key = _cache_key(token)
+        self._raise_if_refused(key)
         cached = self._cached(key)
         if cached is not None:
             return cached
-        info = self._ask_keystone(token)
+        try:
+            info = self._ask_keystone(token)
+        except Unauthorized as exc:
+            self._remember_refusal(key, exc)
+            raise
         now = self.now()
         expires = info.expires_at.timestamp()
         if expires <= now:
-            raise Unauthorized("the token has expired; get a new one (openstack token issue)")
+            error = Unauthorized("the token has expired; get a new one (openstack token issue)")
+            self._remember_refusal(key, error)
+            raise error
         until = min(now + self.cache_seconds, expires)
         with self._lock:
             self._cache[key] = (until, info)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
 from services.status import RestorePointKind
 
 
@@ -17,10 +18,10 @@ class BackupCreate(BaseModel):
         description="Backup target name; the service's default target when omitted",
         examples=["local"],
     )
-    qos_bytes_per_second: int | None = Field(
-        default=None, gt=0, description="Upper bound on the backup's read rate")
-    qos_ops_per_second: int | None = Field(
-        default=None, gt=0, description="Upper bound on the backup's read operations per second")
+    qos_bytes_per_second: BytesPerSecond | None = Field(
+        default=None, description="Upper bound on the backup's read rate")
+    qos_ops_per_second: OpsPerSecond | None = Field(
+        default=None, description="Upper bound on the backup's read operations per second")
     kind: RestorePointKind = Field(
         default=RestorePointKind.INCREMENTAL,
         description="`incremental` copies only what changed since the volume's newest restore "

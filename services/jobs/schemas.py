@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 from services.base import AnyRow, utcnow
 from services.jobs.load import job_load
 from services.jobs.models import Job
+from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
 from services.status import JobKind, JobStatus
 
 
@@ -170,8 +171,8 @@ class JobUpdate(BaseModel):
     """New QoS limits for a queued or running job; a running copy follows within a second.
     Send null to remove a limit; leave a field out to keep it."""
 
-    qos_bytes_per_second: int | None = Field(default=None, gt=0)
-    qos_ops_per_second: int | None = Field(default=None, gt=0)
+    qos_bytes_per_second: BytesPerSecond | None = None
+    qos_ops_per_second: OpsPerSecond | None = None
 
 
 class JobList(BaseModel):

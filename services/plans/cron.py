@@ -91,7 +91,7 @@ def _parse_item(item: str, name: str, low: int, high: int, names: dict[str, int]
     body, _, step_text = item.partition("/")
     step = 1
     if step_text:
-        if not step_text.isdigit() or int(step_text) == 0:
+        if not _is_number(step_text) or int(step_text) == 0:
             raise InvalidSchedule(f"{where}: the step after '/' must be a positive number")
         step = int(step_text)
     if body == "*":
@@ -111,10 +111,16 @@ def _value(text: str, where: str, low: int, high: int, names: dict[str, int]) ->
     lowered = text.lower()
     if lowered in names:
         return names[lowered]
-    if not text.isdigit():
+    if not _is_number(text):
         hint = f" or a name ({', '.join(names)})" if names else ""
         raise InvalidSchedule(f"{where}: {text!r} is not a number{hint}")
     value = int(text)
     if not low <= value <= high:
         raise InvalidSchedule(f"{where}: {value} is outside {low}-{high}")
     return value
+
+
+def _is_number(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also accepts '²' and other digits int() refuses, and
+    an unbounded run of digits would cost int() seconds."""
+    return text.isascii() and text.isdigit() and len(text) <= 4

@@ -12,12 +12,18 @@ instant make one slot; when their kinds differ, full wins."""
 from __future__ import annotations
 
 import heapq
+import re
+import sys
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
+from itertools import pairwise
+from types import FrameType
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from dateutil.rrule import rrule, rrulestr
+from dateutil.rrule import DAILY, HOURLY, WEEKLY, rrule, rrulestr
 
 from services.errors import InvalidSchedule
 from services.plans import cron
@@ -26,6 +32,23 @@ from services.status import RestorePointKind
 _DST_SLACK = timedelta(hours=3)
 """More than any UTC offset ever jumps at once: a wall-clock time later than another never
 lands this much earlier in UTC, which lets the merge emit slots in order."""
+
+
+HORIZON = timedelta(days=366 * 5)
+"""How far ahead a rule is ever evaluated. A rule with no slot in it is refused, and no
+evaluation walks further: dateutil walks a rule that never fires to the year 9999 (6 s of
+CPU for `FREQ=HOURLY;BYMONTH=2;BYMONTHDAY=31`)."""
+
+MAX_INTERVAL = 1000
+STEP_BUDGET = 150_000
+"""Lines of dateutil's rule walk one evaluation may run: about 5 000 periods, 40 ms (a rule
+that matches once in five years takes 60 000).
+dateutil checks UNTIL only against occurrences it found, so a rule that stops matching
+(`FREQ=HOURLY;INTERVAL=2;BYDAY=MO;BYMONTH=2;BYMONTHDAY=30` and its kin) walks on without
+bound; nothing but counting its steps stops it."""
+_SAMPLE = 500
+"""Slots looked at when checking a rule's spacing."""
+_PERIODS = {HOURLY: timedelta(hours=1), DAILY: timedelta(days=1), WEEKLY: timedelta(weeks=1)}
 
 
 def zone(name: str, *, field: str = "timezone") -> ZoneInfo:
@@ -60,7 +83,7 @@ class Rule:
         if self.cron is not None:
             return self.cron.times_from(start)
         assert self.rrule is not None
-        return iter(self.rrule.xafter(start, inc=True))
+        return iter(_bounded(self.rrule, start).xafter(start, inc=True))
 
     def instants(self, after: datetime) -> Iterator[datetime]:
         """UTC instants of this rule strictly after `after`, ascending, without repeats."""
@@ -81,6 +104,58 @@ class Rule:
             if at > after and at != last:
                 last = at
                 yield at
+
+
+def _bounded(rule: rrule, start: datetime) -> rrule:
+    """`rule` for walking from `start`: it ends a HORIZON after `start`, and its DTSTART
+    moves forward by whole periods (INTERVAL kept in phase) when it lies far back, so a plan
+    saved years ago costs what a new one does: dateutil walks every period from DTSTART.
+    HOURLY, DAILY and WEEKLY move safely (the hour, minute and weekday dateutil takes from
+    DTSTART stay the same); MONTHLY and YEARLY cost at most 12 steps a year anyway."""
+    dtstart: datetime = getattr(rule, "_dtstart")  # noqa: B009 (dateutil keeps no public view)
+    until: datetime | None = getattr(rule, "_until")  # noqa: B009
+    period = _PERIODS.get(getattr(rule, "_freq"))  # noqa: B009
+    moved = dtstart
+    if period is not None:
+        step = period * getattr(rule, "_interval")  # noqa: B009
+        skip = (start - dtstart) // step - 1
+        if skip > 0:
+            moved = dtstart + step * skip
+    limit = start + HORIZON
+    if moved == dtstart and until is not None and until <= limit:
+        return rule
+    return rule.replace(dtstart=moved, until=limit if until is None else min(until, limit))
+
+
+def _until(rule: Rule) -> datetime | None:
+    return getattr(rule.rrule, "_until", None)
+
+
+def check_rules(rules: Sequence[Rule], now: datetime, min_interval: timedelta) -> None:
+    """Refuse, in milliseconds, rules the scheduler could not keep: a rule whose UNTIL has
+    passed, rules with no slot within HORIZON, slots closer than `min_interval`."""
+    for i, rule in enumerate(rules):
+        until = _until(rule)
+        if until is not None and until <= local_wall(now, rule.tz):
+            raise InvalidSchedule(f"rule {i}: its UNTIL ({until.isoformat()}) has passed, so "
+                                  "it would never run; remove UNTIL or move it later",
+                                  field=f"rules.{i}.rrule")
+    found = slots(rules, now, until=now + HORIZON, count=_SAMPLE)
+    if not found:
+        raise InvalidSchedule(f"the rules have no slot in the next {HORIZON.days // 366} "
+                              "years, so the plan would never run", field="rules")
+    for first, second in pairwise(found):
+        if second.at - first.at < min_interval:
+            raise InvalidSchedule(
+                f"the rules make slots only {_minutes(second.at - first.at)} apart "
+                f"({first.at.isoformat()} and {second.at.isoformat()}); a plan runs at most "
+                f"every {_minutes(min_interval)}", field="rules",
+                min_interval_minutes=min_interval.total_seconds() / 60)
+
+
+def _minutes(span: timedelta) -> str:
+    minutes = int(span.total_seconds() // 60)
+    return f"{minutes} minute{'s' if minutes != 1 else ''}"
 
 
 def compile_rule(kind: RestorePointKind, timezone: str, *, cron_text: str | None = None,
@@ -106,10 +181,19 @@ def _parse_rrule(text: str, start: datetime | None) -> rrule:
     if "FREQ=" not in body.upper():
         raise InvalidSchedule(f"RRULE {text!r} has no frequency: add FREQ=DAILY, FREQ=WEEKLY, "
                               "FREQ=MONTHLY or FREQ=YEARLY (e.g. 'FREQ=DAILY;BYHOUR=2;BYMINUTE=0')")
+    interval = re.search(r"(?:^|;)\s*INTERVAL\s*=\s*([^;]*)", body, re.IGNORECASE)
+    if interval is not None and not (interval.group(1).strip().isascii()
+                                     and interval.group(1).strip().isdigit()
+                                     and 1 <= int(interval.group(1)) <= MAX_INTERVAL):
+        raise InvalidSchedule(f"RRULE {text!r}: INTERVAL must be a whole number from 1 to "
+                              f"{MAX_INTERVAL}")
+    if re.search(r"(?:^|;)\s*COUNT\s*=", body, re.IGNORECASE):
+        raise InvalidSchedule(f"RRULE {text!r}: COUNT is not supported; end a rule with UNTIL "
+                              "(or pause the plan)")
     dtstart = (start or datetime(2026, 1, 1)).replace(second=0, microsecond=0, tzinfo=None)
     try:
         parsed = rrulestr(body, dtstart=dtstart, ignoretz=True)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OverflowError, IndexError, KeyError) as exc:
         raise InvalidSchedule(f"RRULE {text!r} is not valid RFC 5545: {exc}") from None
     if not isinstance(parsed, rrule):
         raise InvalidSchedule(f"RRULE {text!r}: give one rule, not a set")
@@ -130,12 +214,54 @@ class Slot:
     kind: RestorePointKind
 
 
+class TooCostly(InvalidSchedule):
+    code = "schedule_too_costly"
+
+
+_WALK = rrule._iter.__code__  # type: ignore[attr-defined]
+
+
+@contextmanager
+def _step_budget(steps: int) -> Iterator[None]:
+    """Run the block with dateutil's rule walk limited to `steps` lines: over it, the walk
+    raises TooCostly. Tracing is per thread, and only the walk's own frames are counted."""
+    taken = 0
+
+    def count(frame: FrameType, event: str, _arg: Any) -> Any:
+        nonlocal taken
+        if event == "line":
+            taken += 1
+            if taken > steps:
+                raise TooCostly("the rules take too long to evaluate: they match too rarely "
+                                "(no slot for decades); simplify them or use a cron line")
+        return count
+
+    def watch(frame: FrameType, _event: str, _arg: Any) -> Any:
+        return count if frame.f_code is _WALK else None
+
+    previous = sys.gettrace()
+    sys.settrace(watch)
+    try:
+        yield
+    finally:
+        sys.settrace(previous)
+
+
 def slots(rules: Sequence[Rule], after: datetime, *, until: datetime | None = None,
           count: int | None = None) -> list[Slot]:
     """Slots of all rules strictly after `after` (and at or before `until`), ascending, at
-    most `count`; rules hitting the same instant merge, full winning."""
+    most `count`; rules hitting the same instant merge, full winning. Raises TooCostly when
+    an RRULE walks more than STEP_BUDGET steps."""
     if until is None and count is None:
         raise ValueError("slots() needs `until` or `count`")
+    if any(rule.rrule is not None for rule in rules):
+        with _step_budget(STEP_BUDGET):
+            return _slots(rules, after, until, count)
+    return _slots(rules, after, until, count)
+
+
+def _slots(rules: Sequence[Rule], after: datetime, until: datetime | None,
+           count: int | None) -> list[Slot]:
     out: list[Slot] = []
     # At one instant "full" sorts before "incremental", so the first slot kept is full.
     merged = heapq.merge(*(_tagged(rule, after) for rule in rules))

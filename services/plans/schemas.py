@@ -5,6 +5,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field, field_validator
 
 from services.jobs.schemas import JobPublic
+from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
 from services.plans.models import Plan
 from services.plans.retention import Policy
 from services.status import PlanStatus, RestorePointKind
@@ -83,8 +84,8 @@ class PlanCreate(BaseModel):
     window: BackupWindow | None = None
     retention: Retention = Field(default_factory=Retention)
     verify: VerifyPolicy = Field(default_factory=VerifyPolicy)
-    qos_bytes_per_second: int | None = Field(default=None, gt=0)
-    qos_ops_per_second: int | None = Field(default=None, gt=0)
+    qos_bytes_per_second: BytesPerSecond | None = None
+    qos_ops_per_second: OpsPerSecond | None = None
     target: str | None = Field(default=None, max_length=64,
                                description="Backup target; the service's default when omitted")
     enabled: bool = True
@@ -103,8 +104,8 @@ class PlanUpdate(BaseModel):
     window: BackupWindow | None = None
     retention: Retention | None = None
     verify: VerifyPolicy | None = None
-    qos_bytes_per_second: int | None = Field(default=None, gt=0)
-    qos_ops_per_second: int | None = Field(default=None, gt=0)
+    qos_bytes_per_second: BytesPerSecond | None = None
+    qos_ops_per_second: OpsPerSecond | None = None
     target: str | None = Field(default=None, max_length=64)
 
     _check_volumes = field_validator("volumes")(_volumes_not_empty)

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from services import dispatch
 from services.context import RequestContext
-from services.errors import PlanNameTaken
+from services.errors import InvalidSchedule, PlanNameTaken
 from services.jobs import repository as jobs_repository
 from services.jobs.models import Job
 from services.plans import repository, schedule, timing
@@ -49,7 +49,7 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
                 volumes_from: VolumeResolver, request: PlanCreate, now: datetime) -> Plan:
     target = resolve_target(settings, request.target)
     schedule.zone(request.timezone)
-    rules = _rules(request.rules, request.timezone, now)
+    rules = _rules(request.rules, request.timezone, now, settings)
     plan = Plan(project_id=ctx.project_id, name=request.name, description=request.description,
                 target=target, timezone=request.timezone, rules=rules,
                 window_start=request.window.start if request.window else None,
@@ -79,7 +79,7 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
         schedule.zone(change.timezone)
         plan.timezone = change.timezone
     if "rules" in given and change.rules is not None:
-        plan.rules = _rules(change.rules, plan.timezone, now)
+        plan.rules = _rules(change.rules, plan.timezone, now, settings)
     if "window" in given:
         plan.window_start = change.window.start if change.window else None
         plan.window_end = change.window.end if change.window else None
@@ -92,7 +92,8 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
         plan.verify_policy = change.verify.model_dump()
     if "volumes" in given and change.volumes is not None:
         plan.volumes = _volumes(session, ctx, volumes_from, change.volumes)
-    timing.rules_of(plan)  # a new timezone must still suit every rule
+    if given & {"rules", "timezone"}:  # a new timezone must still suit every rule
+        schedule.check_rules(timing.rules_of(plan), now, settings.schedule_min_interval)
     timing.window_of(plan)
     if given & {"rules", "timezone"}:
         # New rules start with their next slot; slots of the old rules are not made up.
@@ -205,10 +206,22 @@ def plan_restore_points(session: Session, plan_id: str, volume_id: str | None = 
     return list(groups.values())
 
 
-def _rules(rules: list[ScheduleRule], plan_tz: str, now: datetime) -> list[dict[str, Any]]:
+def _rules(rules: list[ScheduleRule], plan_tz: str, now: datetime,
+           settings: Settings) -> list[dict[str, Any]]:
     stored = []
-    for rule in rules:
+    for i, rule in enumerate(rules):
         raw = rule.model_dump(mode="json", exclude_none=True)
+        if rule.start is not None:
+            # A start far back makes every evaluation walk from it; far ahead, it overflows.
+            local_now = schedule.local_wall(now, schedule.zone(rule.timezone or plan_tz))
+            earliest = local_now - settings.schedule_max_start_age
+            start = rule.start.replace(tzinfo=None)
+            if not earliest <= start <= local_now + schedule.HORIZON:
+                raise InvalidSchedule(
+                    f"rules.{i}.start must lie between {earliest.date().isoformat()} and "
+                    f"{(local_now + schedule.HORIZON).date().isoformat()}; a rule's INTERVAL "
+                    "counts from it, so a recent day in the same phase works the same",
+                    field=f"rules.{i}.start")
         if rule.rrule is not None and rule.start is None:
             # Pin the start so INTERVAL counts from a fixed day, not from each evaluation.
             tz = schedule.zone(rule.timezone or plan_tz)
@@ -217,7 +230,8 @@ def _rules(rules: list[ScheduleRule], plan_tz: str, now: datetime) -> list[dict[
         elif rule.start is not None:
             raw["start"] = rule.start.replace(tzinfo=None).isoformat()
         stored.append(raw)
-    timing.compile_rules(stored, plan_tz)
+    schedule.check_rules(timing.compile_rules(stored, plan_tz), now,
+                         settings.schedule_min_interval)
     return stored
 
 

@@ -6,8 +6,8 @@ from pydantic import BaseModel, Field
 class QuotaLimits(BaseModel):
     """None (null) means unlimited."""
 
-    restore_points: int | None = Field(default=None, ge=0)
-    gigabytes: int | None = Field(default=None, ge=0)
+    restore_points: int | None = Field(default=None, ge=0, le=2**53)
+    gigabytes: int | None = Field(default=None, ge=0, le=2**53)
 
 
 class QuotaUsage(BaseModel):

@@ -6,15 +6,18 @@ from datetime import datetime
 from pydantic import BaseModel, Field, model_validator
 
 from services.base import AnyRow
+from services.formats import IMAGE_SPEC, PRINTABLE, UUID
+from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
 from services.restore_points.models import RestorePoint, backup_image_name, snapshot_name
 from services.status import RestorePointKind, RestorePointStatus, VerifyStatus
 
 
 class NewVolume(BaseModel):
-    name: str = Field(min_length=1, max_length=255, description="Name of the new Cinder volume")
+    name: str = Field(min_length=1, max_length=255, pattern=PRINTABLE,
+                      description="Name of the new Cinder volume")
     size_gb: int | None = Field(
-        default=None, gt=0, description="Size in GiB; at least the restore point's (the "
-        "default, rounded up)")
+        default=None, gt=0, le=1024 * 1024,
+        description="Size in GiB; at least the restore point's (the default, rounded up)")
     volume_type: str | None = Field(default=None, max_length=255,
                                     description="Cinder volume type; Cinder's default if None")
     description: str | None = Field(default=None, max_length=255)
@@ -24,7 +27,7 @@ class RestoreCreate(BaseModel):
     """Exactly one of `target`, `new_volume` and `volume_id`."""
 
     target: str | None = Field(
-        default=None, min_length=1, max_length=512,
+        default=None, min_length=1, max_length=512, pattern=IMAGE_SPEC,
         description="New RBD image to restore into: `image` (the source volume's pool), "
                     "`pool/image` or `cluster/pool/image`. It must not exist yet.",
         examples=["demo-restored"],
@@ -32,7 +35,7 @@ class RestoreCreate(BaseModel):
     new_volume: NewVolume | None = Field(
         default=None, description="Create a new Cinder volume and restore into it")
     volume_id: str | None = Field(
-        default=None, min_length=36, max_length=36,
+        default=None, pattern=UUID,
         description="Restore in place over this existing Cinder volume; it must be "
                     "`available` (detached) and at least as large as the restore point")
 
@@ -44,16 +47,16 @@ class RestoreCreate(BaseModel):
                              "image), new_volume (a new Cinder volume) or volume_id (an "
                              f"existing Cinder volume, in place); got {given or 'none'}")
         return self
-    qos_bytes_per_second: int | None = Field(
-        default=None, gt=0, description="Upper bound on the restore's read rate")
-    qos_ops_per_second: int | None = Field(
-        default=None, gt=0, description="Upper bound on the restore's read operations per second")
+    qos_bytes_per_second: BytesPerSecond | None = Field(
+        default=None, description="Upper bound on the restore's read rate")
+    qos_ops_per_second: OpsPerSecond | None = Field(
+        default=None, description="Upper bound on the restore's read operations per second")
 
 
 class VerifyCreate(BaseModel):
-    qos_bytes_per_second: int | None = Field(
-        default=None, gt=0, description="Upper bound on the verify's read rate")
-    qos_ops_per_second: int | None = Field(default=None, gt=0)
+    qos_bytes_per_second: BytesPerSecond | None = Field(
+        default=None, description="Upper bound on the verify's read rate")
+    qos_ops_per_second: OpsPerSecond | None = None
     sample_fraction: float | None = Field(
         default=None, gt=0, le=1,
         description="Read only this fraction of the objects, chosen at random (a quick "

@@ -63,6 +63,9 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
         dest = parse_image_ref(request.target, field="target",
                                default_cluster=rp.volume.cluster, default_pool=rp.volume.pool)
         clusters.check_known(dest.cluster, field="target")
+        if not clusters.pool_exists(dest.cluster, dest.pool):
+            raise InvalidInput(f"target {str(dest)!r}: cluster {dest.cluster!r} has no pool "
+                               f"{dest.pool!r}", field="target", pool=dest.pool)
         if rbd_images.image_exists(clusters, dest):
             raise ImageExists(
                 f"an RBD image {str(dest)!r} already exists; restore into a new image name "

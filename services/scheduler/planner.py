@@ -25,6 +25,7 @@ from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from services.db import Database
+from services.errors import InvalidSchedule
 from services.jobs import repository as jobs_repository
 from services.jobs.inserts import insert_ignoring_conflicts, job_values
 from services.jobs.models import Job
@@ -99,14 +100,23 @@ class _Batch:
     def add(self, plan: Plan) -> None:
         cursor = plan.next_slot_at
         assert cursor is not None
-        rules = timing.rules_of(plan)
-        due = schedule.slots(rules, cursor - timedelta(microseconds=1), until=self.now,
-                             count=SLOTS_PER_ROUND)
-        if due and len(due) == SLOTS_PER_ROUND:
-            next_slot: datetime | None = due[-1].at + timedelta(microseconds=1)
-        else:
-            following = schedule.slots(rules, self.now, count=1)  # due slots are all <= now
-            next_slot = following[0].at if following else None
+        try:
+            rules = timing.rules_of(plan)
+            due = schedule.slots(rules, cursor - timedelta(microseconds=1), until=self.now,
+                                 count=SLOTS_PER_ROUND)
+            if due and len(due) == SLOTS_PER_ROUND:
+                next_slot: datetime | None = due[-1].at + timedelta(microseconds=1)
+            else:
+                following = schedule.slots(rules, self.now, count=1)  # due are all <= now
+                next_slot = following[0].at if following else None
+        except InvalidSchedule as exc:
+            # Saved before today's checks (or too costly now): the plan stops being
+            # scheduled instead of stopping every other plan's round; saving valid rules
+            # schedules it again.
+            log.error("plan %s: its rules cannot be evaluated, it has no next slot: %s",
+                      plan.id, exc.message)
+            self.cursors.append({"plan": plan.id, "old": cursor, "new": None})
+            return
         self.cursors.append({"plan": plan.id, "old": cursor, "new": next_slot})
         missed = [s for s in due if self.now - s.at > self.grace]
         late = [s for s in due if self.now - s.at <= self.grace]

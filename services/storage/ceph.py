@@ -1,16 +1,44 @@
 """Connections to the configured Ceph clusters: one Rados handle per cluster per process,
-opened on first use (never at import: a handle must not cross a fork)."""
+opened on first use (never at import: a handle must not cross a fork).
+
+Every operation has a deadline (`ceph_op_timeout_seconds`), and a handle the cluster shut
+out (blocklisted, e.g. when another client broke its lock) is dropped: the next use
+connects anew, so the process does not stay cut off until it restarts."""
 
 from __future__ import annotations
 
+import errno
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import rados
+import rbd
 
 from services.errors import NotFound, StorageUnavailable, UnknownCluster
 from services.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_SHUT_OUT = (errno.ESHUTDOWN, errno.ENOTCONN, errno.EBADF)
+"""What librbd and librados report once the cluster blocklisted the client (ESHUTDOWN, as
+EBLOCKLISTED) or its session is gone."""
+
+
+def _errno(exc: BaseException) -> int | None:
+    if not isinstance(exc, rados.Error | rbd.Error):
+        return None
+    code = getattr(exc, "errno", None)
+    return abs(code) if isinstance(code, int) else None
+
+
+def is_shut_out(exc: BaseException) -> bool:
+    return _errno(exc) in _SHUT_OUT
+
+
+def is_timeout(exc: BaseException) -> bool:
+    return _errno(exc) == errno.ETIMEDOUT
 
 
 class CephClusters:
@@ -38,7 +66,9 @@ class CephClusters:
             self.check_known(cluster, field="cluster")
             cfg = self._settings.clusters[cluster]
             timeout = str(self._settings.ceph_connect_timeout_seconds)
-            conf = {"client_mount_timeout": timeout, "rados_mon_op_timeout": timeout,
+            op_timeout = str(self._settings.ceph_op_timeout_seconds)
+            conf = {"client_mount_timeout": timeout, "rados_mon_op_timeout": op_timeout,
+                    "rados_osd_op_timeout": op_timeout,
                     # The copy engine's aio writes then send the bytes object's memory as
                     # is instead of copying each 4 MiB buffer (safe: bytes are immutable,
                     # which is the "unstable writes" risk the option guards against).
@@ -67,8 +97,29 @@ class CephClusters:
                            cluster=cluster, pool=pool) from None
         try:
             yield ioctx
+        except BaseException as exc:
+            if is_timeout(exc):
+                raise StorageUnavailable(
+                    f"Ceph cluster {cluster!r} did not answer within "
+                    f"{self._settings.ceph_op_timeout_seconds} s (pool {pool!r}); it may be "
+                    "paused, full or partitioned", cluster=cluster) from exc
+            if is_shut_out(exc):
+                self.forget(cluster, handle)
+            raise
         finally:
             ioctx.close()
+
+    def pool_exists(self, cluster: str, pool: str) -> bool:
+        return bool(self.handle(cluster).pool_exists(pool))
+
+    def forget(self, cluster: str, handle: rados.Rados) -> None:
+        """Drop `handle` (shut out by the cluster): the next use of `cluster` connects anew.
+        Jobs still holding it fail on their own and retry on the new one."""
+        with self._lock:
+            if self._handles.get(cluster) is handle:
+                del self._handles[cluster]
+                log.warning("Ceph cluster %r shut this client out (blocklisted?); the next "
+                            "use reconnects", cluster)
 
     def close(self) -> None:
         with self._lock:

@@ -29,7 +29,7 @@ def parse_image_ref(text: str, *, field: str, default_cluster: str | None = None
         parts = [default_cluster, default_pool, *parts]
     elif len(parts) == 2 and default_cluster:
         parts = [default_cluster, *parts]
-    if len(parts) != 3 or not all(_PART.match(p) for p in parts):
+    if len(parts) != 3 or not all(_PART.fullmatch(p) for p in parts):
         shape = ("cluster/pool/image" if default_cluster is None
                  else "image, pool/image or cluster/pool/image")
         raise InvalidInput(

@@ -3,6 +3,7 @@ leaves nothing half-written."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -96,12 +97,20 @@ def test_another_projects_restore_point_is_404(stack: Stack, backed_up: dict[str
     assert stack.get(f"/v1/restore-points/{rp}").json()["status"] == "available"
 
 
-def test_unknown_ids_are_404(stack: Stack) -> None:
-    assert error_of(stack.get("/v1/jobs/nope"), 404)["code"] == "job_not_found"
-    assert error_of(stack.get("/v1/restore-points/nope"), 404)["code"] \
+def test_unknown_ids_are_404_and_malformed_ones_422(stack: Stack) -> None:
+    unknown = str(uuid.uuid4())
+    assert error_of(stack.get(f"/v1/jobs/{unknown}"), 404)["code"] == "job_not_found"
+    assert error_of(stack.get(f"/v1/restore-points/{unknown}"), 404)["code"] \
         == "restore_point_not_found"
-    assert error_of(stack.get("/v1/restore-points", marker="nope"), 400)["code"] \
+    assert error_of(stack.get("/v1/restore-points", marker=unknown), 400)["code"] \
         == "invalid_marker"
+    # Malformed ids never reach the database (a NUL byte made PostgreSQL answer 500).
+    for bad in ("nope", "%00", unknown + "%00", "x" * 5000):
+        err = error_of(stack.get(f"/v1/jobs/{bad}"), 422)
+        assert "job_id" in err["message"]
+        assert "UUID" in err["message"]
+    err = error_of(stack.get("/v1/restore-points", marker="a\x00b"), 422)
+    assert "marker" in err["message"]
 
 
 def test_delete_while_restoring_is_409(stack: Stack, backed_up: dict[str, str],

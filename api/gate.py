@@ -1,0 +1,139 @@
+"""The door of one cairn-api process: what a request must do before it may take a thread.
+
+1. Its body arrives whole, within `api_max_body_bytes` and `api_body_timeout_seconds`
+   (413 and 408 otherwise). Bodies are read here, in the event loop, where a slow or stalled
+   upload costs a buffer and nothing else: before, the in-flight slot was taken first and ten
+   connections that never finished their body blocked the API for everyone.
+2. It takes one of its client's slots (`api_client_threads`; a client is the peer address
+   and the credential it sends), so one client, however busy, leaves slots to the others.
+3. It takes one of the process's `api_threads` slots. Each admitted request holds a
+   database session from its dependency's setup to its cleanup on the thread pool: without a
+   bound, a burst can take every pooled connection while the requests that would give one
+   back wait for a thread.
+Waiting at 2 and 3 is asynchronous and costs nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+class RequestGate:
+    def __init__(self, app: ASGIApp, *, limit: int, per_client: int, max_body_bytes: int,
+                 body_timeout: float) -> None:
+        self.app = app
+        self.limit = limit
+        self.per_client = per_client
+        self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
+        self._slots: asyncio.Semaphore | None = None
+        self._clients: dict[str, tuple[asyncio.Semaphore, int]] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            body = await self._read_body(scope, receive)
+        except _Refused as refused:
+            await _answer(send, refused)
+            return
+        if self._slots is None:  # made on first use, inside the server's event loop
+            self._slots = asyncio.Semaphore(self.limit)
+        key = _client_key(scope)
+        client = self._client(key)
+        try:
+            async with client, self._slots:
+                await self.app(scope, _replay(body, receive), send)
+        finally:
+            self._release_client(key)
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
+        headers = dict(scope["headers"])
+        length_text = headers.get(b"content-length")
+        if length_text is None and b"chunked" not in headers.get(b"transfer-encoding", b""):
+            return None
+        if length_text is not None:
+            if not length_text.isdigit():
+                raise _Refused(400, "bad_request", "Content-Length is not a number")
+            if int(length_text) > self.max_body_bytes:
+                raise _Refused(413, "body_too_large", self._too_large())
+        try:
+            return await asyncio.wait_for(self._collect(receive), self.body_timeout)
+        except TimeoutError:
+            raise _Refused(408, "body_timeout",
+                           f"the request body did not arrive within {self.body_timeout:g} s"
+                           ) from None
+
+    async def _collect(self, receive: Receive) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Refused(400, "client_disconnected", "the client went away")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise _Refused(413, "body_too_large", self._too_large())
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    def _too_large(self) -> str:
+        return f"the request body is larger than {self.max_body_bytes} bytes"
+
+    def _client(self, key: str) -> asyncio.Semaphore:
+        semaphore, users = self._clients.get(key, (None, 0))
+        if semaphore is None:
+            semaphore = asyncio.Semaphore(self.per_client)
+        self._clients[key] = (semaphore, users + 1)
+        return semaphore
+
+    def _release_client(self, key: str) -> None:
+        semaphore, users = self._clients[key]
+        if users <= 1:
+            del self._clients[key]  # the table holds only clients with requests open
+        else:
+            self._clients[key] = (semaphore, users - 1)
+
+
+def _client_key(scope: Scope) -> str:
+    headers = dict(scope["headers"])
+    credential = headers.get(b"x-auth-token") or headers.get(b"x-project-id") or b""
+    peer = scope.get("client") or ("", 0)
+    # Hashed: the table must not keep tokens in memory longer than their request.
+    return f"{peer[0]}/{hashlib.sha256(credential).hexdigest()[:16]}"
+
+
+def _replay(body: bytes | None, receive: Receive) -> Callable[[], Awaitable[Message]]:
+    pending = body is not None
+
+    async def replay() -> Message:
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body or b"", "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _answer(send: Send, refused: _Refused) -> None:
+    content = json.dumps({"error": {"code": refused.code, "message": refused.message,
+                                    "details": None}}).encode()
+    await send({"type": "http.response.start", "status": refused.status,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(content)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": content})
