@@ -10,6 +10,8 @@ from collections.abc import Iterator
 import pytest
 import rados
 
+from services.limits.leases import Leases, scopes_for
+from services.status import JobKind
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import start_backup, wait_for_progress
@@ -72,3 +74,33 @@ def test_a_finished_job_keeps_its_limits(stack: Stack, volume: str) -> None:
                                   headers=HEADERS)
     assert response.status_code == 409
     assert "already succeeded" in response.json()["error"]["message"]
+
+
+def test_a_cancel_at_the_lowest_limit_ends_the_job_within_a_second(
+        stack: Stack, volume: str) -> None:
+    # At 1 MiB/s (the floor) the pacer owes 4 s for each 4 MiB object; before, it slept the
+    # debt off without looking at the cancel request, and a 1 B/s job never ended.
+    job = start_backup(stack, volume, kind="full", qos_bytes_per_second=MiB)
+    wait_for_progress(stack, job["id"], 1)
+    scopes = scopes_for(stack.settings, JobKind.BACKUP, "project-a", "local")
+    leases = Leases.from_settings(stack.settings)
+    try:
+        assert all(job["id"] in leases.holders(scope) for scope in scopes)
+        asked = time.monotonic()
+        assert stack.post(f"/v1/jobs/{job['id']}/cancel", {}).status_code == 202
+        done = stack.wait_job(job["id"], timeout=10)
+        took = time.monotonic() - asked
+        assert done["status"] == "cancelled", done
+        assert took < 1.5, f"cancel took {took:.2f} s"
+        # Its slots are free at once, not when their leases expire.
+        assert not any(job["id"] in leases.holders(scope) for scope in scopes)
+    finally:
+        leases.close()
+
+
+def test_limits_below_the_floor_are_refused(stack: Stack, volume: str) -> None:
+    for limit in ({"qos_bytes_per_second": 1}, {"qos_bytes_per_second": MiB - 1},
+                  {"qos_ops_per_second": 0}):
+        response = stack.post("/v1/backups", {"volume": f"ceph-a/volumes/{volume}", **limit})
+        assert response.status_code == 422, response.text
+        assert next(iter(limit)) in response.json()["error"]["message"]

@@ -91,22 +91,33 @@ def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
             log.info("job %s waits for a slot on %s", job_id, blocked.label)
             _back_to_admission(session, job_id, not_before=job.not_before)
             return None
-        won = guarded_update(
-            session, Job, job_id, JOB_TRANSITIONS, JobStatus.RUNNING, expect=JobStatus.QUEUED,
-            extra={"attempt": Job.attempt + 1, "started_at": utcnow(), "heartbeat_at": utcnow(),
-                   "worker": rt.name, "finished_at": None},
-        )
-        if not won:
-            # Another delivery of the same job won; the leases are shared by job id.
-            return None
-        session.refresh(job)
-        if job.kind == JobKind.BACKUP and job.restore_point_id is None:
-            _create_restore_point(session, job)
-        return ClaimedJob(job.id, job.attempt, job.max_attempts, job.restore_point_id,
-                          job.volume_id, job.restore_target, job.qos_bytes_per_second,
-                          job.qos_ops_per_second, job.cancel_requested_at is not None,
-                          job.project_id, job.plan_id, tuple(scopes), job.restore_mode,
-                          job.restore_cinder_volume_id, verify_fraction=job.verify_fraction)
+        try:
+            return _start(session, job, scopes, rt.name)
+        except BaseException:
+            # Not started after all (the database went away, or another delivery won):
+            # the slots are not kept for a job that is not running here.
+            rt.leases.release(job_id, scopes)
+            raise
+
+
+def _start(session: Session, job: Job, scopes: list[Scope], worker: str) -> ClaimedJob | None:
+    job_id = job.id
+    won = guarded_update(
+        session, Job, job_id, JOB_TRANSITIONS, JobStatus.RUNNING, expect=JobStatus.QUEUED,
+        extra={"attempt": Job.attempt + 1, "started_at": utcnow(), "heartbeat_at": utcnow(),
+               "worker": worker, "finished_at": None},
+    )
+    if not won:
+        # Another delivery of the same job won; the leases are shared by job id.
+        return None
+    session.refresh(job)
+    if job.kind == JobKind.BACKUP and job.restore_point_id is None:
+        _create_restore_point(session, job)
+    return ClaimedJob(job.id, job.attempt, job.max_attempts, job.restore_point_id,
+                      job.volume_id, job.restore_target, job.qos_bytes_per_second,
+                      job.qos_ops_per_second, job.cancel_requested_at is not None,
+                      job.project_id, job.plan_id, tuple(scopes), job.restore_mode,
+                      job.restore_cinder_volume_id, verify_fraction=job.verify_fraction)
 
 
 def _start_time(session: Session, job: Job, now: datetime) -> datetime | None:
@@ -156,7 +167,6 @@ class JobReporter:
         self.job = job
         self.leases = leases
         self.interval = interval
-        self.pacer = Pacer(job.qos_bytes_per_second, job.qos_ops_per_second)
         self.on_persist: Callable[[CopyStats], None] | None = None
         """Called before each progress write (a backup saves its checkpoint there)."""
         self._last = 0.0
@@ -168,6 +178,8 @@ class JobReporter:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name=f"heartbeat-{job.id}",
                                         daemon=True)
+        self.pacer = Pacer(job.qos_bytes_per_second, job.qos_ops_per_second,
+                           interrupt=self.check)
 
     def __enter__(self) -> JobReporter:
         self._thread.start()
