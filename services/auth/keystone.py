@@ -4,6 +4,7 @@ configurable time and never past the token's own expiry (as keystonemiddleware d
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -20,6 +21,8 @@ from services.errors import ServiceUnavailable, Unauthorized
 from services.openstack.identity import IDENTITY
 from services.openstack.sessions import make_session, password_auth
 from services.settings import KeystoneSettings
+
+log = logging.getLogger(__name__)
 
 CACHE_SIZE = 10_000
 
@@ -120,9 +123,10 @@ class TokenValidator:
         try:
             response = self.session.get("/auth/tokens", endpoint_filter=IDENTITY,
                                         headers={"X-Subject-Token": token}, raise_exc=False)
-        except ks_exc.ClientException as exc:
-            raise ServiceUnavailable(f"Keystone could not be reached to check the token: "
-                                     f"{exc}") from None
+        except ks_exc.ClientException:
+            log.warning("Keystone could not be reached to check a token", exc_info=True)
+            raise ServiceUnavailable("Keystone could not be reached to check the token; try "
+                                     "again in a few seconds") from None
         if response.status_code in (401, 404):
             raise Unauthorized("the token is invalid or has expired; get a new one "
                                "(openstack token issue)")

@@ -5,6 +5,7 @@ Cairn's service credentials (an admin role in Cinder)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from services.errors import (
 from services.openstack.sessions import make_session
 from services.settings import CinderSettings, KeystoneSettings
 from services.volumes.refs import ImageRef
+
+log = logging.getLogger(__name__)
 
 VOLUME_SERVICE_TYPES = ("volumev3", "block-storage", "volume")
 
@@ -69,8 +72,10 @@ class CinderApi:
         try:
             response: requests.Response = self.session.request(
                 path, method, endpoint_filter=self.endpoint_filter, raise_exc=False, **kwargs)
-        except ks_exc.ClientException as exc:
-            raise ServiceUnavailable(f"Cinder could not be reached: {exc}") from None
+        except ks_exc.ClientException:
+            log.warning("Cinder could not be reached (%s %s)", method, path, exc_info=True)
+            raise ServiceUnavailable("Cinder could not be reached; try again in a few "
+                                     "seconds") from None
         if response.status_code < 400:
             return response
         message = _message(response)

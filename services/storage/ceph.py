@@ -80,10 +80,11 @@ class CephClusters:
                 handle.connect(timeout=self._settings.ceph_connect_timeout_seconds)
             except rados.Error as exc:
                 handle.shutdown()
+                # The detail (monitor addresses, the conf path) is for the operator's log.
+                log.error("Ceph cluster %r is unreachable (%s); check that its monitors in "
+                          "%s are up", cluster, exc, cfg.conf)
                 raise StorageUnavailable(
-                    f"Ceph cluster {cluster!r} is unreachable ({exc}); check that its "
-                    f"monitors in {cfg.conf} are up"
-                ) from None
+                    f"Ceph cluster {cluster!r} is unreachable; try again later") from None
             self._handles[cluster] = handle
             return handle
 

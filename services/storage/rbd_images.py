@@ -174,9 +174,10 @@ def remove_snapshot(image: rbd.Image, name: str) -> bool:
         image.remove_snap(name)
     except rbd.ImageNotFound:
         return False
-    except (rbd.ImageBusy, rbd.InvalidArgument) as exc:
+    except (rbd.ImageBusy, rbd.InvalidArgument):
         raise StorageError(f"snapshot {name!r} of RBD image {image.get_name()!r} cannot be "
-                           f"removed: it is protected or in use ({exc})") from None
+                           "removed: it is protected (a clone depends on it) or in use"
+                           ) from None
     return True
 
 

@@ -5,6 +5,7 @@ its job (re-queued after a missed heartbeat) can no longer change it."""
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import threading
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import rados
+import rbd
 from redis.exceptions import RedisError
 from sqlalchemy import select, update
 from sqlalchemy.exc import DBAPIError
@@ -35,6 +38,7 @@ from services.status import (
     RestorePointKind,
     guarded_update,
 )
+from services.storage.ceph import is_shut_out, is_timeout
 from worker.engine.copy import CopyStats
 from worker.engine.qos import Pacer
 from worker.runtime import Runtime
@@ -383,6 +387,10 @@ def drive(job: ClaimedJob, reporter: JobReporter, steps: JobSteps) -> None:
         # raised once the restore point was available) is recorded and left.
         undone = "" if _committed_or_unknown(steps) else _undo(steps)
         code, _message = failure_reason(exc)
+        # The tenant reads `message`; the raw error, which may name hosts and other
+        # projects' objects, is for the operator's log, under the job's id.
+        log.error("%s job %s failed (%s): %s: %s", steps.noun, job.id, code,
+                  type(exc).__name__, exc, exc_info=not isinstance(exc, CairnError))
         message = steps.message(exc)
         if undone:
             message = f"{message}; {undone}"
@@ -411,8 +419,8 @@ def _undo(steps: JobSteps) -> str:
         return steps.undo()
     except Exception as exc:
         log.exception("cleaning up after a failed %s", steps.noun)
-        return (f"could not remove what it made ({type(exc).__name__}: {exc}); the orphan "
-                "reconciler removes it")
+        _code, reason = failure_reason(exc)
+        return f"could not remove what it made ({reason}); the orphan reconciler removes it"
 
 
 def _finish(reporter: JobReporter, steps: JobSteps, outcome: Outcome) -> None:
@@ -482,10 +490,31 @@ def _fail_unstarted(rt: Runtime, job_id: str, exc: Exception) -> None:
 
 
 def failure_reason(exc: BaseException) -> tuple[str, str]:
-    """(code, message) to record for a failure a user has to act on."""
+    """(code, message) to record for a failure, in words a tenant can read and act on.
+    Cairn's own errors say what happened; the raw text of others (librbd's, the database's,
+    Python's) names hosts, pools, statements and other projects' ids, so it goes to the
+    worker's log with the job id (`drive`), never to the job."""
     if isinstance(exc, CairnError):
         return exc.code, exc.message
-    return "internal_error", f"unexpected error in the worker: {type(exc).__name__}: {exc}"
+    if is_timeout(exc):
+        return "storage_timeout", ("the Ceph cluster did not answer in time (overloaded, "
+                                   "paused or partitioned); run the job again later")
+    if is_shut_out(exc):
+        return "storage_unavailable", ("the worker lost its connection to the Ceph cluster; "
+                                       "run the job again")
+    if isinstance(exc, rados.Error | rbd.Error | OSError):
+        if getattr(exc, "errno", None) in (errno.ENOSPC, -errno.ENOSPC, errno.EDQUOT,
+                                            -errno.EDQUOT):
+            return "storage_full", ("the Ceph pool is full or over its quota; ask the "
+                                    "operator to add capacity, then run the job again")
+        return "storage_error", ("the Ceph cluster failed an operation of this job; run it "
+                                 "again, and ask the operator if it fails again (their logs "
+                                 "have the details)")
+    if isinstance(exc, DBAPIError):
+        return "database_unavailable", ("the service's database failed during the job; run "
+                                        "it again")
+    return "internal_error", ("an unexpected error stopped the job; the operator's logs have "
+                              "the details")
 
 
 def end_status(exc: BaseException) -> JobStatus:

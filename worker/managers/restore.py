@@ -36,6 +36,7 @@ from worker.managers.lifecycle import (
     JobSteps,
     Outcome,
     drive,
+    failure_reason,
     run_job,
 )
 from worker.runtime import Runtime
@@ -189,7 +190,8 @@ def _remove_own_image(rt: Runtime, dest: ImageRef, job_id: str) -> str:
             removed = _remove_if_ours(ioctx, dest.image, job_id)
     except Exception as exc:
         log.exception("removing the partial image %s of restore job %s", dest, job_id)
-        return f"could not remove the partial image {dest} ({exc}); remove it by hand"
+        _code, reason = failure_reason(exc)
+        return f"could not remove the partial image {dest} ({reason}); remove it by hand"
     return f"removed the partial image {dest}" if removed else ""
 
 
@@ -259,5 +261,6 @@ class CinderTarget:
         except Exception as exc:
             log.exception("cleaning up Cinder volume %s of restore job %s", self.volume_id,
                           self.job.id)
-            return f"could not clean up Cinder volume {self.volume_id}: {exc}"
+            _code, reason = failure_reason(exc)
+            return f"could not clean up Cinder volume {self.volume_id}: {reason}"
         return ""
