@@ -3,7 +3,8 @@ cross Celery's fork)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -11,6 +12,8 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
 from services.dispatch import OutboxHandler, attach_outbox
+
+log = logging.getLogger(__name__)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -40,6 +43,23 @@ class _ReadOnlySession(Session):
             raise RuntimeError("a read-only unit of work was asked to write")
 
 
+_UNDO = "cairn_undo"
+
+
+def undo_on_rollback(session: Session, step: Callable[[], None], what: str) -> None:
+    """Run `step` if this unit of work rolls back (its commit failing included)."""
+    session.info.setdefault(_UNDO, []).append((what, step))
+
+
+def _undo(session: Session) -> None:
+    for what, step in reversed(session.info.pop(_UNDO, [])):
+        try:
+            step()
+        except Exception:
+            log.exception("could not undo %s after a rolled back request; remove it by hand",
+                          what)
+
+
 class Database:
     def __init__(self, url: str, pool_size: int = 10) -> None:
         self.engine = make_engine(url, pool_size)
@@ -51,14 +71,18 @@ class Database:
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """A unit of work: commits when the block ends, rolls back when it raises."""
+        """A unit of work: commits when the block ends, rolls back when it raises. What the
+        work did outside the database (a Cinder volume made for a restore) is undone by the
+        steps registered with `undo_on_rollback` when it rolls back, commit included."""
         with self.sessions() as session:
             try:
                 yield session
                 session.commit()
             except BaseException:
                 session.rollback()
+                _undo(session)
                 raise
+            session.info.pop(_UNDO, None)
 
     @contextmanager
     def reading(self) -> Iterator[Session]:

@@ -5,7 +5,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from api.deps import ContextDep, DatabaseDep, SessionDep, allowed
+from api.deps import CinderDep, ContextDep, DatabaseDep, SessionDep, allowed
 from api.errors import error_responses
 from api.params import JobId, Marker, PlanFilter, VolumeFilter
 from api.responses import json_from_thread
@@ -72,8 +72,9 @@ def update_job(job_id: JobId, body: JobUpdate, session: SessionDep, ctx: Context
 @router.post("/{job_id}/cancel", status_code=202, response_model=JobPublic,
              responses=error_responses(401, 404, 409), summary="Cancel a job",
              dependencies=[allowed("job:cancel")])
-def cancel_job(job_id: JobId, session: SessionDep, ctx: ContextDep) -> JobPublic:
+def cancel_job(job_id: JobId, session: SessionDep, ctx: ContextDep,
+               cinder: CinderDep) -> JobPublic:
     """A job that has not started is cancelled at once. A running one stops within a
     second, removes what it made (a cancelled backup leaves no restore point, snapshot or
     image behind) and then shows `cancelled`."""
-    return JobPublic.of(service.cancel(session, ctx, job_id))
+    return JobPublic.of(service.cancel(session, ctx, job_id, cinder))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
@@ -11,6 +13,8 @@ from services.errors import JobNotCancellable
 from services.jobs import repository
 from services.jobs.models import Job
 from services.jobs.schemas import JobUpdate
+from services.openstack.cinder import CinderGateway
+from services.restore_points import cinder_restores
 from services.restore_points.models import RestorePoint
 from services.status import (
     ACTIVE_JOB_STATUSES,
@@ -19,15 +23,18 @@ from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobKind,
     JobStatus,
+    RestoreMode,
     RestorePointStatus,
     guarded_update,
 )
 
 
-def cancel(session: Session, ctx: RequestContext, job_id: str) -> Job:
-    """A job that never started is cancelled at once. A running one (or one queued again
-    after a crash, which may have left a partial copy) is asked to stop: its worker removes
-    what it made and then marks it cancelled."""
+def cancel(session: Session, ctx: RequestContext, job_id: str,
+           cinder: CinderGateway | None = None) -> Job:
+    """A job that never started is cancelled at once (a restore's new Cinder volume, made
+    when it was asked for, is deleted). A running one (or one queued again after a crash,
+    which may have left a partial copy) is asked to stop: its worker removes what it made
+    and then marks it cancelled."""
     job = repository.get(session, ctx, job_id)
     _require_changeable(job, "cancelled")
     now = utcnow()
@@ -44,6 +51,12 @@ def cancel(session: Session, ctx: RequestContext, job_id: str) -> Job:
                            expect=RestorePointStatus.CREATING,
                            extra={"deleted_at": now, "status_reason": "backup cancelled "
                                   "before it started"})
+        if job.restore_mode == RestoreMode.NEW_VOLUME and job.restore_cinder_volume_id:
+            warning = (cinder_restores.discard_volume(ctx, cinder, job.restore_cinder_volume_id)
+                       if cinder is not None else "Cinder is not configured")
+            if warning is not None:
+                session.execute(update(Job).where(Job.id == job.id)
+                                .values(warnings=json.dumps([warning])))
     else:
         session.execute(update(Job).where(Job.id == job.id, Job.cancel_requested_at.is_(None))
                         .values(cancel_requested_at=now))

@@ -6,33 +6,71 @@ still cannot race the restore."""
 
 from __future__ import annotations
 
+import logging
+from functools import partial
+
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.context import RequestContext
-from services.errors import InvalidInput, VolumeInUse
+from services.db import undo_on_rollback
+from services.errors import InvalidInput, VolumeInUse, VolumeNotFound
 from services.jobs import repository as jobs
-from services.openstack.cinder import CinderGateway
+from services.openstack.cinder import CinderApi, CinderGateway
 from services.quotas.service import GIB
 from services.restore_points.models import RestorePoint
 from services.restore_points.schemas import NewVolume
 from services.volumes.models import Volume
 
+log = logging.getLogger(__name__)
 
-def create_volume(ctx: RequestContext, cinder: CinderGateway, rp: RestorePoint, job_id: str,
-                  spec: NewVolume) -> str:
+
+def create_volume(session: Session, ctx: RequestContext, cinder: CinderGateway,
+                  rp: RestorePoint, job_id: str, spec: NewVolume) -> str:
     needed = -(-(rp.size_bytes or 0) // GIB) or 1
     size = spec.size_gb or needed
     if size < needed:
         raise InvalidInput(f"new_volume.size_gb {size} is smaller than restore point {rp.id} "
                            f"({rp.size_bytes} bytes, so at least {needed} GiB)",
                            field="new_volume.size_gb")
-    volume = cinder.for_user(ctx).create(
+    api = cinder.for_user(ctx)
+    volume = api.create(
         size_gb=size, name=spec.name, volume_type=spec.volume_type,
         description=spec.description or f"restored by Cairn from restore point {rp.id}",
         # Leads back from the volume to the restore that made it.
         metadata={"cairn_restore_point": rp.id, "cairn_restore_job": job_id})
+    # Made before the job row commits (the answer names it); if the row never commits,
+    # nothing would ever restore into it or remove it.
+    undo_on_rollback(session, partial(_discard, api, volume.id),
+                     f"Cinder volume {volume.id} made for restore job {job_id}")
     return volume.id
+
+
+DISCARD_WAIT_SECONDS = 30.0
+"""How long discarding a volume made moments ago waits for Cinder to finish creating it
+(Cinder refuses to delete a volume that is still `creating`)."""
+
+
+def discard_volume(ctx: RequestContext, cinder: CinderGateway, volume_id: str) -> str | None:
+    """Delete the volume made for a restore that will not run; a warning for the job when
+    that fails (the volume is then the user's to delete)."""
+    try:
+        _discard(cinder.for_user(ctx), volume_id)
+    except Exception:
+        log.warning("could not delete Cinder volume %s of a cancelled restore", volume_id,
+                    exc_info=True)
+        return (f"the new Cinder volume {volume_id} made for this restore could not be deleted; "
+                "delete it (openstack volume delete)")
+    return None
+
+
+def _discard(api: CinderApi, volume_id: str) -> None:
+    try:
+        if api.get(volume_id).status == "creating":
+            api.wait_for(volume_id, "available", DISCARD_WAIT_SECONDS)
+        api.delete(volume_id)
+    except VolumeNotFound:
+        pass
 
 
 def check_in_place(session: Session, ctx: RequestContext, cinder: CinderGateway,

@@ -77,7 +77,7 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
             raise InvalidInput("restores into Cinder volumes need Cinder configured "
                                "(CAIRN_CINDER) and auth_strategy keystone")
         if request.new_volume is not None:
-            volume_id = cinder_restores.create_volume(ctx, cinder, rp, job.id,
+            volume_id = cinder_restores.create_volume(session, ctx, cinder, rp, job.id,
                                                       request.new_volume)
             job.restore_mode = RestoreMode.NEW_VOLUME
         else:

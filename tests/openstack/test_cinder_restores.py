@@ -156,3 +156,34 @@ def test_cancelled_restore_in_place_leaves_the_volume_in_error(
         assert job["status"] == "cancelled", job
         assert "partly overwritten and is set to error" in job["error"]["message"]
         assert member.cinder().get(target).status == "error"
+
+
+def test_cancelling_a_queued_restore_deletes_its_new_volume(
+        cloud: Cloud, os_cairn: OpenStackCairn, protected: Protected) -> None:
+    member = cloud["a-member"]
+    token = member.token()
+    worker = os_cairn.processes[0]
+    assert worker.name == "cairn-worker"
+    worker.stop()  # the restore stays queued: no worker takes it
+    try:
+        response = os_cairn.call(
+            "POST", f"/v1/restore-points/{protected.restore_point_id}/restore", token,
+            json={"new_volume": {"name": "queued-then-cancelled"}})
+        assert response.status_code == 202, response.text
+        new_id = response.json()["restore_volume_id"]
+        cancelled = os_cairn.call("POST", f"/v1/jobs/{response.json()['id']}/cancel", token)
+        assert cancelled.status_code == 202, cancelled.text
+        assert cancelled.json()["status"] == "cancelled"
+        assert cancelled.json()["warnings"] == []
+        # Before, the volume stayed: nothing would ever restore into it or remove it.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status = member.cinder().get(new_id).status
+            except VolumeNotFound:
+                break
+            assert status == "deleting", status
+            assert time.monotonic() < deadline, "Cinder never finished deleting the volume"
+            time.sleep(0.3)
+    finally:
+        worker.start("ready")
