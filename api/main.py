@@ -69,7 +69,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         assert settings.keystone is not None  # the settings validator requires it
         app.state.tokens = TokenValidator(
             service_session(settings.keystone), cache_seconds=settings.token_cache_seconds,
-            region=settings.keystone.region_name, interface=settings.keystone.interface)
+            region=settings.keystone.region_name, interface=settings.keystone.interface,
+            admin_projects=frozenset(settings.admin_projects))
     app.state.cinder = gateway_for(settings.keystone, settings.cinder)
     errors.install(app)
     app.add_middleware(RequestGate, limit=settings.api_threads,

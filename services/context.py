@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -15,10 +15,18 @@ class RequestContext:
     itself decides what the caller may see and create."""
     endpoints: dict[str, str] = field(default_factory=dict, compare=False)
     """The caller's catalog (service type → URL), from the token."""
+    cloud_admin: bool = False
+    """The admin role in one of the configured admin projects (Keystone), or the admin role
+    under noauth. A project's own admin is not one: they administer their project only."""
 
     @property
     def is_admin(self) -> bool:
-        return "admin" in self.roles
+        return self.cloud_admin
+
+    def acting_for(self, project_id: str) -> RequestContext:
+        """This caller working on `project_id`'s objects (an administrator on another
+        project's plan): what it creates there belongs to that project."""
+        return replace(self, project_id=project_id)
 
     def sees(self, project_id: str) -> bool:
         """Whether the caller may see a row of `project_id`: its own project's, or any

@@ -92,6 +92,12 @@ class Settings(BaseSettings):
     default_backup_target: str | None = None
     """Target used when a backup request names none."""
 
+    admin_projects: list[str] = Field(default_factory=list)
+    """Keystone projects (ids or names) whose `admin` role makes a caller Cairn's cloud
+    administrator: every project's objects, quotas, orphans, RBD images by name. The admin
+    role in any other project only administers that project (as a member does). Empty:
+    nobody is the cloud administrator through Keystone."""
+
     auth_strategy: Literal["noauth", "keystone"] = "noauth"
     """How requests are authenticated. keystone validates X-Auth-Token with Keystone; noauth
     trusts X-Project-Id / X-Roles (development only)."""

@@ -89,6 +89,7 @@ ENV
 CAIRN_AUTH_STRATEGY=keystone
 CAIRN_KEYSTONE='{"auth_url": "http://127.0.0.1:$KEYSTONE_PORT/v3", "username": "cairn", "password": "$cairn_password", "project_name": "service", "region_name": "RegionOne"}'
 CAIRN_CINDER='{"cluster": "ceph-a", "pool": "volumes"}'
+CAIRN_ADMIN_PROJECTS='["admin"]'
 ENV
     else
         echo "CAIRN_AUTH_STRATEGY=noauth" >>"$env_file"

@@ -34,10 +34,15 @@ class TokenInfo:
     roles: frozenset[str]
     expires_at: datetime
     endpoints: dict[str, str]
+    project_name: str = ""
 
-    def context(self, token: str) -> RequestContext:
+    def context(self, token: str, admin_projects: frozenset[str] = frozenset()
+                ) -> RequestContext:
+        cloud_admin = "admin" in self.roles and bool(
+            {self.project_id, self.project_name} & admin_projects)
         return RequestContext(project_id=self.project_id, roles=self.roles,
-                              user_id=self.user_id, token=token, endpoints=self.endpoints)
+                              user_id=self.user_id, token=token, endpoints=self.endpoints,
+                              cloud_admin=cloud_admin)
 
 
 def service_session(settings: KeystoneSettings) -> ks_session.Session:
@@ -54,8 +59,10 @@ def _cache_key(token: str) -> str:
 class TokenValidator:
     def __init__(self, session: ks_session.Session, *, cache_seconds: float,
                  region: str | None = None, interface: str = "public",
+                 admin_projects: frozenset[str] = frozenset(),
                  now: Callable[[], float] = time.time) -> None:
         self.session = session
+        self.admin_projects = admin_projects
         self.cache_seconds = cache_seconds
         self.region = region
         self.interface = interface
@@ -67,7 +74,7 @@ class TokenValidator:
         self._lock = threading.Lock()
 
     def context_for(self, token: str) -> RequestContext:
-        return self.validate(token).context(token)
+        return self.validate(token).context(token, self.admin_projects)
 
     def cached_context(self, token: str) -> RequestContext | None:
         """The context of a token validated less than the cache time ago, without blocking;
@@ -76,7 +83,7 @@ class TokenValidator:
         key = _cache_key(token)
         self._raise_if_refused(key)
         info = self._cached(key)
-        return None if info is None else info.context(token)
+        return None if info is None else info.context(token, self.admin_projects)
 
     def _raise_if_refused(self, key: str) -> None:
         with self._lock:
@@ -153,4 +160,4 @@ class TokenValidator:
             roles=frozenset(r["name"] for r in body.get("roles", [])),
             expires_at=datetime.fromisoformat(body["expires_at"].replace("Z", "+00:00"))
             .astimezone(UTC),
-            endpoints=endpoints)
+            endpoints=endpoints, project_name=project.get("name", ""))

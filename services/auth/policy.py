@@ -2,7 +2,8 @@
 policy file (YAML or JSON, `"action": "expression"`), as oslo.policy reads them.
 
 The expression language is oslo.policy's common subset: `role:NAME`, `rule:NAME`,
-`project_id:%(project_id)s`, `@` (always), `!` (never), `and`, `or`, `not` and
+`project_id:%(project_id)s`, `is_admin:True` (the cloud's administrator, see
+RequestContext.is_admin), `@` (always), `!` (never), `and`, `or`, `not` and
 parentheses. An unknown check or a reference to an undefined rule is refused when the file
 is loaded, not when a request happens to reach it."""
 
@@ -23,7 +24,9 @@ Check = Callable[[RequestContext, "Policy"], bool]
 DEFAULT_RULES: dict[str, str] = {
     # Keystone's default roles imply each other (admin > member > reader); the rules name
     # all of them so a cloud without implied roles behaves the same.
-    "admin": "role:admin",
+    # The cloud's administrator: the admin role in one of the configured admin projects
+    # (`admin_projects`), not the admin role in any project (Cinder's old "admin anywhere").
+    "admin": "is_admin:True",
     "member": "role:member or role:admin",
     "reader": "role:reader or role:member or role:admin",
     "volume:list": "rule:reader",
@@ -167,12 +170,16 @@ def _atom(word: str) -> Check:
         return lambda ctx, policy: False
     kind, sep, value = word.partition(":")
     if not sep:
-        raise PolicyError(f"{word!r} is not a check (expected role:, rule:, project_id:, @ or !)")
+        raise PolicyError(f"{word!r} is not a check (expected role:, rule:, project_id:, "
+                          "is_admin:, @ or !)")
     if kind == "role":
         role = value.lower()
         return lambda ctx, policy: role in {r.lower() for r in ctx.roles}
     if kind == "rule":
         return lambda ctx, policy: policy.allows(value, ctx)
+    if kind == "is_admin" and value in ("True", "False"):
+        wanted = value == "True"
+        return lambda ctx, policy: ctx.is_admin == wanted
     if kind == "project_id" and value == "%(project_id)s":
         return lambda ctx, policy: True  # every action is already scoped to the project
     raise PolicyError(f"unknown check {word!r}")

@@ -24,15 +24,17 @@ def create_backup(session: Session, ctx: RequestContext, settings: Settings,
     target = resolve_target(settings, request.target)
     volume = volumes_from.resolve(session, ctx, request.volume, field="volume")
     ref = volume.ref
-    quotas.require_room(session, ctx.project_id, 1)
+    # The volume's project owns the backup, whoever asked for it (an administrator).
+    project_id = volume.project_id
+    quotas.require_room(session, project_id, 1)
     running = jobs.active_backup_for_volume(session, volume.id)
     if running is not None:
         raise _already_running(str(ref), running.id)
-    rp = RestorePoint(project_id=ctx.project_id, volume=volume, volume_id=volume.id,
+    rp = RestorePoint(project_id=project_id, volume=volume, volume_id=volume.id,
                       target=target, kind=request.kind)
     session.add(rp)
     session.flush()
-    job = Job(project_id=ctx.project_id, kind=JobKind.BACKUP, volume=volume, volume_id=volume.id,
+    job = Job(project_id=project_id, kind=JobKind.BACKUP, volume=volume, volume_id=volume.id,
               target=target, backup_kind=request.kind,
               restore_point=rp, restore_point_id=rp.id,
               qos_bytes_per_second=request.qos_bytes_per_second,

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from services import dispatch
 from services.context import RequestContext
-from services.errors import InvalidSchedule, PlanNameTaken
+from services.errors import InvalidInput, InvalidSchedule, PlanNameTaken
 from services.jobs import repository as jobs_repository
 from services.jobs.models import Job
 from services.plans import repository, schedule, timing
@@ -62,7 +62,7 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
                 created_at=now, updated_at=now)
     timing.window_of(plan)  # validates the window's times
     quotas.require_room(session, ctx.project_id, len(request.volumes))
-    plan.volumes = _volumes(session, ctx, volumes_from, request.volumes)
+    plan.volumes = _volumes(session, ctx, volumes_from, request.volumes, plan.project_id)
     plan.next_slot_at = timing.next_slot_after(plan, now)
     _save(session, plan)
     return plan
@@ -91,7 +91,10 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
     if "verify" in given and change.verify is not None:
         plan.verify_policy = change.verify.model_dump()
     if "volumes" in given and change.volumes is not None:
-        plan.volumes = _volumes(session, ctx, volumes_from, change.volumes)
+        # An administrator changing another project's plan acts for that project: the
+        # volumes stay (or become) that project's, never the administrator's.
+        plan.volumes = _volumes(session, ctx.acting_for(plan.project_id), volumes_from,
+                                change.volumes, plan.project_id)
     if given & {"rules", "timezone"}:  # a new timezone must still suit every rule
         schedule.check_rules(timing.rules_of(plan), now, settings.schedule_min_interval)
     timing.window_of(plan)
@@ -137,7 +140,7 @@ def run_now(session: Session, ctx: RequestContext, settings: Settings, plan_id: 
     plan = repository.get(session, ctx, plan_id)
     busy = jobs_repository.volumes_with_active_backup(session, [v.id for v in plan.volumes])
     free = [v for v in plan.volumes if v.id not in busy]
-    quotas.require_room(session, ctx.project_id, len(free))
+    quotas.require_room(session, plan.project_id, len(free))
     jobs: list[Job] = []
     skipped = [{"volume": v.ref, "reason": "a backup of this volume is already queued or "
                 "running"} for v in plan.volumes if v.id in busy]
@@ -236,10 +239,15 @@ def _rules(rules: list[ScheduleRule], plan_tz: str, now: datetime,
 
 
 def _volumes(session: Session, ctx: RequestContext, volumes_from: VolumeResolver,
-             refs: list[str]) -> list[Volume]:
+             refs: list[str], project_id: str) -> list[Volume]:
     out: list[Volume] = []
     for i, text in enumerate(refs):
         volume = volumes_from.resolve(session, ctx, text, field=f"volumes.{i}")
+        if volume.project_id != project_id:
+            raise InvalidInput(
+                f"volumes.{i} {text!r} belongs to project {volume.project_id}, not to the "
+                f"plan's project {project_id}; protect it with a plan of its own project",
+                field=f"volumes.{i}")
         if volume not in out:
             out.append(volume)
     return out

@@ -35,6 +35,9 @@ class VolumeResolver:
 
 def resolve(session: Session, ctx: RequestContext, clusters: CephClusters,
             cinder: CinderGateway | None, text: str, *, field: str) -> Volume:
+    """The Volume row, owned by the project that owns the volume: a Cinder volume's own
+    project (an administrator backing up another project's volume makes that project's
+    restore point), else the caller's (`ctx.project_id`, which `acting_for` sets)."""
     if CINDER_ID.match(text):
         if cinder is None:
             raise InvalidInput(
@@ -42,7 +45,9 @@ def resolve(session: Session, ctx: RequestContext, clusters: CephClusters,
                 "configured (CAIRN_CINDER); name the RBD image as cluster/pool/image",
                 field=field)
         found = cinder.for_user(ctx).get(text.lower())
-        return volumes.get_or_create(session, ctx.project_id, cinder.image_ref(found.id),
+        # Cinder shows the owner to administrators only; anyone else sees their own volumes.
+        owner = found.project_id or ctx.project_id
+        return volumes.get_or_create(session, owner, cinder.image_ref(found.id),
                                      cinder_volume_id=found.id)
     ref = parse_image_ref(text, field=field)
     if ctx.token is not None and not ctx.is_admin:

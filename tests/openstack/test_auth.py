@@ -110,24 +110,55 @@ def test_reader_lists_but_cannot_change(cloud: Cloud, os_cairn: OpenStackCairn,
         assert "may not" in response.json()["error"]["message"]
 
 
-def test_quotas_are_for_admins(cloud: Cloud, os_cairn: OpenStackCairn) -> None:
+def test_quotas_are_for_the_cloud_admin(cloud: Cloud, os_cairn: OpenStackCairn) -> None:
     project_b = cloud["b-member"].project_id
-    member = os_cairn.call("PUT", f"/v1/quotas/{project_b}", cloud["a-member"].token(),
-                           json={"restore_points": 50})
-    assert member.status_code == 403
-    admin = os_cairn.call("PUT", f"/v1/quotas/{project_b}", cloud["a-admin"].token(),
+    for user in ("a-member", "a-admin", "b-admin"):
+        # A project's own admin is not the cloud's: before, admin anywhere was admin
+        # everywhere, and project A's admin could set project B's quota.
+        refused = os_cairn.call("PUT", f"/v1/quotas/{project_b}", cloud[user].token(),
+                                json={"restore_points": 50})
+        assert refused.status_code == 403, (user, refused.text)
+    admin = os_cairn.call("PUT", f"/v1/quotas/{project_b}", cloud["n-admin"].token(),
                           json={"restore_points": 50})
     assert admin.status_code == 200, admin.text
     usage = os_cairn.call("GET", "/v1/usage", cloud["b-member"].token()).json()
     assert usage["limits"]["restore_points"] == 50
 
 
-def test_admin_sees_every_project(cloud: Cloud, os_cairn: OpenStackCairn,
-                                  protected: Protected) -> None:
-    token = cloud["b-admin"].token()  # an administrator of project B
+def test_only_the_cloud_admin_sees_every_project(cloud: Cloud, os_cairn: OpenStackCairn,
+                                                 protected: Protected) -> None:
+    token = cloud["n-admin"].token()
     assert os_cairn.call("GET", f"/v1/plans/{protected.plan_id}", token).status_code == 200
     listed = os_cairn.call("GET", "/v1/restore-points", token).json()["restore_points"]
     assert protected.restore_point_id in {rp["id"] for rp in listed}
+    token = cloud["b-admin"].token()  # project B's own administrator: project B only
+    assert os_cairn.call("GET", f"/v1/plans/{protected.plan_id}", token).status_code == 404
+    listed = os_cairn.call("GET", "/v1/restore-points", token).json()["restore_points"]
+    assert protected.restore_point_id not in {rp["id"] for rp in listed}
+
+
+def test_the_cloud_admin_works_on_a_project_without_taking_its_objects(
+        cloud: Cloud, os_cairn: OpenStackCairn, protected: Protected) -> None:
+    admin, member = cloud["n-admin"].token(), cloud["a-member"].token()
+    project_a = cloud["a-member"].project_id
+    # Before, the admin's PATCH re-registered the plan's volumes under the admin's project.
+    changed = os_cairn.call("PATCH", f"/v1/plans/{protected.plan_id}", admin,
+                            json={"volumes": [protected.volume_id]})
+    assert changed.status_code == 200, changed.text
+    seen = os_cairn.call("GET", f"/v1/plans/{protected.plan_id}", member).json()
+    assert seen["volumes"] == [protected.volume_id]
+    volumes = {v["id"]: v for v in os_cairn.call("GET", "/v1/volumes", member).json()["volumes"]}
+    assert [p["id"] for p in volumes[protected.volume_id]["plans"]] == [protected.plan_id]
+    # A backup the admin starts belongs to the volume's project.
+    job = os_cairn.call("POST", "/v1/backups", admin, json={"volume": protected.volume_id})
+    assert job.status_code == 202, job.text
+    done = os_cairn.wait_job(job.json()["id"], member)  # project A sees its job
+    assert done["status"] == "succeeded", done
+    rp = os_cairn.call("GET", f"/v1/restore-points/{done['restore_point_id']}", member)
+    assert rp.status_code == 200, rp.text
+    usage = os_cairn.call("GET", f"/v1/quotas/{project_a}", admin).json()
+    assert usage["usage"]["restore_points"] >= 2
+    os_cairn.call("DELETE", f"/v1/restore-points/{done['restore_point_id']}", member)
 
 
 def test_keystone_unreachable_is_503_not_a_pass() -> None:

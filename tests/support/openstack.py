@@ -30,6 +30,8 @@ KEYSTONE = f"http://127.0.0.1:{KEYSTONE_PORT}/v3"
 ADMIN_PASSWORD = os.environ.get("CAIRN_OS_ADMIN_PASSWORD", "cairn-admin")
 SERVICE_PASSWORD = "cairn-service"
 PASSWORD = "test-password"
+ADMIN_PROJECT = "cairn-test-admin"
+"""Cairn's admin project in the tests: its admin is the cloud's administrator."""
 REGION = "cairn-test"
 """The tests register their Cairn in a region of their own, so a `make up OPENSTACK=1`
 stack's catalog entry (RegionOne) is left alone."""
@@ -73,7 +75,9 @@ class User:
 
 @dataclass
 class Cloud:
-    """Projects A and B: A has a reader, a member and an admin; B a member and an admin."""
+    """Projects A and B: A has a reader, a member and an admin; B a member and an admin.
+    `n-admin` is the cloud's administrator (admin in the project CAIRN_ADMIN_PROJECTS
+    names)."""
 
     users: dict[str, User]
     clouds_yaml: Path
@@ -92,10 +96,13 @@ def make_cloud(directory: Path) -> Cloud:
         ident.grant(cairn, service, role)
     users: dict[str, User] = {}
     for project, roles in (("cairn-test-a", ("reader", "member", "admin")),
-                           ("cairn-test-b", ("member", "admin"))):
+                           ("cairn-test-b", ("member", "admin")),
+                           (ADMIN_PROJECT, ("admin",))):
         project_id = ident.ensure_project(project)
         for role in roles:
-            name = f"{project[-1]}-{role}"  # a-reader, a-member, a-admin, b-member
+            # a-reader, a-member, a-admin (project A's own admin), b-member, b-admin, and
+            # n-admin: the cloud's administrator (admin in Cairn's admin project).
+            name = f"{project[-1]}-{role}"
             user_id = ident.ensure_user(name, PASSWORD)
             ident.grant(user_id, project_id, role)
             users[name] = User(name, project, project_id)
@@ -148,6 +155,7 @@ def start_cairn(database_url: str, redis_db: int, log_dir: Path) -> OpenStackCai
                                     "wait_seconds": 120}),
         # Short, so the revocation test need not wait a minute.
         "CAIRN_TOKEN_CACHE_SECONDS": "1",
+        "CAIRN_ADMIN_PROJECTS": json.dumps([ADMIN_PROJECT]),
     })
     subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "-n", str(redis_db), "flushdb"],
                    check=True, capture_output=True)
