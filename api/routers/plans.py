@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query, Response
 
 from api.deps import ContextDep, SessionDep, SettingsDep, VolumesDep, allowed
 from api.errors import error_responses
+from api.idempotency import OnceDep
 from api.params import Marker, PlanId
 from services.base import utcnow
 from services.clock import require_aware
@@ -31,10 +32,11 @@ router = APIRouter(prefix="/v1/plans", tags=["plans"])
              responses=error_responses(401, 409, 413, 422, 503), summary="Create a plan",
              dependencies=[allowed("plan:create")])
 def create_plan(body: PlanCreate, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
-                volumes_from: VolumesDep) -> PlanPublic:
+                volumes_from: VolumesDep, once: OnceDep) -> PlanPublic | Response:
     """Protect volumes on a schedule: cron or RRULE rules (each with a timezone and a kind;
     full wins when two hit the same slot), an optional backup window, retention and QoS."""
-    return PlanPublic.of(service.create_plan(session, ctx, settings, volumes_from, body, utcnow()))
+    return once.answer(201, lambda: PlanPublic.of(
+        service.create_plan(session, ctx, settings, volumes_from, body, utcnow())))
 
 
 @router.get("", response_model=PlanList, responses=error_responses(400, 401, 422),
@@ -99,12 +101,16 @@ def resume_plan(plan_id: PlanId, session: SessionDep, ctx: ContextDep) -> PlanPu
              responses=error_responses(401, 404, 413, 422), summary="Run a plan now",
              dependencies=[allowed("plan:run")])
 def run_plan(plan_id: PlanId, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
-             body: RunNow | None = None) -> RunNowResult:
+             once: OnceDep, body: RunNow | None = None) -> RunNowResult | Response:
     """One backup of each of the plan's volumes now, with its target, QoS and retention
     (not bound to its backup window). Volumes whose backup is already queued or running are
     listed in `skipped`."""
-    jobs, skipped = service.run_now(session, ctx, settings, plan_id, body or RunNow(), utcnow())
-    return RunNowResult(jobs=[JobPublic.of(j) for j in jobs], skipped=skipped)
+    def run() -> RunNowResult:
+        jobs, skipped = service.run_now(session, ctx, settings, plan_id, body or RunNow(),
+                                        utcnow())
+        return RunNowResult(jobs=[JobPublic.of(j) for j in jobs], skipped=skipped)
+
+    return once.answer(202, run)
 
 
 @router.get("/{plan_id}/next-runs", response_model=NextRuns,

@@ -14,6 +14,7 @@ from api.deps import (
     allowed,
 )
 from api.errors import error_responses
+from api.idempotency import OnceDep
 from api.params import Marker, PlanFilter, RestorePointId, VolumeFilter
 from api.responses import json_from_thread
 from services.jobs.schemas import JobPublic
@@ -81,14 +82,13 @@ def update_restore_point(restore_point_id: RestorePointId, body: RestorePointUpd
              dependencies=[allowed("restore_point:restore")])
 def restore(restore_point_id: RestorePointId, body: RestoreCreate, session: SessionDep,
             ctx: ContextDep, settings: SettingsDep, clusters: ClustersDep,
-            cinder: CinderDep) -> JobPublic:
+            cinder: CinderDep, once: OnceDep) -> JobPublic | Response:
     """Queue a restore of the restore point: into a new RBD image (`target`, never over an
     existing one), into a new Cinder volume (`new_volume`, created now with your token), or
     in place over a detached Cinder volume (`volume_id`; an attached one is refused, 409).
     Answers with the job; a Cinder restore names its volume in `restore_volume_id`."""
-    job = service.start_restore(session, ctx, settings, clusters, cinder, restore_point_id,
-                                body)
-    return JobPublic.of(job)
+    return once.answer(202, lambda: JobPublic.of(service.start_restore(
+        session, ctx, settings, clusters, cinder, restore_point_id, body)))
 
 
 @router.delete("/{restore_point_id}", status_code=202, response_model=JobPublic,
@@ -107,10 +107,10 @@ def delete_restore_point(restore_point_id: RestorePointId, session: SessionDep, 
              responses=error_responses(401, 404, 409, 422), summary="Verify a restore point",
              dependencies=[allowed("restore_point:verify")])
 def verify(restore_point_id: RestorePointId, session: SessionDep, ctx: ContextDep,
-           settings: SettingsDep, body: VerifyCreate | None = None) -> JobPublic:
+           settings: SettingsDep, once: OnceDep,
+           body: VerifyCreate | None = None) -> JobPublic | Response:
     """Queue a job that re-reads the restore point from the backup pool and compares every
     object with the checksum recorded at backup time. The result (`verification`: verified
     at, corrupt objects) is recorded on the restore point; a corrupt one fails the job."""
-    job = service.start_verify(session, ctx, settings, restore_point_id,
-                               body or VerifyCreate())
-    return JobPublic.of(job)
+    return once.answer(202, lambda: JobPublic.of(service.start_verify(
+        session, ctx, settings, restore_point_id, body or VerifyCreate())))

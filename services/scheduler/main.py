@@ -16,6 +16,7 @@ from services.base import utcnow
 from services.clock import clock_for
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
+from services.idempotency import service as idempotency
 from services.limits.leases import Leases
 from services.restore_points.orphans import OrphanReconciler
 from services.scheduler.admission import Admission
@@ -38,6 +39,7 @@ class Scheduler:
                                    Dispatcher(make_celery(settings.redis_url)), settings)
         self._last_reconcile = 0.0
         self._last_verify = 0.0
+        self._last_keys = 0.0
         self._last_orphans = time.monotonic()  # not at start: replicas restart together
         self.orphans = OrphanReconciler(self.db, CephClusters(settings), settings)
 
@@ -47,7 +49,8 @@ class Scheduler:
         now = self.clock()
         steps: list[tuple[str, Callable[[datetime], None]]] = [
             ("schedule", self._schedule), ("reconcile", self._reconcile),
-            ("verify", self._verify), ("orphans", self._orphans), ("admit", self._admit)]
+            ("verify", self._verify), ("orphans", self._orphans), ("admit", self._admit),
+            ("idempotency keys", self._forget_keys)]
         for name, step in steps:
             try:
                 step(now)
@@ -98,6 +101,15 @@ class Scheduler:
 
     def _admit(self, now: datetime) -> None:
         self.admission.admit(now)
+
+    def _forget_keys(self, _now: datetime) -> None:
+        if time.monotonic() - self._last_keys < self.settings.prune_interval_seconds:
+            return
+        self._last_keys = time.monotonic()
+        with self.db.session() as session:  # real time: keys are kept 24 h of real time
+            forgotten = idempotency.purge(session, utcnow())
+        if forgotten:
+            log.info("forgot %d idempotency keys older than 24 h", forgotten)
 
     def close(self) -> None:
         self.leases.close()
