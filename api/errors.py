@@ -91,6 +91,11 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:
+            # FastAPI's own 400: a body it could not decode (not UTF-8, not the declared
+            # content type). Like a body that is not valid JSON, that is invalid input.
+            return _render(422, "invalid_request", "the request body could not be read: "
+                           "send JSON (Content-Type: application/json) in UTF-8")
         codes = {404: "not_found", 405: "method_not_allowed"}
         return _render(exc.status_code, codes.get(exc.status_code, "http_error"), str(exc.detail))
 

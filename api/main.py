@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 import uvicorn
 from fastapi import FastAPI
 
-from api import errors
+from api import errors, links
 from api.gate import RequestGate
 from api.routers import (
     backups,
@@ -73,6 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             admin_projects=frozenset(settings.admin_projects))
     app.state.cinder = gateway_for(settings.keystone, settings.cinder)
     errors.install(app)
+    links.install(app)
     app.add_middleware(RequestGate, limit=settings.api_threads,
                        per_client=settings.api_client_threads,
                        max_body_bytes=settings.api_max_body_bytes,

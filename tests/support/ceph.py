@@ -95,7 +95,7 @@ def remove_image(io: rados.Ioctx, name: str, *, wait: float = 60) -> None:
             return
         except rbd.ImageNotFound:
             return
-        except rbd.ImageBusy:
+        except (rbd.ImageBusy, rbd.ImageHasSnapshots):  # or a backup just made one
             if time.monotonic() > deadline:
                 raise
             time.sleep(1)
