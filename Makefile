@@ -7,7 +7,7 @@ STATE := $(CURDIR)/.state
 API_PORT ?= 8787
 OPENSTACK ?= 0
 
-.PHONY: help bootstrap up down status test test-only soak lint typecheck check bench bench-scheduler clean
+.PHONY: help bootstrap up down status test test-only soak lint typecheck check bench bench-scheduler bench-hostile clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -71,6 +71,10 @@ bench: ## copy-engine benchmark on its own BlueStore clusters (~25 min); prints 
 bench-scheduler: bootstrap ## scheduler and list-endpoint benchmark on PostgreSQL (~3 min); prints figures
 	@bash deploy/local/stack.sh up infra
 	@$(PY) bench/scheduler.py
+
+bench-hostile: bootstrap ## hostile-load and scheduler-worst-case benchmark (~2 min); prints figures
+	@bash deploy/local/stack.sh up infra
+	@$(PY) bench/hostile_load.py
 
 clean: down ## stop the stack and remove its data, the venv and caches
 	rm -rf $(STATE) $(VENV) .mypy_cache .ruff_cache
