@@ -46,6 +46,12 @@ class CephClusters:
         self._settings = settings
         self._handles: dict[str, rados.Rados] = {}
         self._lock = threading.Lock()
+        for name, cluster in settings.clusters.items():
+            if cluster.client == "client.admin":
+                # Cairn needs rbd caps on its pools, not the keys to the whole cluster.
+                log.warning("Ceph cluster %r: Cairn connects as client.admin; in production "
+                            "give it a client of its own (caps: mon 'profile rbd', osd "
+                            "'profile rbd pool=...') (docs/security.md)", name)
 
     def names(self) -> list[str]:
         return sorted(self._settings.clusters)
