@@ -78,21 +78,26 @@ def test_malformed_keys_are_422(stack: Stack, volume: str) -> None:
     assert backup_jobs(stack, volume) == []
 
 
-def test_racing_retries_make_the_work_once(stack: Stack, volume: str) -> None:
+def test_racing_retries_make_the_work_once(stack: Stack, volume: str,
+                                          volumes_pool: rados.Ioctx) -> None:
+    job = stack.wait_job(stack.post("/v1/backups", {"volume": volume}).json()["id"])
+    rp = job["restore_point_id"]
     key = str(uuid.uuid4())
-    body = {"name": f"race-{key[:8]}", "volumes": [volume], "rules": [{"cron": "0 3 * * *"}]}
+    target = ceph.unique_name("idem-restore")
+    # Nothing else makes restores unique: before, 8 racing retries made 8 restore jobs.
     with ThreadPoolExecutor(8) as pool:
-        answers = list(pool.map(lambda _: post(stack, "/v1/plans", body, key), range(8)))
-    statuses = sorted(a.status_code for a in answers)
-    assert set(statuses) <= {201, 409}, [a.text for a in answers]
-    made = {a.json()["id"] for a in answers if a.status_code == 201}
+        answers = list(pool.map(
+            lambda _: post(stack, f"/v1/restore-points/{rp}/restore", {"target": target}, key),
+            range(8)))
+    assert {a.status_code for a in answers} <= {202, 409}, [a.text for a in answers]
+    made = {a.json()["id"] for a in answers if a.status_code == 202}
     assert len(made) == 1, made
-    names = [p["name"] for p in stack.get("/v1/plans", limit=1000).json()["plans"]]
-    assert names.count(body["name"]) == 1
     for conflict in (a for a in answers if a.status_code == 409):
-        assert conflict.json()["error"]["code"] in ("idempotency_key_in_flight",
-                                                    "plan_name_taken")
-    stack.delete(f"/v1/plans/{made.pop()}")
+        assert conflict.json()["error"]["code"] == "idempotency_key_in_flight"
+    restores = stack.get("/v1/jobs", kind="restore", limit=1000).json()["jobs"]
+    assert [j["id"] for j in restores if j["restore_point_id"] == rp] == list(made)
+    assert stack.wait_job(made.pop())["status"] == "succeeded"
+    ceph.remove_image(volumes_pool, target)
 
 
 def test_a_failed_request_records_nothing(stack: Stack, volume: str) -> None:

@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from services.auth.keystone import TokenValidator, service_session
+from services.auth.keystone import TokenInfo, TokenValidator, service_session
 from services.errors import ServiceUnavailable, Unauthorized
 from services.settings import KeystoneSettings
 from tests.openstack.conftest import Protected
@@ -167,3 +167,29 @@ def test_keystone_unreachable_is_503_not_a_pass() -> None:
     validator = TokenValidator(service_session(settings), cache_seconds=60)
     with pytest.raises(ServiceUnavailable, match="Keystone could not be reached"):
         validator.validate("any-token")
+
+
+class _CountingValidator(TokenValidator):
+    """The real validator against the real Keystone, counting the calls it makes there."""
+
+    asked = 0
+
+    def _ask_keystone(self, token: str) -> TokenInfo:
+        self.asked += 1
+        return super()._ask_keystone(token)
+
+
+def test_a_refused_token_costs_one_keystone_call_per_cache_time(cloud: Cloud) -> None:
+    settings = KeystoneSettings(auth_url=KEYSTONE, username="cairn",
+                                password=SERVICE_PASSWORD)
+    validator = _CountingValidator(service_session(settings), cache_seconds=60)
+    for _ in range(20):
+        with pytest.raises(Unauthorized):
+            validator.validate("gAAAAABgarbage-token-sent-again-and-again")
+    # Before, each request with it asked Keystone (and held an API thread meanwhile).
+    assert validator.asked == 1
+    # A good token is still asked about, once.
+    token = cloud["a-reader"].token()
+    for _ in range(3):
+        validator.validate(token)
+    assert validator.asked == 2
