@@ -1,14 +1,22 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, WithJsonSchema, field_validator
 
 from services.jobs.schemas import JobPublic
 from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
 from services.plans.models import Plan
 from services.plans.retention import Policy
 from services.status import PlanStatus, RestorePointKind
+
+WallClockTime = Annotated[datetime, WithJsonSchema({
+    "type": "string",
+    "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?$",
+    "examples": ["2026-01-03T02:00:00"]})]
+"""A time on a wall clock (ISO 8601 without offset; an offset given is dropped): not an
+RFC 3339 date-time, which always has one, so the schema says what it is."""
 
 
 class ScheduleRule(BaseModel):
@@ -26,7 +34,7 @@ class ScheduleRule(BaseModel):
                               description="RFC 5545 recurrence rule (FREQ is required)")
     timezone: str | None = Field(default=None, max_length=64, examples=["Europe/Berlin"],
                                  description="IANA zone; the plan's timezone when omitted")
-    start: datetime | None = Field(
+    start: WallClockTime | None = Field(
         default=None, description="RRULE only: local wall-clock start (DTSTART); counts "
                                   "INTERVAL from here. The day the rule was saved when omitted")
 

@@ -120,15 +120,13 @@ def test_stateful_walks_along_the_links(api_url: str, stack: Stack, fuzz_volume:
         def before_call(self, case: schemathesis.Case) -> None:
             nonlocal steps
             steps += 1
-            # Generated volume names never exist; half the creations get a real one, so
+            # Generated volume names never exist; half the creations are valid ones, so
             # the walk reaches what follows a creation.
-            if (case.method == "POST" and case.path in ("/v1/plans", "/v1/backups")
-                    and isinstance(case.body, dict) and steps % 2 == 0):
-                if case.path == "/v1/plans":
-                    case.body["volumes"] = [fuzz_volume]
-                    case.body["rules"] = [{"cron": "0 3 * * *"}]
-                else:
-                    case.body["volume"] = fuzz_volume
+            if case.method == "POST" and case.path in ("/v1/plans", "/v1/backups") \
+                    and steps % 2 == 0:
+                case.body = ({"name": f"walk-{steps}", "volumes": [fuzz_volume],
+                              "rules": [{"cron": "0 3 * * *"}]} if case.path == "/v1/plans"
+                             else {"volume": fuzz_volume})
 
         def get_call_kwargs(self, case: schemathesis.Case) -> dict[str, Any]:
             return {"base_url": api_url, "headers": Walk.headers}

@@ -14,6 +14,7 @@ from tests.support import ceph
 from tests.support.openstack import (
     Cloud,
     OpenStackCairn,
+    User,
     attach,
     cinder_volume,
     delete_volume,
@@ -120,6 +121,19 @@ def _cancel_when_running(os_cairn: OpenStackCairn, token: str, job_id: str) -> d
     return os_cairn.wait_job(job_id, token)
 
 
+def wait_until_deleted(member: User, volume_id: str) -> None:
+    """Until Cinder no longer knows the volume; it may only be `deleting` meanwhile."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            status = member.cinder().get(volume_id).status
+        except VolumeNotFound:
+            return
+        assert status == "deleting", status
+        assert time.monotonic() < deadline, "Cinder never finished deleting the volume"
+        time.sleep(0.3)
+
+
 def test_cancelled_restore_deletes_the_new_volume(cloud: Cloud, os_cairn: OpenStackCairn,
                                                   protected: Protected) -> None:
     member = cloud["a-member"]
@@ -132,15 +146,7 @@ def test_cancelled_restore_deletes_the_new_volume(cloud: Cloud, os_cairn: OpenSt
     job = _cancel_when_running(os_cairn, token, response.json()["id"])
     assert job["status"] == "cancelled", job
     assert f"deleted the new Cinder volume {new_id}" in job["error"]["message"]
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            status = member.cinder().get(new_id).status
-        except VolumeNotFound:
-            break
-        assert status == "deleting", status
-        assert time.monotonic() < deadline, "Cinder never finished deleting the volume"
-        time.sleep(0.3)
+    wait_until_deleted(member, new_id)
 
 
 def test_cancelled_restore_in_place_leaves_the_volume_in_error(
@@ -176,14 +182,6 @@ def test_cancelling_a_queued_restore_deletes_its_new_volume(
         assert cancelled.json()["status"] == "cancelled"
         assert cancelled.json()["warnings"] == []
         # Before, the volume stayed: nothing would ever restore into it or remove it.
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                status = member.cinder().get(new_id).status
-            except VolumeNotFound:
-                break
-            assert status == "deleting", status
-            assert time.monotonic() < deadline, "Cinder never finished deleting the volume"
-            time.sleep(0.3)
+        wait_until_deleted(member, new_id)
     finally:
         worker.start("ready")
