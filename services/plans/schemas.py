@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, Field, WithJsonSchema, field_validator
+from pydantic import BaseModel, Field, WithJsonSchema, field_validator, model_validator
 
 from services.jobs.schemas import JobPublic
 from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
@@ -117,6 +117,19 @@ class PlanUpdate(BaseModel):
     target: str | None = Field(default=None, max_length=64)
 
     _check_volumes = field_validator("volumes")(_volumes_not_empty)
+
+    @model_validator(mode="after")
+    def _no_null_for_required(self) -> PlanUpdate:
+        # A plan always has these; null cannot clear them (it made the database refuse a
+        # null name with a 500; Schemathesis's walks found it).
+        nulled = [name for name in ("name", "volumes", "rules", "timezone", "retention",
+                                    "verify")
+                  if name in self.model_fields_set and getattr(self, name) is None]
+        if nulled:
+            raise ValueError(f"{', '.join(nulled)} cannot be null: a plan always has "
+                             f"{'them' if len(nulled) > 1 else 'it'}; leave the field out "
+                             "to keep the current value")
+        return self
 
 
 class RunNow(BaseModel):

@@ -152,3 +152,20 @@ def test_restore_to_a_missing_pool_or_a_bad_name_is_422(
         assert len(stack.get("/v1/jobs", limit=1000).json()["jobs"]) == jobs_before
     finally:
         ceph.remove_image(volumes_pool, name)
+
+
+def test_null_for_a_field_a_plan_always_has_is_422(stack: Stack, volume: str) -> None:
+    plan = stack.post("/v1/plans", plan_body(volume, cron="0 2 * * *")).json()
+    try:
+        for field in ("name", "volumes", "rules", "timezone", "retention", "verify"):
+            # Before, a null name reached the database's NOT NULL and answered 500.
+            err = error_of(stack.client.patch(f"/v1/plans/{plan['id']}", json={field: None},
+                                              headers={"X-Project-Id": "project-a"}), 422)
+            assert f"{field} cannot be null" in err["message"]
+        assert stack.get(f"/v1/plans/{plan['id']}").json()["name"] == plan["name"]
+        # Clearing an optional field with null still works.
+        cleared = stack.client.patch(f"/v1/plans/{plan['id']}", json={"window": None},
+                                     headers={"X-Project-Id": "project-a"})
+        assert cleared.status_code == 200, cleared.text
+    finally:
+        stack.delete(f"/v1/plans/{plan['id']}")
