@@ -11,8 +11,8 @@ from services.context import RequestContext
 from services.errors import Forbidden
 
 
-def ctx(*roles: str) -> RequestContext:
-    return RequestContext(project_id="p", roles=frozenset(roles))
+def ctx(*roles: str, cloud_admin: bool = False) -> RequestContext:
+    return RequestContext(project_id="p", roles=frozenset(roles), cloud_admin=cloud_admin)
 
 
 def test_defaults_reader_member_admin() -> None:
@@ -21,7 +21,10 @@ def test_defaults_reader_member_admin() -> None:
     assert not policy.allows("plan:create", ctx("reader"))
     assert policy.allows("plan:create", ctx("member"))
     assert not policy.allows("quota:update", ctx("member"))
-    assert policy.allows("quota:update", ctx("admin"))
+    # The admin role of a project is not the cloud's administrator (issue 13).
+    assert not policy.allows("quota:update", ctx("admin"))
+    assert policy.allows("quota:update", ctx("admin", cloud_admin=True))
+    assert policy.allows("plan:create", ctx("admin"))  # a member of its own project
     assert not policy.allows("plan:list", ctx())
     assert not policy.allows("no:such-action", ctx("admin"))
 
