@@ -43,14 +43,15 @@ class RequestGate:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        headers = dict(scope["headers"])
         try:
-            body = await self._read_body(scope, receive)
+            body = await self._read_body(headers, receive)
         except _Refused as refused:
             await _answer(send, refused)
             return
         if self._slots is None:  # made on first use, inside the server's event loop
             self._slots = asyncio.Semaphore(self.limit)
-        key = _client_key(scope)
+        key = _client_key(scope, headers)
         client = self._client(key)
         try:
             async with client, self._slots:
@@ -58,8 +59,8 @@ class RequestGate:
         finally:
             self._release_client(key)
 
-    async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
-        headers = dict(scope["headers"])
+    async def _read_body(self, headers: dict[bytes, bytes],
+                         receive: Receive) -> bytes | None:
         length_text = headers.get(b"content-length")
         if length_text is None and b"chunked" not in headers.get(b"transfer-encoding", b""):
             return None
@@ -108,8 +109,7 @@ class RequestGate:
             self._clients[key] = (semaphore, users - 1)
 
 
-def _client_key(scope: Scope) -> str:
-    headers = dict(scope["headers"])
+def _client_key(scope: Scope, headers: dict[bytes, bytes]) -> str:
     credential = headers.get(b"x-auth-token") or headers.get(b"x-project-id") or b""
     peer = scope.get("client") or ("", 0)
     # Hashed: the table must not keep tokens in memory longer than their request.
