@@ -37,10 +37,11 @@ down: ## stop the local stack
 status: ## show what of the local stack is running
 	@bash deploy/local/stack.sh status
 
-lint: bootstrap ## ruff
+lint: bootstrap ## ruff, and the import contracts between layers (pyproject.toml, import-linter)
 	@$(VENV)/bin/ruff check .
+	@$(VENV)/bin/lint-imports --no-cache
 
-typecheck: bootstrap ## mypy --strict on services/, api/, worker/
+typecheck: bootstrap ## mypy --strict on services/, api/, worker/, cli/, manage/
 	@$(VENV)/bin/mypy
 
 check: lint typecheck ## lint and type check

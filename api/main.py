@@ -24,12 +24,13 @@ from api.routers import (
     targets,
     volumes,
 )
-from services.auth.keystone import TokenValidator, service_session
+from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
 from services.limits.leases import Leases
 from services.openstack.cinder import gateway_for
+from services.openstack.sessions import service_session
 from services.scheduler.admission import Admission
 from services.settings import Settings, get_settings
 from services.storage.ceph import CephClusters

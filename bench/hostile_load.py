@@ -53,14 +53,14 @@ from scheduler import (  # noqa: E402
 )
 
 from services.db import Database  # noqa: E402
-from services.jobs.models import Job  # noqa: E402
 from services.plans import schedule, timing  # noqa: E402
-from services.plans.models import Plan, PlanVolume  # noqa: E402
-from services.restore_points.models import RestorePoint  # noqa: E402
+from services.records.jobs import Job  # noqa: E402
+from services.records.plans import Plan, PlanVolume  # noqa: E402
+from services.records.restore_points import RestorePoint  # noqa: E402
+from services.records.volumes import Volume  # noqa: E402
 from services.scheduler.planner import schedule_due  # noqa: E402
 from services.settings import Settings  # noqa: E402
 from services.status import JobStatus, PlanStatus, RestorePointStatus  # noqa: E402
-from services.volumes.models import Volume  # noqa: E402
 
 CEPH_CONF = REPO / ".state" / "ceph-a" / "ceph.conf"
 PROJECTS = [f"tenant-{i:03d}" for i in range(200)]

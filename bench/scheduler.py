@@ -40,19 +40,19 @@ from sqlalchemy import func, insert, select, text
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from manage.main import alembic_config  # noqa: E402
 from services.db import Database  # noqa: E402
 from services.dispatch import Dispatcher, make_celery  # noqa: E402
-from services.jobs.models import Job  # noqa: E402
 from services.limits.leases import Leases  # noqa: E402
-from services.manage import alembic_config  # noqa: E402
 from services.plans import timing  # noqa: E402
-from services.plans.models import Plan, PlanVolume  # noqa: E402
-from services.restore_points.models import RestorePoint  # noqa: E402
+from services.records.jobs import Job  # noqa: E402
+from services.records.plans import Plan, PlanVolume  # noqa: E402
+from services.records.restore_points import RestorePoint  # noqa: E402
+from services.records.volumes import Volume  # noqa: E402
 from services.scheduler.admission import Admission  # noqa: E402
 from services.scheduler.planner import schedule_due  # noqa: E402
 from services.settings import Settings  # noqa: E402
 from services.status import JobStatus, PlanStatus, RestorePointStatus  # noqa: E402
-from services.volumes.models import Volume  # noqa: E402
 
 PG_PORT = int(os.environ.get("CAIRN_PG_PORT", "31432"))
 REDIS_PORT = int(os.environ.get("CAIRN_REDIS_PORT", "31379"))

@@ -10,11 +10,19 @@ from typing import Any
 import requests
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
+from keystoneauth1.plugin import BaseAuthPlugin
 
-from services.openstack import cloud_config
-from services.openstack.sessions import make_session
+from cli import cloud_config
+from cli.cloud_config import SERVICE_TYPE
 
-SERVICE_TYPE = "volume-backup"
+# uwsgi's http-socket (how Debian serves Keystone) closes each connection after the
+# response; without this header keystoneauth's pool reuses dead sockets.
+_CLOSE = {"Connection": "close"}
+
+
+def _session(auth: BaseAuthPlugin | None, verify: bool | str = True) -> ks_session.Session:
+    return ks_session.Session(auth=auth, verify=verify, timeout=60.0, app_name="cairn-cli",
+                              additional_headers=dict(_CLOSE), connect_retries=2)
 
 
 class ApiError(Exception):
@@ -41,16 +49,16 @@ class Api:
             if not endpoint:
                 raise ApiError("CAIRN_NOAUTH_PROJECT needs CAIRN_URL (or --os-endpoint)")
             roles = os.environ.get("CAIRN_NOAUTH_ROLES", "member")
-            return cls(make_session(None), endpoint, {},
+            return cls(_session(None), endpoint, {},
                        {"X-Project-Id": project, "X-Roles": roles})
         try:
             config = cloud_config.load(cloud)
-        except Exception as exc:
-            raise ApiError(getattr(exc, "message", str(exc))) from None
+        except cloud_config.CloudConfigError as exc:
+            raise ApiError(str(exc)) from None
         filt: dict[str, Any] = {"service_type": SERVICE_TYPE, "interface": config.interface}
         if config.region_name:
             filt["region_name"] = config.region_name
-        return cls(make_session(config.auth, verify=config.verify), endpoint, filt, {})
+        return cls(_session(config.auth, config.verify), endpoint, filt, {})
 
     def call(self, method: str, path: str, *, json: Any = None,
              params: dict[str, Any] | None = None) -> Any:

@@ -5,7 +5,7 @@ from logging.config import fileConfig
 from alembic import context
 
 from services.db import make_engine
-from services.models import Base
+from services.records import Base
 
 config = context.config
 if config.config_file_name is not None and config.attributes.get("configure_logging", True):

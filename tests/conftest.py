@@ -18,7 +18,7 @@ import pytest
 import rados
 from alembic import command
 
-from services.manage import alembic_config
+from manage.main import alembic_config
 from tests.support import ceph
 from tests.support.ceph import conf_path
 from tests.support.stack import PG_PORT, REDIS_PORT, Stack, start_stack, stop_stack

@@ -19,8 +19,6 @@ from keystoneauth1 import session as ks_session
 from services.context import RequestContext
 from services.errors import ServiceUnavailable, Unauthorized
 from services.openstack.identity import IDENTITY
-from services.openstack.sessions import make_session, password_auth
-from services.settings import KeystoneSettings
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +41,6 @@ class TokenInfo:
         return RequestContext(project_id=self.project_id, roles=self.roles,
                               user_id=self.user_id, token=token, endpoints=self.endpoints,
                               cloud_admin=cloud_admin)
-
-
-def service_session(settings: KeystoneSettings) -> ks_session.Session:
-    return make_session(password_auth(
-        settings.auth_url, settings.username, settings.password, settings.project_name,
-        user_domain_name=settings.user_domain_name,
-        project_domain_name=settings.project_domain_name))
 
 
 def _cache_key(token: str) -> str:

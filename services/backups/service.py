@@ -11,9 +11,9 @@ from services.backups.schemas import BackupCreate
 from services.context import RequestContext
 from services.errors import BackupAlreadyRunning
 from services.jobs import repository as jobs
-from services.jobs.models import Job
 from services.quotas import service as quotas
-from services.restore_points.models import RestorePoint
+from services.records.jobs import Job
+from services.records.restore_points import RestorePoint
 from services.settings import Settings, resolve_target
 from services.status import JobKind
 from services.volumes.resolve import VolumeResolver

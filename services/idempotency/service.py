@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from services.errors import Conflict, InvalidInput
-from services.idempotency.models import IdempotentRequest
+from services.records.idempotency import IdempotentRequest
 
 KEEP = timedelta(hours=24)
 

@@ -11,7 +11,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from services.base import new_id, utcnow
-from services.jobs.models import Job
+from services.records.jobs import Job
 
 
 def job_values(**values: Any) -> dict[str, Any]:

@@ -9,9 +9,9 @@ from sqlalchemy.orm import Session
 from services.base import AnyRow
 from services.context import RequestContext
 from services.errors import InvalidMarker, JobNotFound
-from services.jobs.models import Job
+from services.records.jobs import Job
+from services.records.volumes import VOLUME_REF, Volume
 from services.status import ACTIVE_JOB_STATUSES, JobKind, JobStatus
-from services.volumes.models import VOLUME_REF, Volume
 
 
 def get(session: Session, ctx: RequestContext, job_id: str) -> Job:

@@ -7,8 +7,8 @@ from pydantic import BaseModel, Field
 
 from services.base import AnyRow, utcnow
 from services.jobs.load import job_load
-from services.jobs.models import Job
 from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
+from services.records.jobs import Job
 from services.status import JobKind, JobStatus
 
 

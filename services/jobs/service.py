@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 from sqlalchemy import update
 from sqlalchemy.orm import Session
@@ -11,11 +12,10 @@ from services.base import utcnow
 from services.context import RequestContext
 from services.errors import JobNotCancellable
 from services.jobs import repository
-from services.jobs.models import Job
 from services.jobs.schemas import JobUpdate
 from services.openstack.cinder import CinderGateway
-from services.restore_points import cinder_restores
-from services.restore_points.models import RestorePoint
+from services.records.jobs import Job
+from services.records.restore_points import RestorePoint
 from services.status import (
     ACTIVE_JOB_STATUSES,
     COPY_JOB_KINDS,
@@ -27,6 +27,8 @@ from services.status import (
     RestorePointStatus,
     guarded_update,
 )
+
+log = logging.getLogger(__name__)
 
 
 def cancel(session: Session, ctx: RequestContext, job_id: str,
@@ -52,7 +54,7 @@ def cancel(session: Session, ctx: RequestContext, job_id: str,
                            extra={"deleted_at": now, "status_reason": "backup cancelled "
                                   "before it started"})
         if job.restore_mode == RestoreMode.NEW_VOLUME and job.restore_cinder_volume_id:
-            warning = (cinder_restores.discard_volume(ctx, cinder, job.restore_cinder_volume_id)
+            warning = (_discard_volume(ctx, cinder, job.restore_cinder_volume_id)
                        if cinder is not None else "Cinder is not configured")
             if warning is not None:
                 session.execute(update(Job).where(Job.id == job.id)
@@ -63,6 +65,19 @@ def cancel(session: Session, ctx: RequestContext, job_id: str,
     session.flush()
     session.refresh(job)
     return job
+
+
+def _discard_volume(ctx: RequestContext, cinder: CinderGateway, volume_id: str) -> str | None:
+    """Delete the volume made for a restore that will not run; a warning for the job when
+    that fails (the volume is then the user's to delete)."""
+    try:
+        cinder.for_user(ctx).discard(volume_id)
+    except Exception:
+        log.warning("could not delete Cinder volume %s of a cancelled restore", volume_id,
+                    exc_info=True)
+        return (f"the new Cinder volume {volume_id} made for this restore could not be deleted; "
+                "delete it (openstack volume delete)")
+    return None
 
 
 def update_job(session: Session, ctx: RequestContext, job_id: str, change: JobUpdate) -> Job:

@@ -16,7 +16,6 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
-from services.auth.keystone import service_session
 from services.context import RequestContext
 from services.errors import (
     CairnError,
@@ -27,9 +26,9 @@ from services.errors import (
     ServiceUnavailable,
     VolumeNotFound,
 )
-from services.openstack.sessions import make_session
+from services.openstack.sessions import make_session, service_session
 from services.settings import CinderSettings, KeystoneSettings
-from services.volumes.refs import ImageRef
+from services.storage.refs import ImageRef
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +57,11 @@ class CinderVolume:
             volume_type=body.get("volume_type"),
             bootable=str(body.get("bootable", "false")).lower() == "true",
             project_id=body.get("os-vol-tenant-attr:tenant_id"))
+
+
+DISCARD_WAIT_SECONDS = 30.0
+"""How long discarding a volume made moments ago waits for Cinder to finish creating it
+(Cinder refuses to delete a volume that is still `creating`)."""
 
 
 class CinderApi:
@@ -123,6 +127,15 @@ class CinderApi:
 
     def delete(self, volume_id: str) -> None:
         self._call("DELETE", f"/volumes/{volume_id}", not_found=VolumeNotFound)
+
+    def discard(self, volume_id: str, settle_seconds: float = DISCARD_WAIT_SECONDS) -> None:
+        """Delete a volume made moments ago; one already gone is fine."""
+        try:
+            if self.get(volume_id).status == "creating":
+                self.wait_for(volume_id, "available", settle_seconds)
+            self.delete(volume_id)
+        except VolumeNotFound:
+            pass
 
     def wait_for(self, volume_id: str, status: str, timeout: float) -> CinderVolume:
         """Poll until the volume has `status`; an error status or the timeout raises."""

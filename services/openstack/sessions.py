@@ -6,6 +6,8 @@ from keystoneauth1 import session as ks_session
 from keystoneauth1.identity import v3
 from keystoneauth1.plugin import BaseAuthPlugin
 
+from services.settings import KeystoneSettings
+
 # uwsgi's http-socket (how Debian serves Keystone and cinder-api) closes each connection
 # after the response; without this header keystoneauth's pool reuses dead sockets.
 CLOSE = {"Connection": "close"}
@@ -24,3 +26,10 @@ def password_auth(auth_url: str, username: str, password: str, project_name: str
     return v3.Password(auth_url=auth_url, username=username, password=password,
                        project_name=project_name, user_domain_name=user_domain_name,
                        project_domain_name=project_domain_name)
+
+
+def service_session(settings: KeystoneSettings) -> ks_session.Session:
+    return make_session(password_auth(
+        settings.auth_url, settings.username, settings.password, settings.project_name,
+        user_domain_name=settings.user_domain_name,
+        project_domain_name=settings.project_domain_name))

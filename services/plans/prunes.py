@@ -8,7 +8,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from services.jobs.inserts import insert_ignoring_conflicts, job_values
-from services.plans.models import Plan
+from services.records.plans import Plan
 from services.status import JobKind, JobStatus
 
 

@@ -5,7 +5,7 @@ from sqlalchemy.orm import Session
 
 from services.context import RequestContext
 from services.errors import InvalidMarker, PlanNotFound
-from services.plans.models import Plan
+from services.records.plans import Plan
 
 
 def get(session: Session, ctx: RequestContext, plan_id: str) -> Plan:

@@ -7,8 +7,8 @@ from pydantic import BaseModel, Field, WithJsonSchema, field_validator, model_va
 
 from services.jobs.schemas import JobPublic
 from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
-from services.plans.models import Plan
 from services.plans.retention import Policy
+from services.records.plans import Plan
 from services.status import PlanStatus, RestorePointKind
 
 WallClockTime = Annotated[datetime, WithJsonSchema({

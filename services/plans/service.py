@@ -15,9 +15,7 @@ from services import dispatch
 from services.context import RequestContext
 from services.errors import InvalidInput, InvalidSchedule, PlanNameTaken
 from services.jobs import repository as jobs_repository
-from services.jobs.models import Job
 from services.plans import repository, schedule, timing
-from services.plans.models import Plan
 from services.plans.retention import Point, evaluate
 from services.plans.schemas import (
     NextRun,
@@ -30,7 +28,10 @@ from services.plans.schemas import (
     ScheduleRule,
 )
 from services.quotas import service as quotas
-from services.restore_points.models import RestorePoint
+from services.records.jobs import Job
+from services.records.plans import Plan
+from services.records.restore_points import RestorePoint
+from services.records.volumes import Volume
 from services.settings import Settings, resolve_target
 from services.status import (
     ACTIVE_JOB_STATUSES,
@@ -41,7 +42,6 @@ from services.status import (
     RestorePointStatus,
     guarded_update_where,
 )
-from services.volumes.models import Volume
 from services.volumes.resolve import VolumeResolver
 
 

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from services.plans import schedule
-from services.plans.models import Plan
+from services.records.plans import Plan
 from services.status import RestorePointKind
 
 

@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session
 
 from services.base import utcnow
 from services.errors import QuotaExceeded
-from services.quotas.models import ProjectQuota
-from services.restore_points.models import RestorePoint
+from services.records.quotas import ProjectQuota
+from services.records.restore_points import RestorePoint
 from services.status import RestorePointStatus
 
 GIB = 1 << 30

@@ -14,13 +14,13 @@ from sqlalchemy.orm import Session
 
 from services.context import RequestContext
 from services.db import undo_on_rollback
-from services.errors import InvalidInput, VolumeInUse, VolumeNotFound
+from services.errors import InvalidInput, VolumeInUse
 from services.jobs import repository as jobs
-from services.openstack.cinder import CinderApi, CinderGateway
+from services.openstack.cinder import CinderGateway
 from services.quotas.service import GIB
-from services.restore_points.models import RestorePoint
+from services.records.restore_points import RestorePoint
+from services.records.volumes import Volume
 from services.restore_points.schemas import NewVolume
-from services.volumes.models import Volume
 
 log = logging.getLogger(__name__)
 
@@ -41,36 +41,9 @@ def create_volume(session: Session, ctx: RequestContext, cinder: CinderGateway,
         metadata={"cairn_restore_point": rp.id, "cairn_restore_job": job_id})
     # Made before the job row commits (the answer names it); if the row never commits,
     # nothing would ever restore into it or remove it.
-    undo_on_rollback(session, partial(_discard, api, volume.id),
+    undo_on_rollback(session, partial(api.discard, volume.id),
                      f"Cinder volume {volume.id} made for restore job {job_id}")
     return volume.id
-
-
-DISCARD_WAIT_SECONDS = 30.0
-"""How long discarding a volume made moments ago waits for Cinder to finish creating it
-(Cinder refuses to delete a volume that is still `creating`)."""
-
-
-def discard_volume(ctx: RequestContext, cinder: CinderGateway, volume_id: str) -> str | None:
-    """Delete the volume made for a restore that will not run; a warning for the job when
-    that fails (the volume is then the user's to delete)."""
-    try:
-        _discard(cinder.for_user(ctx), volume_id)
-    except Exception:
-        log.warning("could not delete Cinder volume %s of a cancelled restore", volume_id,
-                    exc_info=True)
-        return (f"the new Cinder volume {volume_id} made for this restore could not be deleted; "
-                "delete it (openstack volume delete)")
-    return None
-
-
-def _discard(api: CinderApi, volume_id: str) -> None:
-    try:
-        if api.get(volume_id).status == "creating":
-            api.wait_for(volume_id, "available", DISCARD_WAIT_SECONDS)
-        api.delete(volume_id)
-    except VolumeNotFound:
-        pass
 
 
 def check_in_place(session: Session, ctx: RequestContext, cinder: CinderGateway,

@@ -34,12 +34,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.db import Database
-from services.restore_points.models import OWNER_XATTR, RestorePoint
+from services.records.restore_points import OWNER_XATTR, RestorePoint
+from services.records.volumes import Volume
 from services.settings import Settings
 from services.status import RESTORE_POINT_TRANSITIONS, RestorePointStatus, guarded_update
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
-from services.volumes.models import Volume
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ from sqlalchemy.orm import Session
 from services.base import AnyRow
 from services.context import RequestContext
 from services.errors import InvalidMarker, RestorePointNotFound
-from services.restore_points.models import RestorePoint
+from services.records.restore_points import RestorePoint
+from services.records.volumes import VOLUME_REF, Volume
 from services.status import RestorePointStatus
-from services.volumes.models import VOLUME_REF, Volume
 
 
 def get(session: Session, ctx: RequestContext, rp_id: str) -> RestorePoint:

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field, model_validator
 from services.base import AnyRow
 from services.formats import IMAGE_SPEC, PRINTABLE, UUID
 from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
-from services.restore_points.models import RestorePoint, backup_image_name, snapshot_name
+from services.records.restore_points import RestorePoint, backup_image_name, snapshot_name
 from services.status import RestorePointKind, RestorePointStatus, VerifyStatus
 
 

@@ -19,11 +19,11 @@ from services.errors import (
     RestorePointBusy,
 )
 from services.jobs import repository as jobs
-from services.jobs.models import Job
 from services.openstack.cinder import CinderGateway
+from services.records.jobs import Job
+from services.records.restore_points import RestorePoint
 from services.restore_points import cinder_restores
 from services.restore_points import repository as restore_points
-from services.restore_points.models import RestorePoint
 from services.restore_points.schemas import RestoreCreate, VerifyCreate
 from services.settings import Settings
 from services.status import (
@@ -36,7 +36,7 @@ from services.status import (
 )
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
-from services.volumes.refs import parse_image_ref
+from services.storage.refs import parse_image_ref
 
 
 def start_restore(session: Session, ctx: RequestContext, settings: Settings,

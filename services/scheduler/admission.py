@@ -19,8 +19,8 @@ from sqlalchemy import and_, func, or_, select, update
 from services.base import utcnow
 from services.db import Database
 from services.dispatch import Dispatcher
-from services.jobs.models import Job
 from services.limits.leases import Leases, Scope, scopes_for
+from services.records.jobs import Job
 from services.settings import Settings
 from services.status import JobKind, JobStatus
 

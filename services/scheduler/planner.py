@@ -28,11 +28,11 @@ from services.db import Database
 from services.errors import InvalidSchedule
 from services.jobs import repository as jobs_repository
 from services.jobs.inserts import insert_ignoring_conflicts, job_values
-from services.jobs.models import Job
 from services.plans import schedule, timing
-from services.plans.models import Plan
 from services.plans.prunes import request_prune
 from services.quotas import service as quotas
+from services.records.jobs import Job
+from services.records.plans import Plan
 from services.settings import Settings
 from services.status import JobKind, JobStatus, PlanStatus, RestorePointKind
 

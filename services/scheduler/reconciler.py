@@ -18,7 +18,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from services.db import Database
-from services.jobs.models import Job
+from services.records.jobs import Job
 from services.status import JOB_TRANSITIONS, JobStatus, guarded_update
 
 log = logging.getLogger(__name__)

@@ -14,10 +14,10 @@ from sqlalchemy.orm import Session
 
 from services.db import Database
 from services.jobs.inserts import insert_ignoring_conflicts, job_values
-from services.jobs.models import Job
-from services.plans.models import Plan
 from services.plans.schemas import VerifyPolicy, verify_policy_of
-from services.restore_points.models import RestorePoint
+from services.records.jobs import Job
+from services.records.plans import Plan
+from services.records.restore_points import RestorePoint
 from services.settings import Settings
 from services.status import ACTIVE_JOB_STATUSES, JobKind, JobStatus, RestorePointStatus
 

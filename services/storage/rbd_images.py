@@ -17,7 +17,7 @@ import rbd
 
 from services.errors import ImageExists, NotFound, StorageError, VolumeNotFound
 from services.storage.ceph import CephClusters
-from services.volumes.refs import ImageRef
+from services.storage.refs import ImageRef
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from services.errors import VolumeNotFound, VolumeNotOwned
 from services.openstack.cinder import CinderGateway
-from services.volumes.models import Volume
+from services.records.volumes import Volume
 
 
 def check_owner(cinder: CinderGateway | None, volume: Volume, project_id: str) -> None:

@@ -11,10 +11,10 @@ from sqlalchemy.orm import Session
 
 from services.context import RequestContext
 from services.openstack.cinder import CinderGateway
-from services.plans.models import Plan, PlanVolume
-from services.restore_points.models import RestorePoint
+from services.records.plans import Plan, PlanVolume
+from services.records.restore_points import RestorePoint
+from services.records.volumes import Volume
 from services.status import PlanStatus, RestorePointKind, RestorePointStatus, VerifyStatus
-from services.volumes.models import Volume
 
 
 class PlanRef(BaseModel):

@@ -6,8 +6,8 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from services.volumes.models import Volume
-from services.volumes.refs import ImageRef, parse_image_ref
+from services.records.volumes import Volume
+from services.storage.refs import ImageRef, parse_image_ref
 
 CINDER_ID = re.compile(r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
 

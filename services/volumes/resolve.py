@@ -15,11 +15,11 @@ from sqlalchemy.orm import Session
 from services.context import RequestContext
 from services.errors import Forbidden, InvalidInput
 from services.openstack.cinder import CinderGateway
+from services.records.volumes import Volume
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
+from services.storage.refs import parse_image_ref
 from services.volumes import repository as volumes
-from services.volumes.models import Volume
-from services.volumes.refs import parse_image_ref
 from services.volumes.repository import CINDER_ID
 
 

@@ -12,9 +12,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect
 
+from manage.main import alembic_config
 from services.db import make_engine
-from services.manage import alembic_config
-from services.models import Base
+from services.records import Base
 from tests.conftest import PG_PORT, drop_pg_database, new_pg_database
 
 

@@ -8,8 +8,9 @@ import time
 import httpx
 import pytest
 
-from services.auth.keystone import TokenInfo, TokenValidator, service_session
+from services.auth.keystone import TokenInfo, TokenValidator
 from services.errors import ServiceUnavailable, Unauthorized
+from services.openstack.sessions import service_session
 from services.settings import KeystoneSettings
 from tests.openstack.conftest import Protected
 from tests.support import ceph

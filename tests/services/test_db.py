@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from services.db import Database
-from services.volumes.models import Volume
+from services.records.volumes import Volume
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from sqlalchemy import select
 
 from services.db import Database
 from services.errors import InvalidInput
-from services.models import Base, Job
+from services.records import Base, Job
 from services.status import JOB_TRANSITIONS, JobKind, JobStatus, guarded_update, sources_of
-from services.volumes.refs import ImageRef, parse_image_ref
+from services.storage.refs import ImageRef, parse_image_ref
 
 
 def test_parse_full_ref() -> None:

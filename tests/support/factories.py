@@ -10,11 +10,11 @@ from typing import Any
 from sqlalchemy import func, select
 
 from services.db import Database
-from services.jobs.models import Job
 from services.plans import timing
-from services.plans.models import Plan
+from services.records.jobs import Job
+from services.records.plans import Plan
+from services.records.volumes import Volume
 from services.status import JobKind, JobStatus, PlanStatus
-from services.volumes.models import Volume
 
 
 def make_plan(db: Database, *, project: str, volumes: int | list[str],

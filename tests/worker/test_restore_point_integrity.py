@@ -14,7 +14,7 @@ from sqlalchemy import update
 
 from services.base import utcnow
 from services.db import Database
-from services.jobs.models import Job
+from services.records.jobs import Job
 from services.status import JobStatus
 from tests.support import ceph
 from tests.support.ceph import MiB

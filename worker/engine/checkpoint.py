@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import rados
 
-from services.restore_points.models import OWNER_XATTR
+from services.records.restore_points import OWNER_XATTR
 from worker.engine.copy import Digests
 
 log = logging.getLogger(__name__)

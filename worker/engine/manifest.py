@@ -23,7 +23,7 @@ import rados
 import xxhash
 
 from services.errors import DataCorrupt
-from services.restore_points.models import OWNER_XATTR
+from services.records.restore_points import OWNER_XATTR
 
 ALGORITHM = "xxh3-128"
 SHARD_OBJECTS = 65536

@@ -18,8 +18,9 @@ from sqlalchemy import select
 from services.base import utcnow
 from services.errors import CairnError, DataCorrupt, JobLost, NotFound, SnapshotsLeft, VolumeBusy
 from services.plans.prunes import request_prune
+from services.records.restore_points import RestorePoint
+from services.records.volumes import Volume
 from services.restore_points import repository as restore_points
-from services.restore_points.models import RestorePoint
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobStatus,
@@ -29,7 +30,6 @@ from services.status import (
 )
 from services.storage import rbd_images
 from services.volumes import locks
-from services.volumes.models import Volume
 from services.volumes.ownership import check_owner
 from worker.engine import checkpoint, manifest
 from worker.engine.copy import CopyEngine, CopyStats, Digests

@@ -25,11 +25,11 @@ from sqlalchemy.orm import Session
 from services.base import utcnow
 from services.db import Database
 from services.errors import CairnError, JobCancelled, JobLost
-from services.jobs.models import Job
 from services.limits.leases import Leases, Scope, scopes_for
 from services.plans import timing
-from services.plans.models import Plan
-from services.restore_points.models import RestorePoint
+from services.records.jobs import Job
+from services.records.plans import Plan
+from services.records.restore_points import RestorePoint
 from services.status import (
     JOB_TRANSITIONS,
     JobKind,

@@ -11,10 +11,10 @@ from sqlalchemy import select
 
 from services.errors import CairnError
 from services.plans import schedule, service
-from services.plans.models import Plan
 from services.plans.retention import evaluate
 from services.plans.schemas import Retention
-from services.restore_points.models import RestorePoint, unlocked
+from services.records.plans import Plan
+from services.records.restore_points import RestorePoint, unlocked
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobStatus,

@@ -23,10 +23,10 @@ from services.errors import (
     VolumeInUse,
     VolumeNotOwned,
 )
-from services.restore_points.models import RestorePoint
+from services.records.restore_points import RestorePoint
 from services.status import RestoreMode
 from services.storage import rbd_images
-from services.volumes.refs import ImageRef, parse_image_ref
+from services.storage.refs import ImageRef, parse_image_ref
 from worker.engine import manifest
 from worker.engine.copy import CopyEngine, CopyStats
 from worker.engine.extents import allocated_objects, plan_chunks

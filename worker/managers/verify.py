@@ -15,7 +15,7 @@ from sqlalchemy import select, update
 
 from services.base import utcnow
 from services.errors import DataCorrupt, NotFound
-from services.restore_points.models import RestorePoint
+from services.records.restore_points import RestorePoint
 from services.status import VerifyStatus
 from services.storage import rbd_images
 from worker.engine import manifest

@@ -13,8 +13,8 @@ from sqlalchemy import update
 
 from services.base import utcnow
 from services.db import Database
-from services.jobs.models import Job
 from services.limits.leases import Leases, scopes_for
+from services.records.jobs import Job
 from services.scheduler.admission import Admission
 from services.settings import Settings
 from services.status import JobKind, JobStatus

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from services.db import Database
-from services.jobs.models import Job
 from services.quotas import service as quotas
+from services.records.jobs import Job
 from services.scheduler.planner import schedule_due
 from services.settings import Settings
 from services.status import JobKind, JobStatus

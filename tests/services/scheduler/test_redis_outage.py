@@ -14,7 +14,7 @@ import rados
 
 from services.clock import set_file_clock
 from services.db import Database
-from services.restore_points.models import RestorePoint
+from services.records.restore_points import RestorePoint
 from services.status import JobKind, JobStatus, RestorePointStatus
 from tests.conftest import migrated_database
 from tests.support import ceph

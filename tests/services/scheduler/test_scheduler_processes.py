@@ -14,7 +14,7 @@ import pytest
 
 from services.clock import set_file_clock
 from services.db import Database
-from services.jobs.models import Job
+from services.records.jobs import Job
 from services.status import JobStatus
 from tests.support.factories import count_by_status, duplicate_slots, jobs_of, make_plan
 from tests.support.stack import BIN, REDIS_PORT, Process, service_env

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from services.plans.schemas import VerifyPolicy
-from services.restore_points.models import RestorePoint
+from services.records.restore_points import RestorePoint
 from services.scheduler.verifies import due_fraction
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)

@@ -19,8 +19,7 @@ from alembic import command
 from alembic.config import Config
 
 import migrations
-from services.errors import CairnError
-from services.openstack import cloud_config
+from cli import cloud_config
 from services.openstack.identity import IdentityAdmin
 from services.openstack.sessions import make_session
 from services.settings import get_settings
@@ -67,30 +66,25 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-SERVICE_TYPE = "volume-backup"
-"""Cairn's service type in the catalog. `backup` is Freezer's and `data-protection` Karbor's
-in the service-types authority, so a cloud can run Cairn beside either."""
-
-
 def _register(args: argparse.Namespace) -> int:
     try:
         cloud = cloud_config.load(args.os_cloud)
-    except CairnError as exc:
-        print(f"cairn-manage: {exc.message}", file=sys.stderr)
+    except cloud_config.CloudConfigError as exc:
+        print(f"cairn-manage: {exc}", file=sys.stderr)
         return 2
     session = make_session(cloud.auth, verify=cloud.verify)
     admin = IdentityAdmin(session, region=args.region or cloud.region_name)
     try:
         if admin.region is not None:
             admin.ensure_region(admin.region)
-        service_id = admin.ensure_service(SERVICE_TYPE, "cairn",
+        service_id = admin.ensure_service(cloud_config.SERVICE_TYPE, "cairn",
                                           "Cairn: backups of block storage volumes")
         admin.ensure_endpoints(service_id, args.url, ("public", "admin"))
         admin.ensure_endpoints(service_id, args.internal_url or args.url, ("internal",))
     except Exception as exc:  # keystoneauth raises plain Exception for some bad options
         print(f"cairn-manage: registering in Keystone failed: {exc}", file=sys.stderr)
         return 1
-    print(f"registered service {SERVICE_TYPE} ({service_id}) at {args.url}")
+    print(f"registered service {cloud_config.SERVICE_TYPE} ({service_id}) at {args.url}")
     return 0
 
 

@@ -16,8 +16,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
+from services.records.volumes import Volume
 from services.status import RestorePointKind, RestorePointStatus, VerifyStatus
-from services.volumes.models import Volume
 
 
 def snapshot_name(restore_point_id: str) -> str:

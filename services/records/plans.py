@@ -7,8 +7,8 @@ from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, Tex
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
+from services.records.volumes import Volume
 from services.status import PlanStatus
-from services.volumes.models import Volume
 
 
 class PlanVolume(Base):

@@ -16,14 +16,21 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading
 from keystoneauth1.plugin import BaseAuthPlugin
 
-from services.errors import InvalidInput
-
 CLOUDS_YAML_PATHS = (Path("clouds.yaml"), Path("~/.config/openstack/clouds.yaml").expanduser(),
                      Path("/etc/openstack/clouds.yaml"))
+
+SERVICE_TYPE = "volume-backup"
+"""Cairn's service type in the Keystone catalog (`cairn-manage keystone register` adds it).
+`backup` is Freezer's and `data-protection` Karbor's in the service-types authority, so a
+cloud can run Cairn beside either."""
 
 # OS_* variables that are not auth plugin options.
 _NOT_AUTH = {"OS_CLOUD", "OS_REGION_NAME", "OS_INTERFACE", "OS_CACERT", "OS_AUTH_TYPE",
              "OS_IDENTITY_API_VERSION", "OS_CLIENT_CONFIG_FILE", "OS_INSECURE"}
+
+
+class CloudConfigError(ValueError):
+    """The credentials cannot be read; the message says what to fix."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +58,8 @@ def load(cloud: str | None = None, env: Mapping[str, str] | None = None) -> Clou
         auth = {key[3:].lower(): value for key, value in env.items()
                 if key.startswith("OS_") and key not in _NOT_AUTH and value}
         if not auth:
-            raise InvalidInput("no OpenStack credentials: set OS_CLOUD (a cloud in clouds.yaml) "
-                               "or the OS_* variables (OS_AUTH_URL, OS_USERNAME, ...)")
+            raise CloudConfigError("no OpenStack credentials: set OS_CLOUD (a cloud in "
+                                   "clouds.yaml) or the OS_* variables (OS_AUTH_URL, ...)")
         auth_type = env.get("OS_AUTH_TYPE") or ("token" if "token" in auth else "password")
         region = env.get("OS_REGION_NAME")
         interface = env.get("OS_INTERFACE", "public")
@@ -70,12 +77,12 @@ def _clouds_yaml_entry(cloud: str, env: Mapping[str, str]) -> dict[str, Any]:
         try:
             data = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as exc:
-            raise InvalidInput(f"{path} is not valid YAML: {exc}") from None
+            raise CloudConfigError(f"{path} is not valid YAML: {exc}") from None
         clouds = data.get("clouds") or {}
         if cloud in clouds:
             entry: dict[str, Any] = clouds[cloud] or {}
             return entry
-    raise InvalidInput(f"cloud {cloud!r} is not in any clouds.yaml "
+    raise CloudConfigError(f"cloud {cloud!r} is not in any clouds.yaml "
                        f"(looked in {', '.join(str(p) for p in paths)})")
 
 
@@ -83,12 +90,12 @@ def _plugin(auth_type: str, options: dict[str, Any], where: str) -> BaseAuthPlug
     try:
         loader: loading.BaseLoader[BaseAuthPlugin] = loading.get_plugin_loader(auth_type)
     except ks_exc.NoMatchingPlugin:
-        raise InvalidInput(f"unknown auth type {auth_type!r} in {where}") from None
+        raise CloudConfigError(f"unknown auth type {auth_type!r} in {where}") from None
     known = {o.dest for o in loader.get_options()}
     try:
         plugin: BaseAuthPlugin = loader.load_from_options(
             **{k: v for k, v in options.items() if k in known})
     except ks_exc.MissingRequiredOptions as exc:
         missing = ", ".join(o.dest for o in exc.options)
-        raise InvalidInput(f"{where}: missing {missing} for auth type {auth_type}") from None
+        raise CloudConfigError(f"{where}: missing {missing} for auth type {auth_type}") from None
     return plugin

@@ -16,9 +16,9 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
-from services.restore_points.models import RestorePoint
+from services.records.restore_points import RestorePoint
+from services.records.volumes import Volume
 from services.status import JobKind, JobStatus, RestoreMode, RestorePointKind
-from services.volumes.models import Volume
 
 _ACTIVE_BACKUP = text("kind = 'backup' AND status IN ('queued', 'running')")
 _QUEUED_PRUNE = text("kind = 'prune' AND status = 'queued'")

@@ -1,0 +1,12 @@
+"""Every ORM model, imported in one place so the metadata is complete (Alembic, tests)."""
+
+from services.base import Base
+from services.records.idempotency import IdempotentRequest
+from services.records.jobs import Job
+from services.records.plans import Plan, PlanVolume
+from services.records.quotas import ProjectQuota
+from services.records.restore_points import RestorePoint
+from services.records.volumes import Volume, VolumeLock
+
+__all__ = ["Base", "IdempotentRequest", "Job", "Plan", "PlanVolume", "ProjectQuota",
+           "RestorePoint", "Volume", "VolumeLock"]
