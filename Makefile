@@ -7,7 +7,7 @@ STATE := $(CURDIR)/.state
 API_PORT ?= 8787
 OPENSTACK ?= 0
 
-.PHONY: help bootstrap up down status test test-only soak lint typecheck check bench bench-scheduler bench-hostile clean
+.PHONY: help bootstrap up down status test test-unit test-only soak lint typecheck check bench bench-scheduler bench-hostile clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -46,13 +46,16 @@ typecheck: bootstrap ## mypy --strict on services/, api/, worker/, cli/, manage/
 
 check: lint typecheck ## lint and type check
 
-test: ## install what is missing, start the stack's servers (Keystone and Cinder too), lint, type check, run every test
+test: ## install what is missing, start the stack's servers (Keystone and Cinder too), lint, type check, run both tiers
 	@CAIRN_OPENSTACK=1 bash deploy/local/bootstrap.sh
 	@CAIRN_SECOND_CLUSTER=1 CAIRN_OPENSTACK=1 bash deploy/local/stack.sh up infra
 	@$(MAKE) --no-print-directory check
 	@$(MAKE) --no-print-directory test-only
 
-test-only: ## run the test suite against an already running stack
+test-unit: bootstrap ## the unit tier: every test that needs no server (seconds; nothing has to run)
+	@$(PY) -m pytest -p no:cacheprovider -q tests/unit
+
+test-only: ## run both tiers against an already running stack
 	@$(PY) -m pytest -p no:cacheprovider
 
 SEED ?= $(shell date +%s)
@@ -63,7 +66,7 @@ soak: bootstrap ## the randomized data-path test at length: make soak SEED=... C
 	@echo "soak: seeds $(SEED)..$$(( $(SEED) + $(CASES) - 1 )), volumes up to $(MAX_MIB) MiB"
 	@CAIRN_MODEL_SEED=$(SEED) CAIRN_MODEL_CASES=$(CASES) CAIRN_MODEL_MAX_MIB=$(MAX_MIB) \
 	    CAIRN_MODEL_KILL_CHANCE=0.1 CAIRN_TEST_REDIS_DB_OFFSET=4 $(PY) -m pytest -p no:cacheprovider -q \
-	    tests/worker/test_data_path_model.py
+	    tests/integration/worker/test_data_path_model.py
 
 bench: ## copy-engine benchmark on its own BlueStore clusters (~25 min); prints figures
 	@CAIRN_BENCH=1 CAIRN_OPENSTACK=$(OPENSTACK) bash deploy/local/bootstrap.sh

@@ -1,5 +1,5 @@
 """The CLI tests reuse the OpenStack fixtures: real Keystone, Cinder, Ceph and Cairn."""
 
-from tests.openstack.conftest import cloud, os_cairn, protected
+from tests.integration.openstack.conftest import cloud, os_cairn, protected
 
 __all__ = ["cloud", "os_cairn", "protected"]

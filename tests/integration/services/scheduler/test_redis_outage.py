@@ -40,7 +40,7 @@ def settle_startup_prunes(db: Database, plans: list[str]) -> None:
     """Wait for the prunes cairn-scheduler sends on its first tick to finish, so the outage
     starts with no task in the worker's hands and the test stays about slots falling due
     while Redis is down (a job in the worker's hands at that moment is
-    tests/worker/test_broker_outage.py's subject)."""
+    tests/integration/worker/test_broker_outage.py's subject)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         prunes = [j for p in plans for j in jobs_of(db, p, JobKind.PRUNE)]

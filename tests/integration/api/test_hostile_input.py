@@ -13,7 +13,7 @@ import pytest
 import rados
 import rbd
 
-from tests.api.test_errors import error_of
+from tests.integration.api.test_errors import error_of
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.stack import Stack

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import rados
 
-from tests.api.test_errors import error_of
+from tests.integration.api.test_errors import error_of
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.stack import HEADERS, Stack

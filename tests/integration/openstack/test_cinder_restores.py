@@ -9,7 +9,7 @@ import time
 import rbd
 
 from services.errors import VolumeNotFound
-from tests.openstack.conftest import Protected
+from tests.integration.openstack.conftest import Protected
 from tests.support import ceph
 from tests.support.openstack import (
     Cloud,

@@ -12,7 +12,7 @@ from services.auth.keystone import TokenInfo, TokenValidator
 from services.errors import ServiceUnavailable, Unauthorized
 from services.openstack.sessions import service_session
 from services.settings import KeystoneSettings
-from tests.openstack.conftest import Protected
+from tests.integration.openstack.conftest import Protected
 from tests.support import ceph
 from tests.support.openstack import KEYSTONE, SERVICE_PASSWORD, Cloud, OpenStackCairn
 

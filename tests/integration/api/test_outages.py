@@ -11,7 +11,7 @@ import rbd
 from fastapi.testclient import TestClient
 
 from api.main import create_app
-from tests.api.test_errors import error_of
+from tests.integration.api.test_errors import error_of
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.redis_server import free_port
