@@ -10,6 +10,7 @@ from services import dispatch
 from services.backups.schemas import BackupCreate
 from services.context import RequestContext
 from services.errors import BackupAlreadyRunning
+from services.jobs import factory
 from services.jobs import repository as jobs
 from services.quotas import service as quotas
 from services.records.jobs import Job
@@ -34,12 +35,10 @@ def create_backup(session: Session, ctx: RequestContext, settings: Settings,
                       target=target, kind=request.kind)
     session.add(rp)
     session.flush()
-    job = Job(project_id=project_id, kind=JobKind.BACKUP, volume=volume, volume_id=volume.id,
-              target=target, backup_kind=request.kind,
-              restore_point=rp, restore_point_id=rp.id,
-              qos_bytes_per_second=request.qos_bytes_per_second,
-              qos_ops_per_second=request.qos_ops_per_second,
-              max_attempts=settings.job_max_attempts)
+    job = Job(**factory.backup(
+        project_id=project_id, volume_id=volume.id, target=target, kind=request.kind,
+        restore_point_id=rp.id, max_attempts=settings.job_max_attempts,
+        qos=factory.Qos(request.qos_bytes_per_second, request.qos_ops_per_second)))
     try:
         with session.begin_nested():
             session.add(job)

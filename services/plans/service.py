@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from services import dispatch
 from services.context import RequestContext
 from services.errors import InvalidInput, InvalidSchedule, PlanNameTaken
+from services.jobs import factory
 from services.jobs import repository as jobs_repository
 from services.plans import repository, schedule, timing
 from services.plans.retention import Point, evaluate
@@ -145,11 +146,10 @@ def run_now(session: Session, ctx: RequestContext, settings: Settings, plan_id: 
     skipped = [{"volume": v.ref, "reason": "a backup of this volume is already queued or "
                 "running"} for v in plan.volumes if v.id in busy]
     for volume in free:
-        job = Job(project_id=plan.project_id, kind=JobKind.BACKUP, volume_id=volume.id,
-                  target=plan.target, backup_kind=request.kind, plan_id=plan.id,
-                  qos_bytes_per_second=plan.qos_bytes_per_second,
-                  qos_ops_per_second=plan.qos_ops_per_second,
-                  max_attempts=settings.job_max_attempts, queued_at=now, created_at=now)
+        job = Job(**factory.backup(
+            project_id=plan.project_id, volume_id=volume.id, target=plan.target,
+            kind=request.kind, plan_id=plan.id, max_attempts=settings.job_max_attempts,
+            qos=factory.Qos(plan.qos_bytes_per_second, plan.qos_ops_per_second), now=now))
         try:
             with session.begin_nested():
                 session.add(job)

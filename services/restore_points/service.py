@@ -18,6 +18,7 @@ from services.errors import (
     InvalidStatusTransition,
     RestorePointBusy,
 )
+from services.jobs import factory
 from services.jobs import repository as jobs
 from services.openstack.cinder import CinderGateway
 from services.records.jobs import Job
@@ -48,11 +49,9 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
             f"restore point {rp.id} failed verification ({rp.corrupt_object_count} corrupt "
             "objects); restore from another restore point, or verify it again if the backup "
             "pool was repaired", restore_point_id=rp.id)
-    job = Job(project_id=rp.project_id, kind=JobKind.RESTORE, volume=rp.volume, target=rp.target,
-              volume_id=rp.volume_id, restore_point=rp, restore_point_id=rp.id,
-              qos_bytes_per_second=request.qos_bytes_per_second,
-              qos_ops_per_second=request.qos_ops_per_second,
-              max_attempts=settings.job_max_attempts)
+    job = Job(**factory.restore(
+        rp, max_attempts=settings.job_max_attempts,
+        qos=factory.Qos(request.qos_bytes_per_second, request.qos_ops_per_second)))
     session.add(job)
     session.flush()  # the job's id names a new Cinder volume's origin
     if request.target is not None:
@@ -114,9 +113,7 @@ def delete_restore_point(session: Session, ctx: RequestContext, settings: Settin
     if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
                           RestorePointStatus.DELETING):
         raise InvalidStatusTransition(f"restore point {rp.id} changed state; try again")
-    job = Job(project_id=rp.project_id, kind=JobKind.DELETE, volume=rp.volume,
-              volume_id=rp.volume_id, restore_point=rp, restore_point_id=rp.id,
-              max_attempts=settings.job_max_attempts)
+    job = Job(**factory.delete(rp, max_attempts=settings.job_max_attempts))
     session.add(job)
     session.flush()
     dispatch.enqueue(session, job.id, JobKind.DELETE)
@@ -129,12 +126,9 @@ def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_i
     running = jobs.active_for_restore_point(session, rp.id, JobKind.VERIFY)
     if running is not None:
         return running  # verifying twice at once would only read everything twice
-    job = Job(project_id=rp.project_id, kind=JobKind.VERIFY, volume=rp.volume, target=rp.target,
-              volume_id=rp.volume_id, restore_point=rp, restore_point_id=rp.id,
-              qos_bytes_per_second=request.qos_bytes_per_second,
-              qos_ops_per_second=request.qos_ops_per_second,
-              verify_fraction=request.sample_fraction,
-              max_attempts=settings.job_max_attempts)
+    job = Job(**factory.verify(
+        rp, fraction=request.sample_fraction, max_attempts=settings.job_max_attempts,
+        qos=factory.Qos(request.qos_bytes_per_second, request.qos_ops_per_second)))
     session.add(job)
     session.flush()
     dispatch.enqueue(session, job.id, JobKind.VERIFY)

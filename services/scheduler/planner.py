@@ -26,15 +26,16 @@ from sqlalchemy.orm import Session
 
 from services.db import Database
 from services.errors import InvalidSchedule
+from services.jobs import factory
 from services.jobs import repository as jobs_repository
-from services.jobs.inserts import insert_ignoring_conflicts, job_values
+from services.jobs.inserts import insert_ignoring_conflicts
 from services.plans import schedule, timing
 from services.plans.prunes import request_prune
 from services.quotas import service as quotas
 from services.records.jobs import Job
 from services.records.plans import Plan
 from services.settings import Settings
-from services.status import JobKind, JobStatus, PlanStatus, RestorePointKind
+from services.status import JobStatus, PlanStatus, RestorePointKind
 
 log = logging.getLogger(__name__)
 
@@ -120,9 +121,8 @@ class _Batch:
         self.cursors.append({"plan": plan.id, "old": cursor, "new": next_slot})
         missed = [s for s in due if self.now - s.at > self.grace]
         late = [s for s in due if self.now - s.at <= self.grace]
-        common = {"project_id": plan.project_id, "kind": JobKind.BACKUP, "plan_id": plan.id,
-                  "target": plan.target, "qos_bytes_per_second": plan.qos_bytes_per_second,
-                  "qos_ops_per_second": plan.qos_ops_per_second,
+        common = {"project_id": plan.project_id, "plan_id": plan.id, "target": plan.target,
+                  "qos": factory.Qos(plan.qos_bytes_per_second, plan.qos_ops_per_second),
                   "max_attempts": self.max_attempts}
         volume_ids = [v.id for v in plan.volumes]
         for volume_id in volume_ids:
@@ -182,10 +182,9 @@ class _Batch:
             elif r.volume_id in busy:
                 self.rows.append(_busy(r.common, r.volume_id, r.slot, self.now))
             else:
-                self.rows.append(job_values(
-                    **r.common, volume_id=r.volume_id, slot_at=r.slot.at, backup_kind=r.kind,
-                    not_before=r.not_before, status=JobStatus.QUEUED, queued_at=self.now,
-                    created_at=self.now))
+                self.rows.append(factory.backup(
+                    **r.common, volume_id=r.volume_id, slot_at=r.slot.at, kind=r.kind,
+                    not_before=r.not_before, now=self.now))
                 queued.append(r)
         return queued
 
@@ -211,9 +210,8 @@ def _busy(common: dict[str, Any], volume_id: str, slot: schedule.Slot,
 
 def _ended(common: dict[str, Any], volume_id: str, slot: schedule.Slot, now: datetime,
            status: JobStatus, code: str, message: str) -> dict[str, Any]:
-    return job_values(**common, volume_id=volume_id, slot_at=slot.at, backup_kind=slot.kind,
-                      status=status, error_code=code, error_message=message, queued_at=now,
-                      created_at=now, finished_at=now)
+    return factory.ended(factory.backup(**common, volume_id=volume_id, slot_at=slot.at,
+                                        kind=slot.kind, now=now), status, code, message)
 
 
 def request_prunes(db: Database, settings: Settings, now: datetime) -> int:
@@ -226,5 +224,6 @@ def request_prunes(db: Database, settings: Settings, now: datetime) -> int:
                 (Plan.last_pruned_at.is_(None)) | (Plan.last_pruned_at < cutoff))
         ).all())
         for plan_id, project_id in plans:
-            request_prune(session, plan_id, project_id, now)
+            request_prune(session, plan_id, project_id, now,
+                          max_attempts=settings.job_max_attempts)
     return len(plans)

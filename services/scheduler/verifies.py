@@ -13,13 +13,14 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from services.db import Database
-from services.jobs.inserts import insert_ignoring_conflicts, job_values
+from services.jobs import factory
+from services.jobs.inserts import insert_ignoring_conflicts
 from services.plans.schemas import VerifyPolicy, verify_policy_of
 from services.records.jobs import Job
 from services.records.plans import Plan
 from services.records.restore_points import RestorePoint
 from services.settings import Settings
-from services.status import ACTIVE_JOB_STATUSES, JobKind, JobStatus, RestorePointStatus
+from services.status import ACTIVE_JOB_STATUSES, JobKind, RestorePointStatus
 
 PER_ROUND = 500
 """Verifies queued in one round: a plan that just got a policy catches up over rounds,
@@ -55,14 +56,10 @@ def request_verifies(db: Database, settings: Settings, now: datetime,
             for rp in _candidates(session, plan.id, policy, now, PER_ROUND - len(rows)):
                 due, fraction = due_fraction(policy, rp, now)
                 if due:
-                    rows.append(job_values(
-                        project_id=rp.project_id, kind=JobKind.VERIFY,
-                        status=JobStatus.QUEUED, volume_id=rp.volume_id,
-                        restore_point_id=rp.id, target=rp.target, plan_id=plan.id,
-                        verify_fraction=fraction, max_attempts=settings.job_max_attempts,
-                        qos_bytes_per_second=plan.qos_bytes_per_second,
-                        qos_ops_per_second=plan.qos_ops_per_second,
-                        created_at=now, queued_at=now))
+                    rows.append(factory.verify(
+                        rp, fraction=fraction, plan_id=plan.id, now=now,
+                        max_attempts=settings.job_max_attempts,
+                        qos=factory.Qos(plan.qos_bytes_per_second, plan.qos_ops_per_second)))
             if len(rows) >= PER_ROUND:
                 break
         insert_ignoring_conflicts(session, rows)

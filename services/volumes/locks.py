@@ -11,9 +11,9 @@ from sqlalchemy.exc import IntegrityError
 
 from services.base import utcnow
 from services.db import Database
-from services.jobs.models import Job
+from services.records.jobs import Job
+from services.records.volumes import VolumeLock
 from services.status import JobStatus
-from services.volumes.models import VolumeLock
 
 
 def try_lock(db: Database, volume_id: str, job_id: str) -> str | None:

@@ -125,7 +125,8 @@ class BackupSteps(JobSteps):
             def prune() -> None:
                 # Retention follows every backup of a plan (the scheduler admits the prune).
                 with rt.db.session() as session:
-                    request_prune(session, plan_id, job.project_id, rt.clock())
+                    request_prune(session, plan_id, job.project_id, rt.clock(),
+                                  max_attempts=rt.settings.job_max_attempts)
 
             steps.append(("requesting the plan's prune", prune))
         return steps

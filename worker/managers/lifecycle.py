@@ -50,8 +50,10 @@ POLL_SECONDS = 0.25
 takes effect well within a second."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClaimedJob:
+    """What a manager knows of the job it runs, read once when the worker claimed it."""
+
     id: str
     attempt: int
     max_attempts: int
@@ -68,6 +70,19 @@ class ClaimedJob:
     restore_mode: RestoreMode | None = None
     restore_cinder_volume_id: str | None = None
     verify_fraction: float | None = None
+
+    @classmethod
+    def of(cls, job: Job, scopes: tuple[Scope, ...]) -> ClaimedJob:
+        return cls(id=job.id, attempt=job.attempt, max_attempts=job.max_attempts,
+                   restore_point_id=job.restore_point_id, volume_id=job.volume_id,
+                   restore_target=job.restore_target,
+                   qos_bytes_per_second=job.qos_bytes_per_second,
+                   qos_ops_per_second=job.qos_ops_per_second,
+                   cancel_requested=job.cancel_requested_at is not None,
+                   project_id=job.project_id, plan_id=job.plan_id, scopes=scopes,
+                   restore_mode=job.restore_mode,
+                   restore_cinder_volume_id=job.restore_cinder_volume_id,
+                   verify_fraction=job.verify_fraction)
 
     @property
     def out_of_attempts(self) -> bool:
@@ -117,11 +132,7 @@ def _start(session: Session, job: Job, scopes: list[Scope], worker: str) -> Clai
     session.refresh(job)
     if job.kind == JobKind.BACKUP and job.restore_point_id is None:
         _create_restore_point(session, job)
-    return ClaimedJob(job.id, job.attempt, job.max_attempts, job.restore_point_id,
-                      job.volume_id, job.restore_target, job.qos_bytes_per_second,
-                      job.qos_ops_per_second, job.cancel_requested_at is not None,
-                      job.project_id, job.plan_id, tuple(scopes), job.restore_mode,
-                      job.restore_cinder_volume_id, verify_fraction=job.verify_fraction)
+    return ClaimedJob.of(job, tuple(scopes))
 
 
 def _start_time(session: Session, job: Job, now: datetime) -> datetime | None:

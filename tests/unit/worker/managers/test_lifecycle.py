@@ -65,7 +65,9 @@ class Steps(JobSteps):
 
 
 def _job(attempt: int = 1) -> ClaimedJob:
-    return ClaimedJob("j", attempt, 3, "rp", "v", None, None, None, False)
+    return ClaimedJob(id="j", attempt=attempt, max_attempts=3, restore_point_id="rp",
+                      volume_id="v", restore_target=None, qos_bytes_per_second=None,
+                      qos_ops_per_second=None, cancel_requested=False)
 
 
 def _drive(steps: Steps, attempt: int = 1) -> dict[str, Any]:

@@ -1,0 +1,89 @@
+"""Every kind of job is made one way, and what it makes is a row both the ORM and the bulk
+insert accept (on a real SQLite with the models' schema)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from services.base import Base
+from services.db import Database
+from services.jobs import factory
+from services.jobs.inserts import insert_ignoring_conflicts
+from services.records.jobs import Job
+from services.records.restore_points import RestorePoint
+from services.records.volumes import Volume
+from services.status import JobKind, JobStatus, RestorePointKind
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = Database(f"sqlite:///{tmp_path / 'jobs.db'}")
+    Base.metadata.create_all(database.engine)
+    yield database
+    database.dispose()
+
+
+def _rp(session: object) -> RestorePoint:
+    volume = Volume(id="v1", project_id="p", cluster="ceph-a", pool="volumes", image="img",
+                    created_at=NOW)
+    rp = RestorePoint(id="rp1", project_id="p", volume_id="v1", target="local",
+                      kind=RestorePointKind.FULL, created_at=NOW)
+    session.add_all([volume, rp])  # type: ignore[attr-defined]
+    return rp
+
+
+def test_each_kind_makes_a_row_the_orm_takes(db: Database) -> None:
+    with db.session() as session:
+        rp = _rp(session)
+        session.flush()
+        qos = factory.Qos(bytes_per_second=1 << 20)
+        made = [
+            factory.backup(project_id="p", volume_id="v1", target="local",
+                           kind=RestorePointKind.INCREMENTAL, restore_point_id="rp1",
+                           max_attempts=5, qos=qos, now=NOW),
+            factory.restore(rp, max_attempts=5, qos=qos),
+            factory.delete(rp, max_attempts=5),
+            factory.verify(rp, max_attempts=5, fraction=0.05),
+            factory.prune(project_id="p", plan_id="plan1", max_attempts=5, now=NOW),
+        ]
+        session.add_all([Job(**values) for values in made])
+    with db.session() as session:
+        jobs = {j.kind: j for j in session.scalars(select(Job))}
+    assert set(jobs) == set(JobKind)
+    assert all(j.status == JobStatus.QUEUED and j.max_attempts == 5 for j in jobs.values())
+    assert jobs[JobKind.BACKUP].qos_bytes_per_second == 1 << 20
+    assert jobs[JobKind.RESTORE].target == "local"
+    assert jobs[JobKind.VERIFY].verify_fraction == 0.05
+    assert jobs[JobKind.DELETE].qos_bytes_per_second is None
+
+
+def test_bulk_rows_keep_one_waiting_prune_per_plan_and_record_ended_slots(
+        db: Database) -> None:
+    with db.session() as session:
+        _rp(session)
+        session.flush()
+        skipped = factory.ended(
+            factory.backup(project_id="p", volume_id="v1", target="local",
+                           kind=RestorePointKind.FULL, plan_id="plan1", slot_at=NOW,
+                           max_attempts=3, now=NOW),
+            JobStatus.SKIPPED, "misfire", "missed")
+        prunes = [factory.prune(project_id="p", plan_id="plan1", max_attempts=3, now=NOW)
+                  for _ in range(3)]
+        insert_ignoring_conflicts(session, [skipped, *prunes])
+    with db.session() as session:
+        assert session.scalar(select(func.count()).where(Job.kind == JobKind.PRUNE)) == 1
+        ended = session.scalars(select(Job).where(Job.kind == JobKind.BACKUP)).one()
+    assert (ended.status, ended.error_code, ended.finished_at) == (
+        JobStatus.SKIPPED, "misfire", NOW)
+
+
+def test_a_field_no_job_has_is_refused() -> None:
+    with pytest.raises(TypeError, match="not a job field: \\['colour'\\]"):
+        factory._row(JobKind.PRUNE, "p", 3, factory.NO_QOS, NOW, colour="red")
