@@ -8,22 +8,16 @@ from __future__ import annotations
 
 import os
 import socket
-import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-import psycopg
 import pytest
 import rados
-from alembic import command
 
-from manage.main import alembic_config
 from tests.support import ceph
 from tests.support.ceph import conf_path
+from tests.support.databases import migrated_database
 from tests.support.stack import PG_PORT, REDIS_PORT, Stack, start_stack, stop_stack
-
-PG_ADMIN = f"host=127.0.0.1 port={PG_PORT} user=postgres dbname=postgres"
 
 
 def _listening(port: int) -> bool:
@@ -43,39 +37,6 @@ def _local_stack_is_up() -> None:
     if missing:
         pytest.exit(f"the local stack is not running ({', '.join(missing)}): run `make test`, "
                     "which starts it", returncode=3)
-
-
-def migrate(url: str, revision: str = "head") -> None:
-    config = alembic_config(url)
-    config.attributes["configure_logging"] = False
-    command.upgrade(config, revision)
-
-
-def new_pg_database() -> str:
-    name = f"cairn_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return name
-
-
-def drop_pg_database(name: str) -> None:
-    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@contextmanager
-def migrated_database(backend: str, directory: Path) -> Iterator[str]:
-    """A new database on `backend` (SQLite in `directory`), migrated to head; dropped after."""
-    if backend == "sqlite":
-        url = f"sqlite:///{directory / 'cairn.db'}"
-        migrate(url)
-        yield url
-        return
-    name = new_pg_database()
-    url = f"postgresql+psycopg://postgres@127.0.0.1:{PG_PORT}/{name}"
-    migrate(url)
-    yield url
-    drop_pg_database(name)
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])

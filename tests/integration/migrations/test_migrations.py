@@ -15,7 +15,8 @@ from sqlalchemy import inspect
 from manage.main import alembic_config
 from services.db import make_engine
 from services.records import Base
-from tests.conftest import PG_PORT, drop_pg_database, new_pg_database
+from tests.support.databases import drop_pg_database, new_pg_database
+from tests.support.stack import PG_PORT
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

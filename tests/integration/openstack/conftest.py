@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import rbd
 
-from tests.conftest import migrated_database
 from tests.support import ceph
+from tests.support.databases import migrated_database
 from tests.support.openstack import (
     Cloud,
     OpenStackCairn,

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import rados
 
-from tests.conftest import migrated_database
 from tests.support import ceph
 from tests.support.ceph import MiB
+from tests.support.databases import migrated_database
 from tests.support.redis_server import RedisServer
 from tests.support.stack import Stack, start_stack, stop_stack
 

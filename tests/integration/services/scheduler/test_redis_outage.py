@@ -16,9 +16,9 @@ from services.clock import set_file_clock
 from services.db import Database
 from services.records.restore_points import RestorePoint
 from services.status import JobKind, JobStatus, RestorePointStatus
-from tests.conftest import migrated_database
 from tests.support import ceph
 from tests.support.ceph import MiB
+from tests.support.databases import migrated_database
 from tests.support.factories import jobs_of, make_plan
 from tests.support.redis_server import RedisServer
 from tests.support.stack import BIN, Process, service_env
