@@ -1,6 +1,7 @@
 """The one exception hierarchy of Cairn. Each error carries its HTTP status and a stable
 code; the API renders it as {"error": {"code", "message", "details"}}, and workers record
-its message on the job as the reason a user can act on."""
+its message on the job as the reason a user can act on. (A worker's own control flow,
+job lost or cancelled, is not an error of this kind: `worker/managers/signals.py`.)"""
 
 from __future__ import annotations
 
@@ -118,9 +119,22 @@ class StorageUnavailable(CairnError):
     code = "storage_unavailable"
 
 
+class StorageTimeout(StorageUnavailable):
+    """A Ceph operation did not complete within `ceph_op_timeout_seconds`."""
+
+    code = "storage_timeout"
+
+
 class StorageError(CairnError):
+    """Ceph failed an operation; librbd's own error stays in the operator's log."""
+
     status_code = 502
     code = "storage_error"
+
+
+class StorageFull(StorageError):
+    status_code = 507
+    code = "storage_full"
 
 
 class DataCorrupt(CairnError):
@@ -128,20 +142,6 @@ class DataCorrupt(CairnError):
 
     status_code = 500
     code = "data_corrupt"
-
-
-class JobLost(CairnError):
-    """This worker no longer owns the job (it was re-queued after a missed heartbeat)."""
-
-    status_code = 409
-    code = "job_lost"
-
-
-class JobCancelled(CairnError):
-    """A user cancelled the job; what it had made is removed."""
-
-    status_code = 409
-    code = "cancelled"
 
 
 class SnapshotsLeft(Conflict):
@@ -152,6 +152,12 @@ class SnapshotsLeft(Conflict):
 
 class JobNotCancellable(Conflict):
     code = "job_not_cancellable"
+
+
+class JobNotChangeable(Conflict):
+    """The job's QoS cannot change: it is finished, or of a kind that runs too briefly."""
+
+    code = "job_not_changeable"
 
 
 class PlanNameTaken(Conflict):

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from services.base import utcnow
 from services.context import RequestContext
-from services.errors import JobNotCancellable
+from services.errors import JobNotCancellable, JobNotChangeable
 from services.jobs import repository
 from services.jobs.schemas import JobUpdate
 from services.openstack.cinder import CinderGateway
@@ -92,9 +92,10 @@ def update_job(session: Session, ctx: RequestContext, job_id: str, change: JobUp
 
 
 def _require_changeable(job: Job, what: str) -> None:
+    refused = JobNotCancellable if what == "cancelled" else JobNotChangeable
     if job.kind not in COPY_JOB_KINDS:
-        raise JobNotCancellable(f"a {job.kind} job cannot be {what}; it is short and "
-                                "undoing it half-way would leave more behind", job_id=job.id)
+        raise refused(f"a {job.kind} job cannot be {what}; it is short and "
+                      "undoing it half-way would leave more behind", job_id=job.id)
     if job.status not in ACTIVE_JOB_STATUSES:
-        raise JobNotCancellable(f"job {job.id} is already {job.status} and cannot be {what}",
-                                job_id=job.id, status=job.status)
+        raise refused(f"job {job.id} is already {job.status} and cannot be {what}",
+                      job_id=job.id, status=job.status)

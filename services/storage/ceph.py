@@ -16,7 +16,15 @@ from contextlib import contextmanager
 import rados
 import rbd
 
-from services.errors import NotFound, StorageUnavailable, UnknownCluster
+from services.errors import (
+    CairnError,
+    NotFound,
+    StorageError,
+    StorageFull,
+    StorageTimeout,
+    StorageUnavailable,
+    UnknownCluster,
+)
 from services.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -39,6 +47,25 @@ def is_shut_out(exc: BaseException) -> bool:
 
 def is_timeout(exc: BaseException) -> bool:
     return _errno(exc) == errno.ETIMEDOUT
+
+
+def storage_error(exc: rados.Error | rbd.Error, *, cluster: str, pool: str,
+                  timeout_seconds: float) -> CairnError:
+    """Cairn's error for what librados or librbd raised, in words a tenant can act on."""
+    if is_timeout(exc):
+        return StorageTimeout(
+            f"Ceph cluster {cluster!r} did not answer within {timeout_seconds:g} s (pool "
+            f"{pool!r}); it may be paused, full or partitioned; try again later",
+            cluster=cluster)
+    if is_shut_out(exc):
+        return StorageUnavailable(f"the connection to Ceph cluster {cluster!r} was lost; "
+                                  "try again", cluster=cluster)
+    if _errno(exc) in (errno.ENOSPC, errno.EDQUOT):
+        return StorageFull(f"the Ceph pool {pool!r} is full or over its quota; ask the "
+                           "operator to add capacity, then try again", cluster=cluster)
+    return StorageError("the Ceph cluster failed an operation; try again, and ask the "
+                        "operator if it fails again (their logs have the details)",
+                        cluster=cluster)
 
 
 class CephClusters:
@@ -104,20 +131,27 @@ class CephClusters:
                            cluster=cluster, pool=pool) from None
         try:
             yield ioctx
-        except BaseException as exc:
-            if is_timeout(exc):
-                raise StorageUnavailable(
-                    f"Ceph cluster {cluster!r} did not answer within "
-                    f"{self._settings.ceph_op_timeout_seconds} s (pool {pool!r}); it may be "
-                    "paused, full or partitioned", cluster=cluster) from exc
-            if is_shut_out(exc):
-                self.forget(cluster, handle)
-            raise
+        except (rados.Error, rbd.Error) as exc:
+            # The boundary: librbd's and librados' errors leave as Cairn's, whose messages
+            # a tenant may read; the raw one (hosts, object names) goes to the log.
+            raise self._storage_error(exc, cluster, pool, handle) from exc
         finally:
             ioctx.close()
 
     def pool_exists(self, cluster: str, pool: str) -> bool:
-        return bool(self.handle(cluster).pool_exists(pool))
+        handle = self.handle(cluster)
+        try:
+            return bool(handle.pool_exists(pool))
+        except rados.Error as exc:
+            raise self._storage_error(exc, cluster, pool, handle) from exc
+
+    def _storage_error(self, exc: rados.Error | rbd.Error, cluster: str, pool: str,
+                       handle: rados.Rados) -> CairnError:
+        log.warning("Ceph cluster %r, pool %r: %s: %s", cluster, pool, type(exc).__name__, exc)
+        if is_shut_out(exc):
+            self.forget(cluster, handle)
+        return storage_error(exc, cluster=cluster, pool=pool,
+                             timeout_seconds=self._settings.ceph_op_timeout_seconds)
 
     def forget(self, cluster: str, handle: rados.Rados) -> None:
         """Drop `handle` (shut out by the cluster): the next use of `cluster` connects anew.

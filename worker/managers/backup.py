@@ -16,7 +16,14 @@ import rbd
 from sqlalchemy import select
 
 from services.base import utcnow
-from services.errors import CairnError, DataCorrupt, JobLost, NotFound, SnapshotsLeft, VolumeBusy
+from services.errors import (
+    CairnError,
+    DataCorrupt,
+    ImageExists,
+    NotFound,
+    SnapshotsLeft,
+    VolumeBusy,
+)
 from services.plans.prunes import request_prune
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
@@ -48,6 +55,7 @@ from worker.managers.lifecycle import (
     drive,
     run_job,
 )
+from worker.managers.signals import JobLost
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -332,9 +340,7 @@ def _ensure_backup_image(dst_io: rados.Ioctx, rp: RestorePoint, volume: Volume, 
                                           "cairn.volume": volume.ref,
                                           "cairn.project_id": volume.project_id},
                                 replace_remnant=True)
-    except CairnError as exc:
-        if exc.code != "image_exists":
-            raise
+    except ImageExists:
         return False
     return True
 

@@ -9,13 +9,14 @@ import logging
 from sqlalchemy import func, select
 
 from services.base import utcnow
-from services.errors import JobLost, NotFound
+from services.errors import NotFound
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.status import RESTORE_POINT_TRANSITIONS, JobStatus, RestorePointStatus, guarded_update
 from services.storage import rbd_images
 from worker.engine import manifest
 from worker.managers.lifecycle import ClaimedJob, JobSteps, Outcome, drive, failure_reason, run_job
+from worker.managers.signals import JobLost
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,6 @@ its job (re-queued after a missed heartbeat) can no longer change it."""
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
 import threading
@@ -15,8 +14,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import rados
-import rbd
 from redis.exceptions import RedisError
 from sqlalchemy import select, update
 from sqlalchemy.exc import DBAPIError
@@ -24,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from services.base import utcnow
 from services.db import Database
-from services.errors import CairnError, JobCancelled, JobLost
+from services.errors import CairnError
 from services.limits.leases import Leases, Scope, scopes_for
 from services.plans import timing
 from services.records.jobs import Job
@@ -38,9 +35,9 @@ from services.status import (
     RestorePointKind,
     guarded_update,
 )
-from services.storage.ceph import is_shut_out, is_timeout
 from worker.engine.copy import CopyStats
 from worker.engine.qos import Pacer
+from worker.managers.signals import JobCancelled, JobLost, JobSignal
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -401,14 +398,14 @@ def drive(job: ClaimedJob, reporter: JobReporter, steps: JobSteps) -> None:
         # The tenant reads `message`; the raw error, which may name hosts and other
         # projects' objects, is for the operator's log, under the job's id.
         log.error("%s job %s failed (%s): %s: %s", steps.noun, job.id, code,
-                  type(exc).__name__, exc, exc_info=not isinstance(exc, CairnError))
+                  type(exc).__name__, exc, exc_info=not isinstance(exc, CairnError | JobSignal))
         message = steps.message(exc)
         if undone:
             message = f"{message}; {undone}"
         status = end_status(exc)
         steps.record_failure(status, code, message)
         reporter.finish(status, error_code=code, error_message=message)
-        if not isinstance(exc, CairnError):
+        if not isinstance(exc, CairnError | JobSignal):
             raise
         return
     _finish(reporter, steps, outcome)
@@ -502,25 +499,12 @@ def _fail_unstarted(rt: Runtime, job_id: str, exc: Exception) -> None:
 
 def failure_reason(exc: BaseException) -> tuple[str, str]:
     """(code, message) to record for a failure, in words a tenant can read and act on.
-    Cairn's own errors say what happened; the raw text of others (librbd's, the database's,
-    Python's) names hosts, pools, statements and other projects' ids, so it goes to the
-    worker's log with the job id (`drive`), never to the job."""
-    if isinstance(exc, CairnError):
+    Cairn's own errors say what happened (Ceph's become them where they leave
+    `CephClusters.ioctx`); the raw text of others (the database's, Python's) names hosts,
+    statements and other projects' ids, so it goes to the worker's log with the job id
+    (`drive`), never to the job."""
+    if isinstance(exc, CairnError | JobSignal):
         return exc.code, exc.message
-    if is_timeout(exc):
-        return "storage_timeout", ("the Ceph cluster did not answer in time (overloaded, "
-                                   "paused or partitioned); run the job again later")
-    if is_shut_out(exc):
-        return "storage_unavailable", ("the worker lost its connection to the Ceph cluster; "
-                                       "run the job again")
-    if isinstance(exc, rados.Error | rbd.Error | OSError):
-        if getattr(exc, "errno", None) in (errno.ENOSPC, -errno.ENOSPC, errno.EDQUOT,
-                                            -errno.EDQUOT):
-            return "storage_full", ("the Ceph pool is full or over its quota; ask the "
-                                    "operator to add capacity, then run the job again")
-        return "storage_error", ("the Ceph cluster failed an operation of this job; run it "
-                                 "again, and ask the operator if it fails again (their logs "
-                                 "have the details)")
     if isinstance(exc, DBAPIError):
         return "database_unavailable", ("the service's database failed during the job; run "
                                         "it again")

@@ -24,6 +24,7 @@ from services.status import (
 from services.volumes import locks
 from worker.managers.delete import delete_restore_point
 from worker.managers.lifecycle import ClaimedJob, JobReporter, failure_reason, run_job
+from worker.managers.signals import JobLost
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ def _prune_volume(rt: Runtime, plan_id: str, volume_id: str, pruned: list[str],
         try:
             delete_restore_point(rt, rp, rp.volume)
             pruned.append(rp.id)
-        except CairnError as exc:
+        except (CairnError, JobLost) as exc:  # lost: the restore point's row moved on
             code, message = failure_reason(exc)
             failed.append(f"{rp.id}: {message}")
             with rt.db.session() as session:

@@ -76,6 +76,14 @@ def test_a_finished_job_keeps_its_limits(stack: Stack, volume: str) -> None:
     assert "already succeeded" in response.json()["error"]["message"]
 
 
+def test_a_limit_change_is_refused_as_a_change_not_as_a_cancel(stack: Stack, volume: str) -> None:
+    job = stack.wait_job(start_backup(stack, volume)["id"])
+    error = stack.client.patch(f"/v1/jobs/{job['id']}", json={"qos_ops_per_second": 5},
+                               headers=HEADERS).json()["error"]
+    assert error["code"] == "job_not_changeable"
+    assert error["message"].endswith("cannot be changed"), error
+
+
 def test_a_cancel_at_the_lowest_limit_ends_the_job_within_a_second(
         stack: Stack, volume: str) -> None:
     # At 1 MiB/s (the floor) the pacer owes 4 s for each 4 MiB object; before, it slept the

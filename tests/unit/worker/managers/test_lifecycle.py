@@ -11,6 +11,7 @@ import pytest
 from services.errors import StorageError
 from services.status import JobStatus
 from worker.managers.lifecycle import Aftercare, ClaimedJob, JobSteps, Outcome, drive
+from worker.managers.signals import JobCancelled, JobLost
 
 
 class Reporter:
@@ -44,6 +45,10 @@ class Steps(JobSteps):
         self.calls.append("work")
         if self.fail_at == "before":
             raise StorageError("the pool is full")
+        if self.fail_at == "cancelled":
+            raise JobCancelled("cancelled at the user's request")
+        if self.fail_at == "lost":
+            raise JobLost("job j attempt 1 is no longer ours")
         self.state = "committed"
         if self.fail_at == "after":
             raise StorageError("snapshot is protected")
@@ -119,3 +124,19 @@ def test_when_the_database_cannot_say_nothing_is_done_or_undone() -> None:
     with pytest.raises(ConnectionError):
         _drive(steps)
     assert steps.calls == []
+
+
+def test_a_cancel_undoes_and_ends_the_job_cancelled_in_its_own_words() -> None:
+    steps = Steps(fail_at="cancelled")
+    done = _drive(steps)  # a signal, not an error: drive returns, the task does not fail
+    assert steps.calls == ["work", "undo", "record cancelled"]
+    assert (done["status"], done["error_code"]) == (JobStatus.CANCELLED, "cancelled")
+    assert done["error_message"] == ("cancelled at the user's request; the partial copy was "
+                                     "removed")
+
+
+def test_a_lost_job_is_left_to_the_attempt_that_owns_it() -> None:
+    steps = Steps(fail_at="lost")
+    with pytest.raises(JobLost):
+        _drive(steps)
+    assert steps.calls == ["work"]
