@@ -7,6 +7,7 @@ thread pool, a hop that costs more than the dependency itself on every request."
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
@@ -15,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
+from services.clock import Clock
 from services.context import RequestContext
 from services.db import Database
 from services.errors import Unauthorized
@@ -33,6 +35,13 @@ async def get_db(request: Request) -> Database:
 async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
+
+
+async def get_now(request: Request) -> datetime:
+    """The time schedules, retention and locks are read against: the same clock as the
+    scheduler's and the workers' (`services/clock.py`), so a test clock moves them all."""
+    clock: Clock = request.app.state.clock
+    return clock()
 
 
 async def get_clusters(request: Request) -> CephClusters:
@@ -107,4 +116,5 @@ def allowed(action: str) -> Any:
 
     return Depends(check)
 SettingsDep = Annotated[Settings, Depends(get_settings)]
+NowDep = Annotated[datetime, Depends(get_now)]
 ClustersDep = Annotated[CephClusters, Depends(get_clusters)]

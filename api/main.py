@@ -26,6 +26,7 @@ from api.routers import (
 )
 from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
+from services.clock import clock_for
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
 from services.limits.leases import Leases
@@ -57,6 +58,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.clock = clock_for(settings.clock_file)
     # A connection for every request the process admits at once (`RequestGate`).
     app.state.db = Database(settings.database_url, pool_size=settings.api_threads)
     app.state.leases = Leases.from_settings(settings)

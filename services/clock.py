@@ -1,5 +1,7 @@
 """The time schedules are read against: which slots are due, whether a backup window is
-open, which restore points retention keeps. Production reads the system clock; development
+open, which restore points retention keeps and which locks hold. The scheduler, the workers
+and the API read this one clock (the API through `api.deps.NowDep`). Production reads the
+system clock; development
 and tests may point `CAIRN_CLOCK_FILE` at a file holding an ISO 8601 time, so a test moves a
 real scheduler through days, DST changes and outages in seconds. The file's time runs on
 from the moment it was written. Liveness bookkeeping (heartbeats, when a job was sent) always

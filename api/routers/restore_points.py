@@ -9,6 +9,7 @@ from api.deps import (
     ClustersDep,
     ContextDep,
     DatabaseDep,
+    NowDep,
     SessionDep,
     SettingsDep,
     allowed,
@@ -68,12 +69,12 @@ def get_restore_point(restore_point_id: RestorePointId, session: SessionDep,
               summary="Lock or unlock a restore point",
               dependencies=[allowed("restore_point:update")])
 def update_restore_point(restore_point_id: RestorePointId, body: RestorePointUpdate,
-                         session: SessionDep, ctx: ContextDep) -> RestorePointPublic:
+                         session: SessionDep, ctx: ContextDep, now: NowDep) -> RestorePointPublic:
     """A locked restore point is kept by every prune and the orphan reconciler, and refuses
     deletion (409 naming the date) until the time. A member may lock or extend a lock; only
     an administrator may shorten or remove one in force (403)."""
     return RestorePointPublic.of(service.set_lock(session, ctx, restore_point_id,
-                                                  body.locked_until))
+                                                  body.locked_until, now))
 
 
 @router.post("/{restore_point_id}/restore", status_code=202, response_model=JobPublic,
@@ -95,11 +96,11 @@ def restore(restore_point_id: RestorePointId, body: RestoreCreate, session: Sess
                responses=error_responses(401, 404, 409), summary="Delete a restore point",
                dependencies=[allowed("restore_point:delete")])
 def delete_restore_point(restore_point_id: RestorePointId, session: SessionDep, ctx: ContextDep,
-                         settings: SettingsDep) -> JobPublic:
+                         settings: SettingsDep, now: NowDep) -> JobPublic:
     """Queue the deletion of the restore point's backup snapshot (and of the backup image
     when it was the volume's last restore point there). Any restore point can be deleted,
     in any order; one being restored or created answers 409."""
-    job = service.delete_restore_point(session, ctx, settings, restore_point_id)
+    job = service.delete_restore_point(session, ctx, settings, restore_point_id, now)
     return JobPublic.of(job)
 
 

@@ -8,7 +8,6 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from services import dispatch
-from services.base import utcnow
 from services.clock import require_aware
 from services.context import RequestContext
 from services.errors import (
@@ -92,7 +91,7 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
 
 
 def delete_restore_point(session: Session, ctx: RequestContext, settings: Settings,
-                         rp_id: str) -> Job:
+                         rp_id: str, now: datetime) -> Job:
     rp = restore_points.get(session, ctx, rp_id)
     for kind, doing in ((JobKind.RESTORE, "restored"), (JobKind.VERIFY, "verified")):
         reader = jobs.active_for_restore_point(session, rp.id, kind)
@@ -100,7 +99,7 @@ def delete_restore_point(session: Session, ctx: RequestContext, settings: Settin
             raise RestorePointBusy(
                 f"restore point {rp.id} is being {doing} by job {reader.id}; delete it after "
                 "that job finishes", restore_point_id=rp.id, job_id=reader.id)
-    if rp.locked_until is not None and rp.locked_until > utcnow():
+    if rp.locked_until is not None and rp.locked_until > now:
         raise RestorePointBusy(
             f"restore point {rp.id} is locked until {rp.locked_until.isoformat()}; it can be "
             "deleted after that, or once an administrator removes the lock (PATCH "
@@ -145,13 +144,12 @@ def _available(session: Session, ctx: RequestContext, rp_id: str, to_be: str) ->
 
 
 def set_lock(session: Session, ctx: RequestContext, rp_id: str,
-             locked_until: datetime | None) -> RestorePoint:
+             locked_until: datetime | None, now: datetime) -> RestorePoint:
     """Immutability that holds: anyone who may update a restore point may lock it or
     extend its lock; only an administrator may shorten or remove a lock in force (a
     compromised member account cannot unlock and delete the backups it would ransom)."""
     rp = restore_points.get(session, ctx, rp_id)
     new = require_aware(locked_until, "locked_until")
-    now = utcnow()
     current = rp.locked_until if rp.locked_until is not None and rp.locked_until > now \
         else None
     if current is not None and (new is None or new < current) and not ctx.is_admin:

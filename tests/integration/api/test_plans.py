@@ -5,16 +5,21 @@ byte for byte) and the retention that follows; quotas; the job history."""
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import rados
 import rbd
 
+from services.clock import set_file_clock
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import restore
-from tests.support.stack import HEADERS, Stack
+from tests.support.redis_server import free_port
+from tests.support.stack import BIN, HEADERS, Process, Stack
 
 pytestmark = pytest.mark.ceph
 
@@ -235,3 +240,26 @@ def test_job_history_filters_and_pages(stack: Stack, two_volumes: list[str]) -> 
     naive = stack.get("/v1/jobs", since="2026-01-01T00:00:00")
     assert naive.status_code == 422
     assert "needs a timezone" in naive.json()["error"]["message"]
+
+
+def test_the_api_reads_the_schedulers_clock(stack: Stack, two_volumes: list[str],
+                                            tmp_path: Path) -> None:
+    """With CAIRN_CLOCK_FILE (how tests move a scheduler through days), the API's next runs
+    and plan checks use the same time as the scheduler, not the machine's."""
+    clock = tmp_path / "clock"
+    set_file_clock(clock, datetime(2027, 6, 1, 12, 0, tzinfo=UTC))
+    port = free_port()
+    api = Process("cairn-api", [str(BIN / "cairn-api"), "--port", str(port)],
+                  {**stack.env, "CAIRN_CLOCK_FILE": str(clock)}, tmp_path / "api.log")
+    api.start("Uvicorn running")
+    try:
+        url = f"http://127.0.0.1:{port}"
+        made = httpx.post(f"{url}/v1/plans", json=plan_body(two_volumes), headers=HEADERS)
+        assert made.status_code == 201, made.text
+        runs = httpx.get(f"{url}/v1/plans/{made.json()['id']}/next-runs",
+                         params={"count": 1}, headers=HEADERS).json()["runs"]
+        # 02:00 Berlin (CEST) after the clock's 2027-06-01 12:00 UTC, not after today.
+        assert runs[0]["at"].startswith("2027-06-02T00:00:00"), runs
+        httpx.delete(f"{url}/v1/plans/{made.json()['id']}", headers=HEADERS)
+    finally:
+        api.stop()
