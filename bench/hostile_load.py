@@ -55,7 +55,7 @@ from scheduler import (  # noqa: E402
 from services.db import Database  # noqa: E402
 from services.plans import schedule, timing  # noqa: E402
 from services.records.jobs import Job  # noqa: E402
-from services.records.plans import Plan, PlanVolume  # noqa: E402
+from services.records.plans import Plan, PlanVolume, StoredRule  # noqa: E402
 from services.records.restore_points import RestorePoint  # noqa: E402
 from services.records.volumes import Volume  # noqa: E402
 from services.scheduler.planner import schedule_due  # noqa: E402
@@ -308,7 +308,8 @@ def bench_scheduler() -> None:
                             "pool": "volumes", "image": f"sched-{i}", "created_at": created})
             links.append({"plan_id": plan_id, "volume_id": volume_id})
         for rules in (worst, daily):  # every stored rule is one the API accepts
-            schedule.check_rules(timing.compile_rules(rules, "UTC"), NOW,
+            typed = [StoredRule.model_validate(r) for r in rules]
+            schedule.check_rules(timing.compile_rules(typed, "UTC"), NOW,
                                  settings.schedule_min_interval)
         with db.session() as session:
             session.execute(insert(Volume), volumes)

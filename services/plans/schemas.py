@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field, WithJsonSchema, field_validator, model_va
 from services.jobs.schemas import JobPublic
 from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
 from services.plans.retention import Policy
-from services.records.plans import Plan
+from services.records.plans import Plan, Retention, StoredRule, VerifyPolicy
 from services.status import PlanStatus, RestorePointKind
 
 WallClockTime = Annotated[datetime, WithJsonSchema({
@@ -38,32 +38,10 @@ class ScheduleRule(BaseModel):
         default=None, description="RRULE only: local wall-clock start (DTSTART); counts "
                                   "INTERVAL from here. The day the rule was saved when omitted")
 
-
-class Retention(BaseModel):
-    """Keep the `keep_last` newest restore points plus, per calendar period in the plan's
-    timezone, the newest restore point of each of the last `daily` days, `weekly` ISO weeks,
-    `monthly` months and `yearly` years that have one. All zero: keep everything."""
-
-    keep_last: int = Field(default=0, ge=0, le=10000)
-    daily: int = Field(default=0, ge=0, le=10000)
-    weekly: int = Field(default=0, ge=0, le=10000)
-    monthly: int = Field(default=0, ge=0, le=10000)
-    yearly: int = Field(default=0, ge=0, le=1000)
-
-    def policy(self) -> Policy:
-        return Policy(self.keep_last, self.daily, self.weekly, self.monthly, self.yearly)
-
-
-class VerifyPolicy(BaseModel):
-    """How the plan's restore points are verified after they are made: a sampled verify
-    (a fraction of the objects, drawn anew each time) every `sampled_every_days`, and a full
-    one every `full_every_days`, counted from the restore point's completion or its last
-    verify of that kind. null turns either off."""
-
-    sampled_every_days: float | None = Field(default=7, gt=0, le=3660)
-    sample_fraction: float = Field(default=0.05, gt=0, le=1,
-                                   description="Fraction of the objects a sampled verify reads")
-    full_every_days: float | None = Field(default=30, gt=0, le=3660)
+    @classmethod
+    def of(cls, rule: StoredRule) -> ScheduleRule:
+        return cls(kind=rule.kind, cron=rule.cron, rrule=rule.rrule, timezone=rule.timezone,
+                   start=rule.start)
 
 
 class BackupWindow(BaseModel):
@@ -162,9 +140,9 @@ class PlanPublic(BaseModel):
         return cls(
             id=plan.id, name=plan.name, description=plan.description, status=plan.status,
             volumes=sorted(v.cinder_volume_id or v.ref for v in plan.volumes),
-            rules=[ScheduleRule.model_validate(r) for r in plan.rules],
+            rules=[ScheduleRule.of(r) for r in plan.rules],
             timezone=plan.timezone, window=window,
-            retention=Retention.model_validate(plan.retention),
+            retention=plan.retention,
             verify=verify_policy_of(plan),
             qos_bytes_per_second=plan.qos_bytes_per_second,
             qos_ops_per_second=plan.qos_ops_per_second, target=plan.target,
@@ -173,7 +151,13 @@ class PlanPublic(BaseModel):
 
 
 def verify_policy_of(plan: Plan) -> VerifyPolicy:
-    return VerifyPolicy.model_validate(plan.verify_policy or {})
+    return plan.verify_policy or VerifyPolicy()
+
+
+def policy_of(retention: Retention) -> Policy:
+    """The retention rule's input (services/plans/retention.py) for a plan's settings."""
+    return Policy(retention.keep_last, retention.daily, retention.weekly, retention.monthly,
+                  retention.yearly)
 
 
 class PlanList(BaseModel):

@@ -5,7 +5,6 @@ next slots and which restore points their retention keeps."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -22,15 +21,15 @@ from services.plans.schemas import (
     NextRun,
     PlanCreate,
     PlanUpdate,
-    Retention,
     RetentionItem,
     RetentionPreview,
     RunNow,
     ScheduleRule,
+    policy_of,
 )
 from services.quotas import service as quotas
 from services.records.jobs import Job
-from services.records.plans import Plan
+from services.records.plans import Plan, StoredRule
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.settings import Settings, resolve_target
@@ -55,8 +54,7 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
                 target=target, timezone=request.timezone, rules=rules,
                 window_start=request.window.start if request.window else None,
                 window_end=request.window.end if request.window else None,
-                retention=request.retention.model_dump(),
-                verify_policy=request.verify.model_dump(),
+                retention=request.retention, verify_policy=request.verify,
                 qos_bytes_per_second=request.qos_bytes_per_second,
                 qos_ops_per_second=request.qos_ops_per_second,
                 status=PlanStatus.ENABLED if request.enabled else PlanStatus.PAUSED,
@@ -88,9 +86,9 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
         if field in given:
             setattr(plan, field, getattr(change, field))
     if "retention" in given and change.retention is not None:
-        plan.retention = change.retention.model_dump()
+        plan.retention = change.retention
     if "verify" in given and change.verify is not None:
-        plan.verify_policy = change.verify.model_dump()
+        plan.verify_policy = change.verify
     if "volumes" in given and change.volumes is not None:
         # An administrator changing another project's plan acts for that project: the
         # volumes stay (or become) that project's, never the administrator's.
@@ -172,12 +170,12 @@ def next_runs(plan: Plan, after: datetime, count: int) -> list[NextRun]:
 
 
 def retention_preview(session: Session, plan: Plan, now: datetime) -> RetentionPreview:
-    retention = Retention.model_validate(plan.retention)
+    retention = plan.retention
     tz = schedule.zone(plan.timezone)
     items: list[RetentionItem] = []
     for group in plan_restore_points(session, plan.id):
         rows = {point.id: rp for point, rp in group}
-        for verdict in evaluate([p for p, _ in group], retention.policy(), tz, now):
+        for verdict in evaluate([p for p, _ in group], policy_of(retention), tz, now):
             rp = rows[verdict.point.id]
             items.append(RetentionItem(
                 restore_point_id=rp.id, volume=rp.volume.ref, target=rp.target,
@@ -210,10 +208,10 @@ def plan_restore_points(session: Session, plan_id: str, volume_id: str | None = 
 
 
 def _rules(rules: list[ScheduleRule], plan_tz: str, now: datetime,
-           settings: Settings) -> list[dict[str, Any]]:
+           settings: Settings) -> list[StoredRule]:
     stored = []
     for i, rule in enumerate(rules):
-        raw = rule.model_dump(mode="json", exclude_none=True)
+        start = None
         if rule.start is not None:
             # A start far back makes every evaluation walk from it; far ahead, it overflows.
             local_now = schedule.local_wall(now, schedule.zone(rule.timezone or plan_tz))
@@ -228,11 +226,12 @@ def _rules(rules: list[ScheduleRule], plan_tz: str, now: datetime,
         if rule.rrule is not None and rule.start is None:
             # Pin the start so INTERVAL counts from a fixed day, not from each evaluation.
             tz = schedule.zone(rule.timezone or plan_tz)
-            raw["start"] = schedule.local_wall(now, tz).replace(
-                hour=0, minute=0, second=0, microsecond=0).isoformat()
+            start = schedule.local_wall(now, tz).replace(
+                hour=0, minute=0, second=0, microsecond=0)
         elif rule.start is not None:
-            raw["start"] = rule.start.replace(tzinfo=None).isoformat()
-        stored.append(raw)
+            start = rule.start.replace(tzinfo=None)
+        stored.append(StoredRule(kind=rule.kind, cron=rule.cron, rrule=rule.rrule,
+                                 timezone=rule.timezone, start=start))
     schedule.check_rules(timing.compile_rules(stored, plan_tz), now,
                          settings.schedule_min_interval)
     return stored

@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from services.plans import schedule
-from services.records.plans import Plan
-from services.status import RestorePointKind
+from services.records.plans import Plan, StoredRule
 
 
-def compile_rules(rules: list[dict[str, Any]], default_tz: str) -> list[schedule.Rule]:
-    out = []
-    for i, rule in enumerate(rules):
-        start = rule.get("start")
-        out.append(schedule.compile_rule(
-            RestorePointKind(rule.get("kind", RestorePointKind.INCREMENTAL)),
-            rule.get("timezone") or default_tz, cron_text=rule.get("cron"),
-            rrule_text=rule.get("rrule"),
-            start=datetime.fromisoformat(start) if isinstance(start, str) else start,
-            field=f"rules.{i}"))
-    return out
+def compile_rules(rules: list[StoredRule], default_tz: str) -> list[schedule.Rule]:
+    return [schedule.compile_rule(rule.kind, rule.timezone or default_tz, cron_text=rule.cron,
+                                  rrule_text=rule.rrule, start=rule.start, field=f"rules.{i}")
+            for i, rule in enumerate(rules)]
 
 
 def rules_of(plan: Plan) -> list[schedule.Rule]:

@@ -3,12 +3,85 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
-from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
+from sqlalchemy.types import TypeDecorator
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
 from services.records.volumes import Volume
-from services.status import PlanStatus
+from services.status import PlanStatus, RestorePointKind
+
+
+class StoredRule(BaseModel):
+    """A schedule rule as saved, after the checks of `plans.service` (a cron or an RRULE;
+    an RRULE's start pinned to the day it was saved)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: RestorePointKind = RestorePointKind.INCREMENTAL
+    cron: str | None = None
+    rrule: str | None = None
+    timezone: str | None = None
+    """IANA zone; the plan's when None."""
+    start: datetime | None = None
+    """RRULE's DTSTART on the rule's wall clock (naive)."""
+
+
+class Retention(BaseModel):
+    """Keep the `keep_last` newest restore points plus, per calendar period in the plan's
+    timezone, the newest restore point of each of the last `daily` days, `weekly` ISO weeks,
+    `monthly` months and `yearly` years that have one. All zero: keep everything."""
+
+    keep_last: int = Field(default=0, ge=0, le=10000)
+    daily: int = Field(default=0, ge=0, le=10000)
+    weekly: int = Field(default=0, ge=0, le=10000)
+    monthly: int = Field(default=0, ge=0, le=10000)
+    yearly: int = Field(default=0, ge=0, le=1000)
+
+
+class VerifyPolicy(BaseModel):
+    """How the plan's restore points are verified after they are made: a sampled verify
+    (a fraction of the objects, drawn anew each time) every `sampled_every_days`, and a full
+    one every `full_every_days`, counted from the restore point's completion or its last
+    verify of that kind. null turns either off."""
+
+    sampled_every_days: float | None = Field(default=7, gt=0, le=3660)
+    sample_fraction: float = Field(default=0.05, gt=0, le=1,
+                                   description="Fraction of the objects a sampled verify reads")
+    full_every_days: float | None = Field(default=30, gt=0, le=3660)
+
+
+class ModelJSON(TypeDecorator[Any]):
+    """A JSON column holding typed values: validated when written and when read, so code
+    gets the model, never a dict to pick apart."""
+
+    impl = JSON
+    cache_ok = True
+
+    def __init__(self, of: Any, exclude_none: bool = False) -> None:
+        super().__init__()
+        self.of = of
+        self.exclude_none = exclude_none
+        self._adapter: TypeAdapter[Any] = TypeAdapter(of)
+
+    def coerce(self, value: Any) -> Any:
+        return None if value is None else self._adapter.validate_python(value)
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        return self._adapter.dump_python(self.coerce(value), mode="json",
+                                         exclude_none=self.exclude_none)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return self.coerce(value)
+
+
+RULES = ModelJSON(list[StoredRule], exclude_none=True)
+RETENTION = ModelJSON(Retention)
+VERIFY_POLICY = ModelJSON(VerifyPolicy)
 
 
 class PlanVolume(Base):
@@ -38,13 +111,12 @@ class Plan(Base):
     target: Mapped[str] = mapped_column(String(64))
     timezone: Mapped[str] = mapped_column(String(64))
     """The zone of the backup window and the retention calendar (days, weeks, months)."""
-    rules: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    rules: Mapped[list[StoredRule]] = mapped_column(RULES)
     window_start: Mapped[str | None] = mapped_column(String(5))
     window_end: Mapped[str | None] = mapped_column(String(5))
-    retention: Mapped[dict[str, int]] = mapped_column(JSON)
-    verify_policy: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    """How the plan's restore points are verified (schemas.VerifyPolicy); None: the
-    default."""
+    retention: Mapped[Retention] = mapped_column(RETENTION)
+    verify_policy: Mapped[VerifyPolicy | None] = mapped_column(VERIFY_POLICY)
+    """How the plan's restore points are verified; None: the default."""
     qos_bytes_per_second: Mapped[int | None] = mapped_column(BigInteger)
     qos_ops_per_second: Mapped[int | None] = mapped_column(Integer)
     status: Mapped[PlanStatus] = mapped_column(String(16), default=PlanStatus.ENABLED)
@@ -56,3 +128,9 @@ class Plan(Base):
 
     volumes: Mapped[list[Volume]] = relationship(secondary="plan_volumes", lazy="selectin",
                                                  order_by=Volume.image)
+
+    @validates("rules", "retention", "verify_policy")
+    def _typed(self, key: str, value: Any) -> Any:
+        # Typed as soon as assigned, not only once written and read back.
+        column = {"rules": RULES, "retention": RETENTION, "verify_policy": VERIFY_POLICY}
+        return column[key].coerce(value)

@@ -15,9 +15,9 @@ from sqlalchemy.orm import Session
 from services.db import Database
 from services.jobs import factory
 from services.jobs.inserts import insert_ignoring_conflicts
-from services.plans.schemas import VerifyPolicy, verify_policy_of
+from services.plans.schemas import verify_policy_of
 from services.records.jobs import Job
-from services.records.plans import Plan
+from services.records.plans import Plan, VerifyPolicy
 from services.records.restore_points import RestorePoint
 from services.settings import Settings
 from services.status import ACTIVE_JOB_STATUSES, JobKind, RestorePointStatus

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from services.errors import CairnError
 from services.plans import schedule, service
 from services.plans.retention import evaluate
-from services.plans.schemas import Retention
+from services.plans.schemas import policy_of
 from services.records.plans import Plan
 from services.records.restore_points import RestorePoint, unlocked
 from services.status import (
@@ -82,7 +82,7 @@ def _prune_volume(rt: Runtime, plan_id: str, volume_id: str, pruned: list[str],
         plan = session.get(Plan, plan_id)
         if plan is None:
             return
-        policy = Retention.model_validate(plan.retention).policy()
+        policy = policy_of(plan.retention)
         tz = schedule.zone(plan.timezone)
         unkept: list[RestorePoint] = []
         for group in service.plan_restore_points(session, plan_id, volume_id):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from services.plans.schemas import VerifyPolicy
+from services.records.plans import VerifyPolicy
 from services.records.restore_points import RestorePoint
 from services.scheduler.verifies import due_fraction
 
