@@ -34,7 +34,7 @@ def _draw(job: dict[str, Any]) -> None:
     if job["status"] == "succeeded":
         percent = 100.0
     filled = int(WIDTH * (percent or 0) / 100)
-    rate = progress.get("throughput_bytes_per_second")
+    rate = progress.get("rate_bytes_per_second", progress.get("throughput_bytes_per_second"))
     speed = f" {rate / 2**20:7.1f} MiB/s" if rate else ""
     shown = f"{percent:5.1f}%" if percent is not None else "  ...%"
     sys.stderr.write(f"\r{job['kind']} {job['id'][:8]} [{'#' * filled}{'.' * (WIDTH - filled)}]"

@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.errors import UnknownTarget
@@ -43,7 +43,8 @@ class KeystoneSettings(BaseModel):
     auth_url: str
     """Keystone's v3 URL, e.g. http://keystone:5000/v3."""
     username: str
-    password: str
+    password: SecretStr
+    """Shown as ********** in logs, reprs and dumps; read with get_secret_value()."""
     project_name: str = "service"
     user_domain_name: str = "Default"
     project_domain_name: str = "Default"

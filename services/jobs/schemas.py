@@ -21,8 +21,12 @@ class JobProgress(BaseModel):
     bytes_resumed: int = Field(
         description="Part of bytes_done an earlier attempt had copied; this attempt resumed "
                     "after it instead of starting over")
+    rate_bytes_per_second: float | None = Field(
+        description="The copy's rate: over the last few seconds while it runs, its average "
+                    "once finished")
     throughput_bytes_per_second: float | None = Field(
-        description="Over the last few seconds while running; the average once finished")
+        deprecated=True, description="The same as rate_bytes_per_second (the old name, which "
+                                     "the job's own average also had)")
 
 
 class JobTimings(BaseModel):
@@ -93,8 +97,11 @@ class JobPublic(BaseModel):
     progress: JobProgress
     timings: JobTimings
     load: JobLoad | None = Field(description="Known once the copy has started")
+    average_bytes_per_second: float | None = Field(
+        description="Bytes this attempt copied over the job's whole duration so far (waits, "
+                    "snapshots and checks included)")
     throughput_bytes_per_second: float | None = Field(
-        description="Average over the job's duration so far")
+        deprecated=True, description="The same as average_bytes_per_second (the old name)")
     error: JobError | None
     warnings: list[str] = Field(
         default_factory=list,
@@ -123,6 +130,8 @@ class JobPublic(BaseModel):
                                    not_before=job.not_before,
                                    waiting_for_slot=job.status == JobStatus.QUEUED and due
                                    and job.sent_at is None)
+        average = ((job.bytes_done - (job.bytes_resumed or 0)) / duration if duration
+                   else None)
         return cls(
             id=job.id, kind=job.kind, status=job.status, project_id=job.project_id,
             target=job.target, schedule=schedule, summary=job.summary,
@@ -139,7 +148,8 @@ class JobPublic(BaseModel):
                                  percent=percent, bytes_read=job.bytes_read or 0,
                                  bytes_written=job.bytes_written or 0,
                                  bytes_resumed=job.bytes_resumed or 0,
-                                 throughput_bytes_per_second=job.throughput_bytes_per_second),
+                                 rate_bytes_per_second=job.rate_bytes_per_second,
+                                 throughput_bytes_per_second=job.rate_bytes_per_second),
             timings=JobTimings(created_at=job.created_at, started_at=job.started_at,
                                finished_at=job.finished_at, duration_seconds=duration,
                                copy_seconds=job.copy_seconds or 0.0,
@@ -147,8 +157,8 @@ class JobPublic(BaseModel):
                                qos_wait_seconds=job.qos_wait_seconds,
                                engine_seconds=job.engine_seconds or 0.0),
             load=_load(job),
-            throughput_bytes_per_second=(job.bytes_done - (job.bytes_resumed or 0)) / duration
-            if duration else None,
+            average_bytes_per_second=average,
+            throughput_bytes_per_second=average,
             error=error,
             warnings=json.loads(job.warnings) if job.warnings else [],
         )

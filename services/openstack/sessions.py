@@ -30,6 +30,7 @@ def password_auth(auth_url: str, username: str, password: str, project_name: str
 
 def service_session(settings: KeystoneSettings) -> ks_session.Session:
     return make_session(password_auth(
-        settings.auth_url, settings.username, settings.password, settings.project_name,
+        settings.auth_url, settings.username, settings.password.get_secret_value(),
+        settings.project_name,
         user_domain_name=settings.user_domain_name,
         project_domain_name=settings.project_domain_name))

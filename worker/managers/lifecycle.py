@@ -276,13 +276,13 @@ class JobReporter:
         self._last, self._last_bytes = now, stats.bytes_done
         if self.on_persist is not None:
             self.on_persist(stats)
-        self._write({**stats_values(stats), "throughput_bytes_per_second": rate})
+        self._write({**stats_values(stats), "rate_bytes_per_second": rate})
 
     def start_copy(self, bytes_total: int, bytes_resumed: int, window: int) -> None:
         self._last, self._last_bytes = time.monotonic(), bytes_resumed
         self._write({"bytes_total": bytes_total, "bytes_done": bytes_resumed,
                      "bytes_resumed": bytes_resumed, "bytes_read": 0, "bytes_written": 0,
-                     "copy_window": window, "throughput_bytes_per_second": None})
+                     "copy_window": window, "rate_bytes_per_second": None})
 
     def finish(self, status: JobStatus, *, stats: CopyStats | None = None,
                error_code: str | None = None, error_message: str | None = None,
@@ -295,7 +295,7 @@ class JobReporter:
         if stats is not None:
             values.update(stats_values(stats))
             copied = stats.bytes_done - stats.bytes_resumed
-            values["throughput_bytes_per_second"] = (copied / stats.elapsed
+            values["rate_bytes_per_second"] = (copied / stats.elapsed
                                                      if stats.elapsed > 0 else None)
         with self.db.session() as session:
             return guarded_update(session, Job, self.job.id, JOB_TRANSITIONS, status,
