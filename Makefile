@@ -16,7 +16,7 @@ bootstrap: ## install what is missing: Debian packages, the venv, locked Python 
 	@CAIRN_OPENSTACK=$(OPENSTACK) bash deploy/local/bootstrap.sh
 
 up: bootstrap ## start the whole local stack with a demo volume and print where the API is (OPENSTACK=1: with Keystone and Cinder)
-	@CAIRN_OPENSTACK=$(OPENSTACK) bash deploy/local/stack.sh up all
+	@CAIRN_OPENSTACK=$(OPENSTACK) CAIRN_API_PORT=$(API_PORT) bash deploy/local/stack.sh up all
 	@echo
 	@echo "Cairn is up."
 	@echo "  API:      http://127.0.0.1:$(API_PORT)  (docs: http://127.0.0.1:$(API_PORT)/docs)"

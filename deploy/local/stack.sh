@@ -96,17 +96,50 @@ ENV
     fi
 }
 cairn_password=cairn-service
+# run_cairn NAME CMD...: start a Cairn process unless it runs with this very configuration
+# (the env file and its command line). One that runs with another (`make up` again with
+# other switches) is restarted, and the names of the settings that changed are printed.
 run_cairn() {
     local name=$1; shift
-    local pidfile="$state/run/$name.pid"
+    local pidfile="$state/run/$name.pid" conf="$state/run/$name.conf" log="$state/log/$name.log"
+    local want
     mkdir -p "$state/run" "$state/log"
-    if pid_alive "$pidfile"; then echo "$name: already running"; return; fi
+    want=$(printf 'command: %s\n' "$*"; cat "$env_file")
+    if pid_alive "$pidfile"; then
+        if [ -f "$conf" ] && [ "$(cat "$conf")" = "$want" ]; then
+            echo "$name: already running"
+            return
+        fi
+        echo "$name: configuration changed ($(changed_settings "$conf" "$want")); restarting"
+        stop_pidfile "$pidfile" "$name"
+    fi
+    touch "$log"
+    stat -c %s "$log" >"$state/run/$name.log-start"
     (
         set -a; . "$env_file"; set +a
-        exec setsid "$@" >>"$state/log/$name.log" 2>&1 </dev/null
+        exec setsid "$@" >>"$log" 2>&1 </dev/null
     ) &
     echo $! >"$pidfile"
+    printf '%s\n' "$want" >"$conf"
 }
+
+# changed_settings OLD_CONF NEW_TEXT: the names (never the values: the env holds a
+# password) of what differs, e.g. "CAIRN_AUTH_STRATEGY, CAIRN_KEYSTONE".
+changed_settings() {
+    local names
+    names=$( { [ -f "$1" ] && cat "$1"; printf '%s\n' "$2"; } | sort | uniq -u \
+             | sed -E 's/^(command):.*/command line/; s/=.*//' | sort -u | paste -sd, - \
+             | sed 's/,/, /g')
+    echo "${names:-not recorded}"
+}
+
+# log_since_start NAME: what the process wrote since this script last started it.
+log_since_start() {
+    local start=0
+    [ -f "$state/run/$1.log-start" ] && start=$(cat "$state/run/$1.log-start")
+    tail -c +"$((start + 1))" "$state/log/$1.log"
+}
+
 cairn_up() {
     write_env
     ( set -a; . "$env_file"; set +a; "$venv/bin/cairn-manage" db upgrade )
@@ -126,7 +159,7 @@ cairn_up() {
         )
         "$venv/bin/python" "$here/openstack_seed.py" demo --clouds-yaml "$state/clouds.yaml"
     fi
-    wait_for 30 cairn-worker grep -q "ready" "$state/log/cairn-worker.log"
+    wait_for 30 cairn-worker bash -c "$(declare -f log_since_start); state='$state'; log_since_start cairn-worker | grep -q ready"
     echo "cairn-worker: up"
     if pid_alive "$state/run/cairn-scheduler.pid"; then echo "cairn-scheduler: up"
     else echo "cairn-scheduler: did not start; see $state/log/cairn-scheduler.log" >&2; return 1; fi
@@ -134,6 +167,7 @@ cairn_up() {
 cairn_down() {
     for name in cairn-scheduler cairn-worker cairn-api; do
         stop_pidfile "$state/run/$name.pid" "$name"
+        rm -f "$state/run/$name.conf"
         echo "$name: stopped"
     done
 }

@@ -6,9 +6,14 @@ here instead of passing only on a machine where the stack happens to run."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from services.base import Base
+from services.db import Database
 
 
 class ServerNeeded(AssertionError):
@@ -26,3 +31,12 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
         real_connect(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", connect)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    """A SQLite file with the models' schema (a file, not a server: the unit tier's own)."""
+    database = Database(f"sqlite:///{tmp_path / 'cairn.db'}")
+    Base.metadata.create_all(database.engine)
+    yield database
+    database.dispose()

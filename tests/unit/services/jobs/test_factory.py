@@ -3,14 +3,11 @@ insert accept (on a real SQLite with the models' schema)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 
-from services.base import Base
 from services.db import Database
 from services.jobs import factory
 from services.jobs.inserts import insert_ignoring_conflicts
@@ -20,14 +17,6 @@ from services.records.volumes import Volume
 from services.status import JobKind, JobStatus, RestorePointKind
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path / 'jobs.db'}")
-    Base.metadata.create_all(database.engine)
-    yield database
-    database.dispose()
 
 
 def _rp(session: object) -> RestorePoint:

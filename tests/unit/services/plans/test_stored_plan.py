@@ -5,28 +5,17 @@ models refuse never reaches a row (on a real SQLite)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 from sqlalchemy import text
 
-from services.base import Base
 from services.db import Database
 from services.records.plans import Plan, Retention, StoredRule, VerifyPolicy
 from services.status import PlanStatus, RestorePointKind
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Database]:
-    database = Database(f"sqlite:///{tmp_path / 'plans.db'}")
-    Base.metadata.create_all(database.engine)
-    yield database
-    database.dispose()
 
 
 def _plan(**fields: object) -> Plan:
