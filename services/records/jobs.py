@@ -103,10 +103,9 @@ class Job(Base):
     bytes_written: Mapped[int] = mapped_column(BigInteger, default=0)
     bytes_resumed: Mapped[int] = mapped_column(BigInteger, default=0)
     """Bytes an earlier attempt had copied, which this attempt resumed after."""
-    rate_bytes_per_second: Mapped[float | None] = mapped_column(
-        "throughput_bytes_per_second", Float)
+    rate_bytes_per_second: Mapped[float | None] = mapped_column(Float)
     """The copy's rate over the last progress interval while it runs; its average once
-    finished. (The column keeps its first name.)"""
+    finished."""
     worker: Mapped[str | None] = mapped_column(String(255))
     error_code: Mapped[str | None] = mapped_column(String(64))
     error_message: Mapped[str | None] = mapped_column(Text)

@@ -24,10 +24,9 @@ log = logging.getLogger(__name__)
 
 def image_exists(clusters: CephClusters, ref: ImageRef) -> bool:
     try:
-        with clusters.ioctx(ref.cluster, ref.pool) as ioctx, \
-                rbd.Image(ioctx, ref.image, read_only=True):
-            return True
-    except (rbd.ImageNotFound, NotFound):
+        with clusters.ioctx(ref.cluster, ref.pool) as ioctx:
+            return image_exists_in(ioctx, ref.image)
+    except NotFound:  # the pool
         return False
 
 
