@@ -98,7 +98,10 @@ async def get_volume_resolver(request: Request) -> VolumeResolver:
     return VolumeResolver(request.app.state.clusters, request.app.state.cinder)
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+# "function": the unit of work commits when the route returns, before the answer is sent;
+# with the default scope a client could read a 202 (and ask for its job) before the commit,
+# or get a 202 for work whose commit then failed.
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 DatabaseDep = Annotated[Database, Depends(get_db)]
 VolumesDep = Annotated[VolumeResolver, Depends(get_volume_resolver)]
 ContextDep = Annotated[RequestContext, Depends(get_context)]
