@@ -133,6 +133,8 @@ changed_settings() {
     echo "${names:-not recorded}"
 }
 
+worker_ready() { log_since_start cairn-worker | grep -q ready; }
+
 # log_since_start NAME: what the process wrote since this script last started it.
 log_since_start() {
     local start=0
@@ -159,7 +161,7 @@ cairn_up() {
         )
         "$venv/bin/python" "$here/openstack_seed.py" demo --clouds-yaml "$state/clouds.yaml"
     fi
-    wait_for 30 cairn-worker bash -c "$(declare -f log_since_start); state='$state'; log_since_start cairn-worker | grep -q ready"
+    wait_for 30 cairn-worker worker_ready
     echo "cairn-worker: up"
     if pid_alive "$state/run/cairn-scheduler.pid"; then echo "cairn-scheduler: up"
     else echo "cairn-scheduler: did not start; see $state/log/cairn-scheduler.log" >&2; return 1; fi

@@ -82,6 +82,7 @@ class ModelJSON(TypeDecorator[Any]):
 RULES = ModelJSON(list[StoredRule], exclude_none=True)
 RETENTION = ModelJSON(Retention)
 VERIFY_POLICY = ModelJSON(VerifyPolicy)
+_TYPED_COLUMNS = {"rules": RULES, "retention": RETENTION, "verify_policy": VERIFY_POLICY}
 
 
 class PlanVolume(Base):
@@ -132,5 +133,4 @@ class Plan(Base):
     @validates("rules", "retention", "verify_policy")
     def _typed(self, key: str, value: Any) -> Any:
         # Typed as soon as assigned, not only once written and read back.
-        column = {"rules": RULES, "retention": RETENTION, "verify_policy": VERIFY_POLICY}
-        return column[key].coerce(value)
+        return _TYPED_COLUMNS[key].coerce(value)
