@@ -10,13 +10,16 @@ from contextlib import asynccontextmanager
 
 import uvicorn
 from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
 
 from api import errors, links
 from api.gate import RequestGate
+from api.request_metrics import RequestMetrics
 from api.routers import (
     backups,
     health,
     jobs,
+    metrics,
     orphans,
     plans,
     quotas,
@@ -26,9 +29,10 @@ from api.routers import (
 )
 from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
-from services.clock import clock_for
+from services.clock import Clock, clock_for
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
+from services.fleet.collector import FleetCollector
 from services.limits.leases import Leases
 from services.openstack.cinder import gateway_for
 from services.openstack.sessions import service_session
@@ -75,16 +79,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             region=settings.keystone.region_name, interface=settings.keystone.interface,
             admin_projects=frozenset(settings.admin_projects))
     app.state.cinder = gateway_for(settings.keystone, settings.cinder)
+    app.state.fleet = fleet_registry(app.state.db, settings, app.state.clock)
     errors.install(app)
     links.install(app)
     app.add_middleware(RequestGate, limit=settings.api_threads,
                        per_client=settings.api_client_threads,
                        max_body_bytes=settings.api_max_body_bytes,
                        body_timeout=settings.api_body_timeout_seconds)
+    app.add_middleware(RequestMetrics)  # added last: outermost, it sees the door's refusals
     for module in (health, volumes, plans, backups, jobs, restore_points, quotas, targets,
-                   orphans):
+                   orphans, metrics):
         app.include_router(module.router)
     return app
+
+
+def fleet_registry(db: Database, settings: Settings, clock: Clock) -> CollectorRegistry:
+    found = CollectorRegistry()
+    found.register(FleetCollector(db, settings, clock))
+    return found
 
 
 def run() -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 from functools import lru_cache
+from ipaddress import IPv4Network, IPv6Network
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import BaseModel, Field, IPvAnyNetwork, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.errors import UnknownTarget
@@ -220,6 +221,27 @@ class Settings(BaseSettings):
     prune_interval_seconds: float = Field(default=3600.0, gt=0)
     """How often each plan's retention is applied even when no backup ran (plans also prune
     after each of their backups)."""
+
+    metrics_host: str = "127.0.0.1"
+    """Where cairn-worker and cairn-scheduler serve /metrics (their own small HTTP server;
+    cairn-api serves it on its own port). On Kubernetes: 0.0.0.0, with a NetworkPolicy."""
+
+    worker_metrics_port: int = Field(default=0, ge=0, le=65535)
+    """cairn-worker's /metrics port; 0 serves none. Several workers on one host share it
+    in multiprocess mode (PROMETHEUS_MULTIPROC_DIR; docs/operations.md)."""
+
+    scheduler_metrics_port: int = Field(default=0, ge=0, le=65535)
+    """cairn-scheduler's /metrics port; 0 serves none."""
+
+    metrics_allowed_networks: list[IPvAnyNetwork] = Field(
+        default_factory=lambda: list[IPv4Network | IPv6Network](
+            [IPv4Network("127.0.0.0/8"), IPv6Network("::1/128")]))
+    """Clients (by address, as the API sees them) that may read cairn-api's /metrics:
+    the fleet's gauges name projects and volumes. Add the Prometheus pods' network."""
+
+    target_probe_interval_seconds: float = Field(default=60.0, gt=0)
+    """How often cairn-scheduler checks that each backup target's pool answers
+    (`cairn_target_up`)."""
 
     clock_file: Path | None = None
     """Development and tests only: read the current time from this file (ISO 8601), so

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from services.dispatch import QUEUE
+from services.metrics import exposition
 from services.settings import get_settings
 
 
@@ -17,6 +18,7 @@ def main() -> None:
     from worker.celery_app import app
 
     settings = get_settings()
+    exposition.serve("cairn-worker", settings.metrics_host, settings.worker_metrics_port)
     app.worker_main([
         "worker", "--pool=threads", f"--concurrency={settings.worker_concurrency}",
         f"--queues={QUEUE}", "--loglevel=INFO", "--without-gossip", "--without-mingle",

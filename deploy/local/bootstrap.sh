@@ -16,6 +16,12 @@ if [ "${CAIRN_OPENSTACK:-0}" = 1 ]; then
                    uwsgi-core uwsgi-plugin-python3 python3-psycopg2)
 fi
 
+# Prometheus and promtool (CAIRN_PROMETHEUS=1; `make test` always): Debian's package; the
+# stack runs its own server on loopback, scraping Cairn (deploy/prometheus/).
+if [ "${CAIRN_PROMETHEUS:-0}" = 1 ]; then
+    apt_packages+=(prometheus)
+fi
+
 # `make bench` compiles the connect() redirect of its latency runs (bench/latency/).
 if [ "${CAIRN_BENCH:-0}" = 1 ]; then
     apt_packages+=(gcc libc6-dev)

@@ -18,7 +18,9 @@ from services.db import Database
 from services.dispatch import Dispatcher, make_celery
 from services.idempotency import service as idempotency
 from services.limits.leases import Leases
+from services.metrics import exposition
 from services.restore_points.orphans import OrphanReconciler
+from services.scheduler import metrics
 from services.scheduler.admission import Admission
 from services.scheduler.planner import request_prunes, schedule_due
 from services.scheduler.reconciler import reconcile
@@ -41,21 +43,27 @@ class Scheduler:
         self._last_verify = 0.0
         self._last_keys = 0.0
         self._last_orphans = time.monotonic()  # not at start: replicas restart together
-        self.orphans = OrphanReconciler(self.db, CephClusters(settings), settings)
+        self._last_probe = 0.0
+        self.clusters = CephClusters(settings)
+        self.orphans = OrphanReconciler(self.db, self.clusters, settings)
 
     def tick(self) -> None:
         """One round; each step on its own so a failing one (Redis away) does not stop the
         others (slots are still turned into jobs while the broker is down)."""
+        started = time.perf_counter()
         now = self.clock()
         steps: list[tuple[str, Callable[[datetime], None]]] = [
             ("schedule", self._schedule), ("reconcile", self._reconcile),
             ("verify", self._verify), ("orphans", self._orphans), ("admit", self._admit),
-            ("idempotency keys", self._forget_keys)]
+            ("idempotency keys", self._forget_keys), ("probe targets", self._probe_targets)]
         for name, step in steps:
             try:
                 step(now)
             except Exception:
+                metrics.step_failures.labels(name).inc()
                 log.warning("%s step failed; retrying next tick", name, exc_info=True)
+        metrics.tick_seconds.observe(time.perf_counter() - started)
+        metrics.last_tick.set(time.time())
 
     def _schedule(self, now: datetime) -> None:
         result = schedule_due(self.db, self.settings, now)
@@ -111,6 +119,21 @@ class Scheduler:
         if forgotten:
             log.info("forgot %d idempotency keys older than 24 h", forgotten)
 
+    def _probe_targets(self, _now: datetime) -> None:
+        """Whether each backup target's pool answers, for `cairn_target_up`; a failing
+        target is logged once per probe and does not stop the others."""
+        if time.monotonic() - self._last_probe < self.settings.target_probe_interval_seconds:
+            return
+        self._last_probe = time.monotonic()
+        for name, target in self.settings.backup_targets.items():
+            try:
+                up = self.clusters.pool_exists(target.cluster, target.pool)
+            except Exception as exc:
+                log.warning("backup target %s (%s/%s) did not answer: %s", name,
+                            target.cluster, target.pool, exc)
+                up = False
+            metrics.target_up.labels(name).set(1 if up else 0)
+
     def close(self) -> None:
         self.leases.close()
         self.db.dispose()
@@ -120,6 +143,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = get_settings()
     scheduler = Scheduler(settings)
+    exposition.serve("cairn-scheduler", settings.metrics_host, settings.scheduler_metrics_port)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

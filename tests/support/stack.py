@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from services.settings import Settings
 from tests.support.ceph import STATE, conf_path
+from tests.support.redis_server import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -52,6 +53,10 @@ def service_env(database_url: str, redis_db: int, **overrides: str) -> dict[str,
         "CAIRN_WORKER_CONCURRENCY": "4",
         # A small window keeps "resumed, not restarted" measurable on test-sized volumes.
         "CAIRN_COPY_WINDOW": "4",
+        # Every stack's worker and scheduler serve /metrics, as in production.
+        "CAIRN_WORKER_METRICS_PORT": str(free_port()),
+        "CAIRN_SCHEDULER_METRICS_PORT": str(free_port()),
+        "CAIRN_TARGET_PROBE_INTERVAL_SECONDS": "1",
     }
     env.update(overrides)
     return env

@@ -23,6 +23,7 @@ from services.base import utcnow
 from services.db import Database
 from services.errors import CairnError
 from services.limits.leases import Leases, Scope, scopes_for
+from services.metrics import events
 from services.plans import timing
 from services.records.jobs import Job
 from services.records.plans import Plan
@@ -67,6 +68,8 @@ class ClaimedJob:
     restore_mode: RestoreMode | None = None
     restore_cinder_volume_id: str | None = None
     verify_fraction: float | None = None
+    kind: JobKind | None = None
+    target: str | None = None
 
     @classmethod
     def of(cls, job: Job, scopes: tuple[Scope, ...]) -> ClaimedJob:
@@ -79,7 +82,8 @@ class ClaimedJob:
                    project_id=job.project_id, plan_id=job.plan_id, scopes=scopes,
                    restore_mode=job.restore_mode,
                    restore_cinder_volume_id=job.restore_cinder_volume_id,
-                   verify_fraction=job.verify_fraction)
+                   verify_fraction=job.verify_fraction, kind=JobKind(job.kind),
+                   target=job.target)
 
     @property
     def out_of_attempts(self) -> bool:
@@ -129,6 +133,7 @@ def _start(session: Session, job: Job, scopes: list[Scope], worker: str) -> Clai
     session.refresh(job)
     if job.kind == JobKind.BACKUP and job.restore_point_id is None:
         _create_restore_point(session, job)
+    events.job_started(job.kind, job.project_id, job.plan_id)
     return ClaimedJob.of(job, tuple(scopes))
 
 
@@ -183,6 +188,7 @@ class JobReporter:
         """Called before each progress write (a backup saves its checkpoint there)."""
         self._last = 0.0
         self._last_bytes = 0
+        self._began = time.monotonic()
         self._lost = threading.Event()
         self._cancel = threading.Event()
         if job.cancel_requested:
@@ -298,9 +304,18 @@ class JobReporter:
             values["rate_bytes_per_second"] = (copied / stats.elapsed
                                                      if stats.elapsed > 0 else None)
         with self.db.session() as session:
-            return guarded_update(session, Job, self.job.id, JOB_TRANSITIONS, status,
-                                  expect=JobStatus.RUNNING, extra=values,
-                                  where=(Job.attempt == self.job.attempt,))
+            ended = guarded_update(session, Job, self.job.id, JOB_TRANSITIONS, status,
+                                   expect=JobStatus.RUNNING, extra=values,
+                                   where=(Job.attempt == self.job.attempt,))
+        if ended:  # counted once, by the attempt that recorded the end
+            job = self.job
+            events.job_finished(
+                kind=(job.kind or ""), project=job.project_id, plan=job.plan_id,
+                target=job.target, outcome=status.value, reason=error_code,
+                seconds=time.monotonic() - self._began,
+                bytes_read=stats.bytes_read if stats else 0,
+                bytes_written=stats.bytes_written if stats else 0)
+        return ended
 
 
 def stats_values(stats: CopyStats) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from sqlalchemy import select, update
 
 from services.base import utcnow
 from services.errors import DataCorrupt, NotFound
+from services.metrics import events
 from services.records.restore_points import RestorePoint
 from services.status import VerifyStatus
 from services.storage import rbd_images
@@ -130,3 +131,5 @@ def _record(rt: Runtime, rp: RestorePoint, corrupt: list[int], reason: str | Non
             for key in ("verify_status", "corrupt_object_count", "corrupt_objects"):
                 values.pop(key)
         session.execute(update(RestorePoint).where(RestorePoint.id == rp.id).values(**values))
+    found = VerifyStatus.CORRUPT if corrupt or reason else VerifyStatus.OK
+    events.verify_results.labels(rp.project_id, found.value).inc()

@@ -1,0 +1,167 @@
+"""Cairn watched by a real Prometheus (Debian's package): it scrapes cairn-api (request
+metrics and the fleet's gauges), cairn-worker (job outcomes, durations, bytes) and
+cairn-scheduler (its loop, the targets' health), and loads Cairn's alert rules. After one
+backup that succeeds and one that fails, the queries an operator would run answer."""
+
+from __future__ import annotations
+
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import rados
+import rbd
+
+from tests.support import ceph
+from tests.support.ceph import MiB
+from tests.support.prometheus import Prometheus
+from tests.support.redis_server import free_port
+from tests.support.stack import BIN, Process, Stack
+
+pytestmark = pytest.mark.ceph
+
+
+@pytest.fixture(scope="module")
+def api(stack: Stack) -> Iterator[str]:
+    """A real cairn-api process (Prometheus scrapes it over TCP) on the stack's database."""
+    port = free_port()
+    process = Process("cairn-api", [str(BIN / "cairn-api"), "--port", str(port)], stack.env,
+                      stack.log_dir / "api-metrics.log")
+    process.start("Uvicorn running")
+    yield f"127.0.0.1:{port}"
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def prometheus(stack: Stack, api: str, tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[Prometheus]:
+    server = Prometheus(tmp_path_factory.mktemp("prometheus"), {
+        "cairn-api": api,
+        "cairn-worker": f"127.0.0.1:{stack.env['CAIRN_WORKER_METRICS_PORT']}",
+        "cairn-scheduler": f"127.0.0.1:{stack.env['CAIRN_SCHEDULER_METRICS_PORT']}",
+    })
+    server.start()
+    yield server
+    server.stop()
+
+
+def _wait_job(client: httpx.Client, job_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        job: dict[str, Any] = client.get(f"/v1/jobs/{job_id}").json()
+        if job["status"] in ("succeeded", "failed", "cancelled"):
+            return job
+        time.sleep(0.2)
+    raise AssertionError(f"job {job_id} did not end: {job}")
+
+
+def _value(found: list[dict[str, Any]]) -> float:
+    assert len(found) == 1, found
+    return float(found[0]["value"][1])
+
+
+def test_prometheus_sees_a_backup_and_a_failed_backup(
+        stack: Stack, api: str, prometheus: Prometheus, volumes_pool: rados.Ioctx,
+        images: list[str]) -> None:
+    project = f"metrics-{uuid.uuid4().hex[:8]}"
+    client = httpx.Client(base_url=f"http://{api}", timeout=30,
+                          headers={"X-Project-Id": project, "X-Roles": "member"})
+    good = ceph.unique_name("metrics")
+    images.append(good)
+    rbd.RBD().create(volumes_pool, good, 5 * MiB + 512)
+    with rbd.Image(volumes_pool, good) as image:
+        image.write(b"cairn" * 1000, 4 * MiB)
+    plan = client.post("/v1/plans", json={"name": "nightly", "volumes": [
+        f"ceph-a/volumes/{good}"], "rules": [{"cron": "0 3 * * *"}]})
+    assert plan.status_code == 201, plan.text
+    started = client.post("/v1/backups", json={"volume": f"ceph-a/volumes/{good}"})
+    assert started.status_code == 202, started.text
+    done = _wait_job(client, started.json()["id"])
+    assert done["status"] == "succeeded", done
+
+    # A backup whose volume is gone by the time the worker starts it: the worker is held
+    # (SIGSTOP) between the API's check and the removal.
+    gone = ceph.unique_name("metrics-gone")
+    rbd.RBD().create(volumes_pool, gone, 4 * MiB)
+    assert stack.worker.proc is not None
+    stack.worker.proc.send_signal(signal.SIGSTOP)
+    try:
+        failing = client.post("/v1/backups", json={"volume": f"ceph-a/volumes/{gone}"})
+        assert failing.status_code == 202, failing.text
+        rbd.RBD().remove(volumes_pool, gone)
+    finally:
+        stack.worker.proc.send_signal(signal.SIGCONT)
+    failed = _wait_job(client, failing.json()["id"])
+    assert failed["status"] == "failed", failed
+    reason = failed["error"]["code"]
+
+    # Every process is scraped.
+    assert prometheus.wait_for('count(up{job=~"cairn-.*"} == 1) == 3'), prometheus.targets()
+
+    # The worker's counts, by project and reason.
+    backups = f'cairn_jobs_finished_total{{kind="backup", project="{project}"'
+    assert _value(prometheus.wait_for(backups + ', outcome="succeeded"}')) == 1
+    failures = prometheus.wait_for(backups + ', outcome="failed"}')
+    assert _value(failures) == 1
+    assert failures[0]["metric"]["reason"] == reason
+    assert _value(prometheus.wait_for(
+        f'cairn_jobs_started_total{{kind="backup", project="{project}"}}')) == 2
+    assert _value(prometheus.query(
+        'sum(cairn_job_duration_seconds_count{kind="backup"})')) >= 2
+    assert _value(prometheus.query(
+        'sum(cairn_job_written_bytes_total{kind="backup", target="local"})')) >= 5000
+
+    # The fleet's gauges, read from the database by cairn-api.
+    newest = _value(prometheus.wait_for(
+        f'cairn_volume_last_success_timestamp_seconds{{project="{project}"}}'))
+    assert abs(newest - time.time()) < 120, newest
+    assert _value(prometheus.wait_for(
+        f'cairn_plan_expected_interval_seconds{{project="{project}"}}')) == 86400
+    assert _value(prometheus.wait_for(
+        f'cairn_restore_points{{project="{project}", status="available"}}')) == 1
+    assert _value(prometheus.wait_for(f'cairn_stored_bytes{{project="{project}"}}')) > 0
+    assert _value(prometheus.query('cairn_fleet_up')) == 1
+
+    # The API's requests by route template, the scheduler's loop and the targets' health.
+    assert _value(prometheus.wait_for(
+        'sum(cairn_api_requests_total{method="POST", route="/v1/backups", status="202"})')) >= 2
+    assert prometheus.wait_for(
+        'cairn_api_requests_total{route="/v1/jobs/{job_id}", status="200"}')
+    tick = _value(prometheus.wait_for('cairn_scheduler_last_tick_timestamp_seconds'))
+    assert abs(tick - time.time()) < 30, tick
+    assert _value(prometheus.wait_for('cairn_target_up{target="local"}')) == 1
+
+    # The failed backup fires its alert, the successful one leaves the volume fresh.
+    firing = prometheus.wait_for(
+        f'ALERTS{{alertname="CairnBackupsFailing", project="{project}", '
+        'alertstate="firing"}')
+    assert firing, prometheus.query("ALERTS")
+    assert firing[0]["metric"]["reason"] == reason, firing
+    assert not prometheus.query(
+        f'ALERTS{{alertname="CairnRestorePointStale", project="{project}"}}')
+
+    # No job id is ever a label value.
+    job_ids = {done["id"], failed["id"]}
+    for series in prometheus.query('{__name__=~"cairn_.+"}'):
+        assert not job_ids & set(series["metric"].values()), series
+
+
+def test_metrics_are_refused_outside_the_allowed_networks(stack: Stack,
+                                                         tmp_path: Path) -> None:
+    port = free_port()
+    env = {**stack.env, "CAIRN_METRICS_ALLOWED_NETWORKS": '["10.0.0.0/8"]'}
+    process = Process("cairn-api", [str(BIN / "cairn-api"), "--port", str(port)], env,
+                      tmp_path / "api.log")
+    process.start("Uvicorn running")
+    try:
+        answer = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
+    finally:
+        process.stop()
+    assert answer.status_code == 403, answer.text
+    assert "CAIRN_METRICS_ALLOWED_NETWORKS" in answer.json()["error"]["message"]
+    assert "cairn_" not in answer.text
