@@ -7,7 +7,8 @@
 #
 # Environment: CAIRN_STATE_DIR (default <repo>/.state), CAIRN_SECOND_CLUSTER=1 to start
 # ceph-b as well, CAIRN_OPENSTACK=1 to start Keystone and Cinder too (Cairn then
-# authenticates with Keystone and protects Cinder volumes), CAIRN_API_PORT (default 8787).
+# authenticates with Keystone and protects Cinder volumes), CAIRN_PROMETHEUS=1 to run
+# Prometheus scraping Cairn with its alert rules, CAIRN_API_PORT (default 8787).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -21,6 +22,7 @@ cmd=${1:-status}
 scope=${2:-all}
 second=${CAIRN_SECOND_CLUSTER:-0}
 openstack=${CAIRN_OPENSTACK:-0}
+prometheus=${CAIRN_PROMETHEUS:-0}
 mkdir -p "$state"
 
 # ---------------------------------------------------------------- Redis
@@ -83,6 +85,8 @@ CAIRN_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
 CAIRN_CLUSTERS='{"ceph-a": {"conf": "$state/ceph-a/ceph.conf"}$( [ "$second" = 1 ] && printf ', "ceph-b": {"conf": "%s"}' "$state/ceph-b/ceph.conf")}'
 CAIRN_BACKUP_TARGETS='{"local": {"cluster": "ceph-a", "pool": "backups"}$( [ "$second" = 1 ] && printf ', "offsite": {"cluster": "ceph-b", "pool": "backups"}')}'
 CAIRN_DEFAULT_BACKUP_TARGET=local
+CAIRN_WORKER_METRICS_PORT=$WORKER_METRICS_PORT
+CAIRN_SCHEDULER_METRICS_PORT=$SCHEDULER_METRICS_PORT
 ENV
     if [ "$openstack" = 1 ]; then
         cat >>"$env_file" <<ENV
@@ -166,6 +170,35 @@ cairn_up() {
     if pid_alive "$state/run/cairn-scheduler.pid"; then echo "cairn-scheduler: up"
     else echo "cairn-scheduler: did not start; see $state/log/cairn-scheduler.log" >&2; return 1; fi
 }
+# Prometheus (CAIRN_PROMETHEUS=1): Debian's server on loopback, scraping the three Cairn
+# processes every 15 s with the alert rules of deploy/prometheus/. Started like a Cairn
+# process, so `make up` without the switch stops it and with other ports restarts it.
+prometheus_up() {
+    local dir="$state/prometheus"
+    mkdir -p "$dir"
+    cat >"$dir/prometheus.yml" <<YAML
+global: {scrape_interval: 15s, evaluation_interval: 15s}
+rule_files: ["$repo/deploy/prometheus/alerts.yml"]
+scrape_configs:
+  - {job_name: cairn-api, static_configs: [{targets: ["127.0.0.1:$API_PORT"]}]}
+  - {job_name: cairn-worker, static_configs: [{targets: ["127.0.0.1:$WORKER_METRICS_PORT"]}]}
+  - {job_name: cairn-scheduler, static_configs: [{targets: ["127.0.0.1:$SCHEDULER_METRICS_PORT"]}]}
+YAML
+    promtool check config "$dir/prometheus.yml" >/dev/null
+    pid_alive "$state/run/prometheus.pid" || require_free_port "$PROMETHEUS_PORT" prometheus CAIRN_PROMETHEUS_PORT
+    run_cairn prometheus prometheus --config.file="$dir/prometheus.yml" \
+        --storage.tsdb.path="$dir/data" --web.listen-address="127.0.0.1:$PROMETHEUS_PORT"
+    wait_for 30 prometheus curl -sf "http://127.0.0.1:$PROMETHEUS_PORT/-/ready"
+    echo "prometheus: up (http://127.0.0.1:$PROMETHEUS_PORT)"
+}
+prometheus_down() {
+    if pid_alive "$state/run/prometheus.pid"; then
+        stop_pidfile "$state/run/prometheus.pid" prometheus
+        echo "prometheus: stopped"
+    fi
+    rm -f "$state/run/prometheus.conf"
+}
+
 cairn_down() {
     for name in cairn-scheduler cairn-worker cairn-api; do
         stop_pidfile "$state/run/$name.pid" "$name"
@@ -189,9 +222,13 @@ case "$cmd" in
             "$here/openstack.sh" up
             "$venv/bin/python" "$here/openstack_seed.py" cairn --password "$cairn_password"
         fi
-        if [ "$scope" = all ]; then cairn_up; fi
+        if [ "$scope" = all ]; then
+            cairn_up
+            if [ "$prometheus" = 1 ]; then prometheus_up; else prometheus_down; fi
+        fi
         ;;
     down)
+        prometheus_down
         cairn_down
         if [ -d "$state/openstack" ]; then "$here/openstack.sh" down; fi
         "$here/ceph.sh" stop ceph-b "$CEPH_B_PORT"
@@ -205,7 +242,7 @@ case "$cmd" in
         "$here/ceph.sh" status ceph-a "$CEPH_A_PORT" || true
         "$here/ceph.sh" status ceph-b "$CEPH_B_PORT" || true
         if [ -d "$state/openstack" ]; then "$here/openstack.sh" status; fi
-        for name in cairn-api cairn-worker cairn-scheduler; do
+        for name in cairn-api cairn-worker cairn-scheduler prometheus; do
             status_line "$name" pid_alive "$state/run/$name.pid"
         done
         ;;
