@@ -98,7 +98,7 @@ class FleetCollector(Collector):
             select(RestorePoint.volume_id,
                    func.max(func.coalesce(RestorePoint.completed_at, RestorePoint.created_at)))
             .where(RestorePoint.status == RestorePointStatus.AVAILABLE)
-            .group_by(RestorePoint.volume_id)).tuples().all())
+            .group_by(RestorePoint.volume_id)).all())
         last = GaugeMetricFamily(
             "cairn_volume_last_success_timestamp_seconds",
             "When each volume of an enabled plan got its newest available restore point "
@@ -112,7 +112,7 @@ class FleetCollector(Collector):
         rows = session.execute(
             select(Plan, Volume).join(PlanVolume, PlanVolume.plan_id == Plan.id)
             .join(Volume, Volume.id == PlanVolume.volume_id)
-            .where(Plan.status == PlanStatus.ENABLED)).tuples().all()
+            .where(Plan.status == PlanStatus.ENABLED)).all()
         plans: dict[str, Plan] = {}
         for plan, volume in rows:
             plans[plan.id] = plan
@@ -144,7 +144,7 @@ class FleetCollector(Collector):
         counts = {(kind, status): n for kind, status, n in session.execute(
             select(Job.kind, Job.status, func.count())
             .where(Job.status.in_([JobStatus.QUEUED, JobStatus.RUNNING]))
-            .group_by(Job.kind, Job.status)).tuples()}
+            .group_by(Job.kind, Job.status))}
         jobs = GaugeMetricFamily("cairn_jobs", "Jobs queued and running, by kind.",
                                  labels=["kind", "status"])
         for kind in JobKind:
@@ -159,7 +159,7 @@ class FleetCollector(Collector):
         for target, project, n in session.execute(
                 select(Job.target, Job.project_id, func.count())
                 .where(Job.status == JobStatus.RUNNING, Job.target.is_not(None))
-                .group_by(Job.target, Job.project_id)).tuples():
+                .group_by(Job.target, Job.project_id)):
             used.add_metric([target or "", project], n)
         limit = GaugeMetricFamily("cairn_target_slots", "Concurrency slots of each backup "
                                   "target (jobs over it wait, queued).", labels=["target"])
@@ -180,7 +180,7 @@ class FleetCollector(Collector):
                 select(RestorePoint.project_id, RestorePoint.status, func.count(),
                        func.coalesce(func.sum(RestorePoint.bytes_copied), 0))
                 .where(RestorePoint.status != RestorePointStatus.DELETED)
-                .group_by(RestorePoint.project_id, RestorePoint.status)).tuples():
+                .group_by(RestorePoint.project_id, RestorePoint.status)):
             points.add_metric([project, str(status)], n)
             per_project[project] = per_project.get(project, 0) + int(size or 0)
         for project, size in per_project.items():
@@ -192,7 +192,7 @@ class FleetCollector(Collector):
                 select(RestorePoint.project_id, func.count())
                 .where(RestorePoint.verify_status == VerifyStatus.CORRUPT,
                        RestorePoint.status != RestorePointStatus.DELETED)
-                .group_by(RestorePoint.project_id)).tuples():
+                .group_by(RestorePoint.project_id)):
             corrupt.add_metric([project], n)
         yield points
         yield stored
