@@ -50,6 +50,10 @@ api_request_seconds = Histogram(
 
 def job_started(kind: str, project: str, plan: str | None) -> None:
     jobs_started.labels(kind, project, plan or "").inc()
+    # The success series exists from the start, at 0: increase() never sees a series' first
+    # sample, so a first success would otherwise not count. (Failures carry a reason not
+    # known yet; the rules catch a new failure series with `unless ... offset`.)
+    jobs_finished.labels(kind, project, plan or "", "succeeded", "")
 
 
 def job_finished(*, kind: str, project: str, plan: str | None, target: str | None,

@@ -5,6 +5,7 @@ backup that succeeds and one that fails, the queries an operator would run answe
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 import uuid
@@ -21,7 +22,7 @@ from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.prometheus import Prometheus
 from tests.support.redis_server import free_port
-from tests.support.stack import BIN, Process, Stack
+from tests.support.stack import BIN, REPO, Process, Stack
 
 pytestmark = pytest.mark.ceph
 
@@ -58,6 +59,14 @@ def _wait_job(client: httpx.Client, job_id: str) -> dict[str, Any]:
             return job
         time.sleep(0.2)
     raise AssertionError(f"job {job_id} did not end: {job}")
+
+
+def _dashboard_queries() -> list[tuple[str, str]]:
+    """The dashboard's queries as Grafana sends them for 'all projects' over a short range."""
+    dashboard = json.loads((REPO / "deploy" / "grafana" / "cairn.json").read_text())
+    return [(panel["title"], target["expr"].replace("$project", ".*")
+             .replace("$__rate_interval", "5m"))
+            for panel in dashboard["panels"] for target in panel["targets"]]
 
 
 def _value(found: list[dict[str, Any]]) -> float:
@@ -105,12 +114,13 @@ def test_prometheus_sees_a_backup_and_a_failed_backup(
 
     # The worker's counts, by project and reason.
     backups = f'cairn_jobs_finished_total{{kind="backup", project="{project}"'
-    assert _value(prometheus.wait_for(backups + ', outcome="succeeded"}')) == 1
-    failures = prometheus.wait_for(backups + ', outcome="failed"}')
+    # (waiting for the value: a success series exists at 0 from its job's start)
+    assert _value(prometheus.wait_for(backups + ', outcome="succeeded"} == 1')) == 1
+    failures = prometheus.wait_for(backups + ', outcome="failed"} == 1')
     assert _value(failures) == 1
     assert failures[0]["metric"]["reason"] == reason
     assert _value(prometheus.wait_for(
-        f'cairn_jobs_started_total{{kind="backup", project="{project}"}}')) == 2
+        f'cairn_jobs_started_total{{kind="backup", project="{project}"}} == 2')) == 2
     assert _value(prometheus.query(
         'sum(cairn_job_duration_seconds_count{kind="backup"})')) >= 2
     assert _value(prometheus.query(
@@ -144,6 +154,15 @@ def test_prometheus_sees_a_backup_and_a_failed_backup(
     assert firing[0]["metric"]["reason"] == reason, firing
     assert not prometheus.query(
         f'ALERTS{{alertname="CairnRestorePointStale", project="{project}"}}')
+
+    # Every query of the Grafana dashboard runs, and the panels about what just happened
+    # show it.
+    for title, expr in _dashboard_queries():
+        found = prometheus.query(expr)  # raises on a query Prometheus refuses
+        if title in ("Backups and restores by outcome", "Bytes written by target",
+                     "Restore point age, in plan intervals", "Stored", "API requests by status",
+                     "Failed backups by reason (1 h)"):
+            assert found, f"dashboard panel {title!r} is empty: {expr}"
 
     # No job id is ever a label value.
     job_ids = {done["id"], failed["id"]}
