@@ -26,6 +26,7 @@ from api.routers import (
     restore_points,
     targets,
     volumes,
+    webhooks,
 )
 from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
@@ -88,7 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        body_timeout=settings.api_body_timeout_seconds)
     app.add_middleware(RequestMetrics)  # added last: outermost, it sees the door's refusals
     for module in (health, volumes, plans, backups, jobs, restore_points, quotas, targets,
-                   orphans, metrics):
+                   orphans, webhooks, metrics):
         app.include_router(module.router)
     return app
 

@@ -12,6 +12,7 @@ from api.errors import VOLUME_FILTER
 from services.formats import PROJECT, UUID, VOLUME_REF
 
 PlanId = Annotated[str, Path(pattern=UUID, description="The plan's id (a UUID)")]
+WebhookId = Annotated[str, Path(pattern=UUID, description="The webhook's id (a UUID)")]
 JobId = Annotated[str, Path(pattern=UUID, description="The job's id (a UUID)")]
 RestorePointId = Annotated[str, Path(pattern=UUID,
                                      description="The restore point's id (a UUID)")]

@@ -74,6 +74,23 @@ class Dispatcher:
         return sent
 
 
+    def send_deliveries(self, delivery_ids: list[str]) -> list[str]:
+        """Hand webhook deliveries to the workers; returns the ids the broker took."""
+        sent: list[str] = []
+        try:
+            with self.celery.producer_or_acquire() as producer:
+                for delivery_id in delivery_ids:
+                    self.celery.send_task(DELIVER_TASK, args=[delivery_id], queue=QUEUE,
+                                          producer=producer)
+                    sent.append(delivery_id)
+        except Exception:
+            log.warning("the broker took %d of %d webhook deliveries; the rest go out later",
+                        len(sent), len(delivery_ids), exc_info=True)
+        return sent
+
+
+DELIVER_TASK = "webhook.deliver"
+
 _OUTBOX = "cairn_outbox"
 
 

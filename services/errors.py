@@ -39,6 +39,10 @@ class PlanNotFound(NotFound):
     code = "plan_not_found"
 
 
+class WebhookNotFound(NotFound):
+    code = "webhook_not_found"
+
+
 class BadRequest(CairnError):
     status_code = 400
     code = "bad_request"
@@ -158,6 +162,10 @@ class JobNotChangeable(Conflict):
     """The job's QoS cannot change: it is finished, or of a kind that runs too briefly."""
 
     code = "job_not_changeable"
+
+
+class TooManyWebhooks(Conflict):
+    code = "too_many_webhooks"
 
 
 class PlanNameTaken(Conflict):

@@ -243,6 +243,27 @@ class Settings(BaseSettings):
     """How often cairn-scheduler checks that each backup target's pool answers
     (`cairn_target_up`)."""
 
+    webhook_allowed_networks: list[IPvAnyNetwork] = Field(default_factory=list)
+    """Private, loopback or link-local networks webhooks may nevertheless point to (JSON
+    list of CIDRs). Empty: webhooks reach public addresses only."""
+
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
+    """How long one delivery attempt waits for the receiver's answer."""
+
+    webhook_max_attempts: int = Field(default=8, ge=1, le=20)
+    """Attempts per event before its delivery fails for good."""
+
+    webhook_retry_base_seconds: float = Field(default=30.0, gt=0)
+    """The wait before the second attempt; doubled for each further one (at most an hour):
+    8 attempts span about an hour by default."""
+
+    webhook_disable_after_failures: int = Field(default=5, ge=1)
+    """Deliveries in a row that fail for good before the webhook is disabled, with the
+    reason, until its owner enables it again."""
+
+    webhook_secret_overlap_hours: float = Field(default=24.0, ge=0)
+    """After a secret rotation, how long deliveries are also signed with the old secret."""
+
     clock_file: Path | None = None
     """Development and tests only: read the current time from this file (ISO 8601), so
     tests can drive the scheduler through days, DST changes and outages."""

@@ -3,8 +3,9 @@ hands it to its manager."""
 
 from __future__ import annotations
 
-from services.dispatch import make_celery
+from services.dispatch import DELIVER_TASK, make_celery
 from services.settings import get_settings
+from services.webhooks.delivery import deliver
 from worker.managers.backup import run_backup
 from worker.managers.delete import run_delete
 from worker.managers.prune import run_prune
@@ -38,3 +39,9 @@ def restore_point_verify(job_id: str) -> None:
 @app.task(name="plan.prune")
 def plan_prune(job_id: str) -> None:
     run_prune(get_runtime(), job_id)
+
+
+@app.task(name=DELIVER_TASK)
+def webhook_deliver(delivery_id: str) -> None:
+    rt = get_runtime()
+    deliver(rt.db, rt.settings, delivery_id)

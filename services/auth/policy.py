@@ -52,11 +52,19 @@ DEFAULT_RULES: dict[str, str] = {
     "quota:update": "rule:admin",
     "target:list": "rule:reader",
     "orphan:list": "rule:admin",
+    "webhook:list": "rule:reader",
+    "webhook:get": "rule:reader",
+    "webhook:create": "rule:member",
+    "webhook:update": "rule:member",
+    "webhook:delete": "rule:member",
+    "webhook:rotate": "rule:member",
+    "webhook:test": "rule:member",
 }
 
 ACTION_WORDS = {
     "list": "list", "get": "read", "create": "create", "update": "change", "delete": "delete",
     "run": "run", "restore": "restore", "verify": "verify", "cancel": "cancel",
+    "rotate": "rotate the secret of", "test": "test",
 }
 
 _TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")

@@ -51,11 +51,6 @@ def expected_interval(slots: list[datetime]) -> timedelta | None:
     return max(gaps) if gaps else None
 
 
-def volume_label(volume: Volume) -> str:
-    """What the tenant calls the volume: its Cinder id, else its RBD image."""
-    return volume.cinder_volume_id or f"{volume.cluster}/{volume.pool}/{volume.image}"
-
-
 @dataclass(eq=False)  # registries key collectors by identity
 class FleetCollector(Collector):
     db: Database
@@ -117,7 +112,7 @@ class FleetCollector(Collector):
         for plan, volume in rows:
             plans[plan.id] = plan
             since = newest.get(volume.id) or max(plan.created_at, volume.created_at)
-            last.add_metric([plan.project_id, plan.id, volume_label(volume)], since.timestamp())
+            last.add_metric([plan.project_id, plan.id, volume.public_name], since.timestamp())
         # Forget the intervals of plans changed or gone since.
         self._intervals = {key: value for key, value in self._intervals.items()
                            if key[0] in plans and key[1] == plans[key[0]].updated_at}

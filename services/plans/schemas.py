@@ -139,7 +139,7 @@ class PlanPublic(BaseModel):
                   if plan.window_start and plan.window_end else None)
         return cls(
             id=plan.id, name=plan.name, description=plan.description, status=plan.status,
-            volumes=sorted(v.cinder_volume_id or v.ref for v in plan.volumes),
+            volumes=sorted(v.public_name for v in plan.volumes),
             rules=[ScheduleRule.of(r) for r in plan.rules],
             timezone=plan.timezone, window=window,
             retention=plan.retention,

@@ -43,6 +43,7 @@ from services.status import (
     guarded_update_where,
 )
 from services.volumes.resolve import VolumeResolver
+from services.webhooks import events as webhook_events
 
 
 def create_plan(session: Session, ctx: RequestContext, settings: Settings,
@@ -64,6 +65,7 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
     plan.volumes = _volumes(session, ctx, volumes_from, request.volumes, plan.project_id)
     plan.next_slot_at = timing.next_slot_after(plan, now)
     _save(session, plan)
+    _announce(session, plan, "plan.create.end", now)
     return plan
 
 
@@ -102,6 +104,7 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
         plan.next_slot_at = timing.next_slot_after(plan, now)
     plan.updated_at = now
     _save(session, plan)
+    _announce(session, plan, "plan.update.end", now)
     return plan
 
 
@@ -114,8 +117,18 @@ def delete_plan(session: Session, ctx: RequestContext, plan_id: str, now: dateti
         where=(Job.plan_id == plan.id, Job.attempt == 0),
         extra={"finished_at": now, "error_code": "plan_deleted",
                "error_message": "the plan was deleted before this job started"})
+    _announce(session, plan, "plan.delete.end", now)
     session.delete(plan)
     session.flush()
+
+
+def _announce(session: Session, plan: Plan, event_type: str, now: datetime) -> None:
+    """The plan's event for the project's webhooks, in this transaction."""
+    webhook_events.record(session, plan.project_id, event_type, subject=plan.id, now=now,
+                          data={"tenant_id": plan.project_id, "plan_id": plan.id,
+                                "name": plan.name, "status": str(plan.status),
+                                "target": plan.target,
+                                "volumes": sorted(v.public_name for v in plan.volumes)})
 
 
 def set_status(session: Session, ctx: RequestContext, plan_id: str, status: PlanStatus,

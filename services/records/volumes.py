@@ -29,6 +29,11 @@ class Volume(Base):
     def ref(self) -> str:
         return f"{self.cluster}/{self.pool}/{self.image}"
 
+    @property
+    def public_name(self) -> str:
+        """What the tenant calls the volume: its Cinder id, else its RBD image."""
+        return self.cinder_volume_id or self.ref
+
 
 VOLUME_REF = (Volume.cluster + "/" + Volume.pool + "/" + Volume.image).label("volume_ref")
 """`cluster/pool/image` in SQL, for list pages read as rows (Volume.ref on an object)."""

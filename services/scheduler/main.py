@@ -27,6 +27,7 @@ from services.scheduler.reconciler import reconcile
 from services.scheduler.verifies import request_verifies
 from services.settings import Settings, get_settings
 from services.storage.ceph import CephClusters
+from services.webhooks import delivery as webhook_delivery
 
 log = logging.getLogger("cairn.scheduler")
 
@@ -37,8 +38,8 @@ class Scheduler:
         self.clock = clock_for(settings.clock_file)
         self.db = Database(settings.database_url)
         self.leases = Leases.from_settings(settings)
-        self.admission = Admission(self.db, self.leases,
-                                   Dispatcher(make_celery(settings.redis_url)), settings)
+        self.dispatcher = Dispatcher(make_celery(settings.redis_url))
+        self.admission = Admission(self.db, self.leases, self.dispatcher, settings)
         self._last_reconcile = 0.0
         self._last_verify = 0.0
         self._last_keys = 0.0
@@ -55,7 +56,8 @@ class Scheduler:
         steps: list[tuple[str, Callable[[datetime], None]]] = [
             ("schedule", self._schedule), ("reconcile", self._reconcile),
             ("verify", self._verify), ("orphans", self._orphans), ("admit", self._admit),
-            ("idempotency keys", self._forget_keys), ("probe targets", self._probe_targets)]
+            ("idempotency keys", self._forget_keys), ("probe targets", self._probe_targets),
+            ("webhooks", self._webhooks)]
         for name, step in steps:
             try:
                 step(now)
@@ -118,6 +120,12 @@ class Scheduler:
             forgotten = idempotency.purge(session, utcnow())
         if forgotten:
             log.info("forgot %d idempotency keys older than 24 h", forgotten)
+
+    def _webhooks(self, _now: datetime) -> None:
+        # Real time: a delivery's backoff is real-clock bookkeeping, whatever the schedule.
+        sent = webhook_delivery.dispatch_due(self.db, self.dispatcher, utcnow())
+        if sent:
+            log.info("handed %d webhook deliveries to the workers", sent)
 
     def _probe_targets(self, _now: datetime) -> None:
         """Whether each backup target's pool answers, for `cairn_target_up`; a failing

@@ -57,6 +57,12 @@ def service_env(database_url: str, redis_db: int, **overrides: str) -> dict[str,
         "CAIRN_WORKER_METRICS_PORT": str(free_port()),
         "CAIRN_SCHEDULER_METRICS_PORT": str(free_port()),
         "CAIRN_TARGET_PROBE_INTERVAL_SECONDS": "1",
+        # Webhook receivers of the tests listen on loopback; retries come fast.
+        "CAIRN_WEBHOOK_ALLOWED_NETWORKS": '["127.0.0.0/8"]',
+        "CAIRN_WEBHOOK_RETRY_BASE_SECONDS": "0.2",
+        "CAIRN_WEBHOOK_MAX_ATTEMPTS": "4",
+        "CAIRN_WEBHOOK_DISABLE_AFTER_FAILURES": "2",
+        "CAIRN_WEBHOOK_TIMEOUT_SECONDS": "2",
     }
     env.update(overrides)
     return env

@@ -38,6 +38,7 @@ from services.status import (
 )
 from worker.engine.copy import CopyStats
 from worker.engine.qos import Pacer
+from worker.managers import notices
 from worker.managers.signals import JobCancelled, JobLost, JobSignal
 from worker.runtime import Runtime
 
@@ -303,16 +304,23 @@ class JobReporter:
             copied = stats.bytes_done - stats.bytes_resumed
             values["rate_bytes_per_second"] = (copied / stats.elapsed
                                                      if stats.elapsed > 0 else None)
+        seconds = time.monotonic() - self._began
+        job = self.job
         with self.db.session() as session:
-            ended = guarded_update(session, Job, self.job.id, JOB_TRANSITIONS, status,
+            ended = guarded_update(session, Job, job.id, JOB_TRANSITIONS, status,
                                    expect=JobStatus.RUNNING, extra=values,
-                                   where=(Job.attempt == self.job.attempt,))
-        if ended:  # counted once, by the attempt that recorded the end
-            job = self.job
+                                   where=(Job.attempt == job.attempt,))
+            if ended:  # told once, by the attempt that recorded the end, in its transaction
+                notices.record_job_end(session, notices.EndedJob(
+                    id=job.id, project_id=job.project_id, kind=job.kind or "", status=status,
+                    plan_id=job.plan_id, target=job.target, volume_id=job.volume_id,
+                    restore_point_id=job.restore_point_id, restore_target=job.restore_target,
+                    error_code=error_code, error_message=error_message, stats=stats,
+                    seconds=seconds), values["finished_at"])
+        if ended:  # counted once, after the commit
             events.job_finished(
                 kind=(job.kind or ""), project=job.project_id, plan=job.plan_id,
-                target=job.target, outcome=status.value, reason=error_code,
-                seconds=time.monotonic() - self._began,
+                target=job.target, outcome=status.value, reason=error_code, seconds=seconds,
                 bytes_read=stats.bytes_read if stats else 0,
                 bytes_written=stats.bytes_written if stats else 0)
         return ended

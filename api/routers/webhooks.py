@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from api.deps import ContextDep, NowDep, SessionDep, SettingsDep, allowed
+from api.errors import error_responses
+from api.params import WebhookId
+from services.webhooks import service
+from services.webhooks.schemas import (
+    DeliveryList,
+    DeliveryPublic,
+    WebhookCreate,
+    WebhookCreated,
+    WebhookList,
+    WebhookPublic,
+    WebhookSecret,
+    WebhookUpdate,
+)
+
+router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
+
+
+@router.post("", status_code=201, response_model=WebhookCreated,
+             responses=error_responses(401, 409, 422), summary="Create a webhook",
+             dependencies=[allowed("webhook:create")])
+def create_webhook(body: WebhookCreate, session: SessionDep, ctx: ContextDep,
+                   settings: SettingsDep, now: NowDep) -> WebhookCreated:
+    """Hear about the project's backups, restores, deletes, verifies and plans as CloudEvents
+    signed with the Standard Webhooks scheme. The answer holds the signing secret: it is not
+    shown again (rotate it to get a new one)."""
+    return service.create(session, ctx, settings, body, now)
+
+
+@router.get("", response_model=WebhookList, responses=error_responses(401),
+            summary="List webhooks", dependencies=[allowed("webhook:list")])
+def list_webhooks(session: SessionDep, ctx: ContextDep) -> WebhookList:
+    return WebhookList(webhooks=service.listed(session, ctx))
+
+
+@router.get("/{webhook_id}", response_model=WebhookPublic, responses=error_responses(401, 404),
+            summary="Show a webhook", dependencies=[allowed("webhook:get")])
+def get_webhook(webhook_id: WebhookId, session: SessionDep, ctx: ContextDep) -> WebhookPublic:
+    return service.public(service.get(session, ctx, webhook_id))
+
+
+@router.patch("/{webhook_id}", response_model=WebhookPublic,
+              responses=error_responses(401, 404, 422), summary="Change a webhook",
+              dependencies=[allowed("webhook:update")])
+def update_webhook(webhook_id: WebhookId, body: WebhookUpdate, session: SessionDep,
+                   ctx: ContextDep, settings: SettingsDep, now: NowDep) -> WebhookPublic:
+    """Change its URL, events or description; `enabled: true` enables one Cairn disabled
+    after failed deliveries again."""
+    return service.update(session, ctx, settings, webhook_id, body, now)
+
+
+@router.delete("/{webhook_id}", status_code=204, responses=error_responses(401, 404),
+               summary="Delete a webhook", dependencies=[allowed("webhook:delete")])
+def delete_webhook(webhook_id: WebhookId, session: SessionDep, ctx: ContextDep) -> Response:
+    service.delete(session, ctx, webhook_id)
+    return Response(status_code=204)
+
+
+@router.post("/{webhook_id}/rotate-secret", response_model=WebhookSecret,
+             responses=error_responses(401, 404), summary="Rotate a webhook's secret",
+             dependencies=[allowed("webhook:rotate")])
+def rotate_secret(webhook_id: WebhookId, session: SessionDep, ctx: ContextDep,
+                  settings: SettingsDep, now: NowDep) -> WebhookSecret:
+    """A new secret; deliveries carry a signature with the old one too until
+    `previous_expires_at`, so the receiver can switch in its own time."""
+    return service.rotate(session, ctx, settings, webhook_id, now)
+
+
+@router.post("/{webhook_id}/test", status_code=202, response_model=DeliveryPublic,
+             responses=error_responses(401, 404), summary="Send a test event",
+             dependencies=[allowed("webhook:test")])
+def test_webhook(webhook_id: WebhookId, session: SessionDep, ctx: ContextDep,
+                 now: NowDep) -> DeliveryPublic:
+    """Queue a `webhook.test` event for this webhook (disabled ones too); its delivery shows
+    in the delivery log."""
+    return service.send_test(session, ctx, webhook_id, now)
+
+
+@router.get("/{webhook_id}/deliveries", response_model=DeliveryList,
+            responses=error_responses(401, 404, 422), summary="A webhook's delivery log",
+            dependencies=[allowed("webhook:get")])
+def list_deliveries(webhook_id: WebhookId, session: SessionDep, ctx: ContextDep,
+                    limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> DeliveryList:
+    """Newest first: each event sent, its attempts, the receiver's last answer."""
+    return DeliveryList(deliveries=service.deliveries(session, ctx, webhook_id, limit))

@@ -1,0 +1,55 @@
+"""A project's webhooks, and the outbox of their deliveries: a delivery row is written in
+the same transaction as what it reports (a job's end, a plan's change), so an event is
+never sent for something that did not happen, nor lost for something that did."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from services.base import ID, Base, UTCDateTime, new_id, utcnow
+
+
+class Webhook(Base):
+    __tablename__ = "webhooks"
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True, default=new_id)
+    project_id: Mapped[str] = mapped_column(String(64), index=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    description: Mapped[str | None] = mapped_column(String(255))
+    event_types: Mapped[str] = mapped_column(Text, default="[]")
+    """JSON list of event types (`backup.create.end`...); empty: every event."""
+    secrets: Mapped[str] = mapped_column(Text)
+    """JSON list of {"secret": "whsec_...", "expires_at": ISO or null}: every one not expired
+    signs each delivery, so a receiver can switch to a rotated secret at its own pace."""
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    disabled_reason: Mapped[str | None] = mapped_column(Text)
+    failed_deliveries: Mapped[int] = mapped_column(Integer, default=0)
+    """Deliveries in a row that failed for good (every attempt); reset by a success."""
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class WebhookDelivery(Base):
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True, default=new_id)
+    """Also the event's id (`webhook-id`, CloudEvents `id`): receivers deduplicate on it."""
+    webhook_id: Mapped[str] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"),
+                                            index=True)
+    event_type: Mapped[str] = mapped_column(String(64))
+    body: Mapped[str] = mapped_column(Text)
+    """The CloudEvent as sent, so every attempt sends the same bytes."""
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    """pending (an attempt is due at `next_attempt_at`), succeeded or failed (for good)."""
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    """When the scheduler last handed it to a worker (not again while that is recent)."""
+    last_status_code: Mapped[int | None] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -1,0 +1,145 @@
+"""Delivering a webhook event: one attempt per call, by a worker. The delivery row is the
+outbox entry; an attempt claims it (attempts + 1, and its next attempt pushed past the
+attempt's own timeout, so a worker that dies mid-attempt leaves it to a later one), posts
+the CloudEvent signed for every active secret, and records the answer. Failures are retried
+with exponential backoff; after `webhook_max_attempts` the delivery fails for good, and
+after `webhook_disable_after_failures` such deliveries in a row the webhook is disabled with
+the reason. Deliveries are at least once: receivers deduplicate on `webhook-id`."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import httpx
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from services.base import utcnow
+from services.db import Database
+from services.dispatch import Dispatcher
+from services.errors import InvalidInput
+from services.records.webhooks import Webhook, WebhookDelivery
+from services.settings import Settings
+from services.webhooks import signing
+from services.webhooks.addresses import check_url
+from services.webhooks.secrets import active_secrets
+
+log = logging.getLogger(__name__)
+
+RESEND_AFTER = timedelta(seconds=60)
+"""A delivery handed to a worker is not handed again before this (its broker message may
+still be queued); one whose worker died is picked up again after it."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    delivery_id: str
+    number: int
+    url: str
+    body: bytes
+    secrets: list[str]
+
+
+def dispatch_due(db: Database, dispatcher: Dispatcher, now: datetime,
+                 limit: int = 500) -> int:
+    """cairn-scheduler's step: hand the due deliveries to the workers."""
+    with db.session() as session:
+        due = list(session.scalars(
+            select(WebhookDelivery.id)
+            .where(WebhookDelivery.status == "pending", WebhookDelivery.next_attempt_at <= now,
+                   (WebhookDelivery.sent_at.is_(None))
+                   | (WebhookDelivery.sent_at <= now - RESEND_AFTER))
+            .order_by(WebhookDelivery.next_attempt_at).limit(limit)))
+        if not due:
+            return 0
+        session.execute(update(WebhookDelivery).where(WebhookDelivery.id.in_(due))
+                        .values(sent_at=now))
+    return len(dispatcher.send_deliveries(due))
+
+
+def deliver(db: Database, settings: Settings, delivery_id: str) -> None:
+    attempt = _claim(db, settings, delivery_id)
+    if attempt is None:
+        return
+    code: int | None = None
+    error: str | None = None
+    try:
+        check_url(attempt.url, settings.webhook_allowed_networks)
+        answer = httpx.post(
+            attempt.url, content=attempt.body, follow_redirects=False,
+            timeout=settings.webhook_timeout_seconds,
+            headers=signing.headers(attempt.secrets, attempt.delivery_id, int(time.time()),
+                                    attempt.body))
+        code = answer.status_code
+        if not 200 <= code < 300:
+            error = f"HTTP {code}: {answer.text[:200]}"
+    except InvalidInput as exc:
+        error = str(exc)
+    except httpx.HTTPError as exc:
+        error = f"{type(exc).__name__}: {exc}"[:500]
+    _record(db, settings, attempt, code, error)
+
+
+def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None:
+    now = utcnow()
+    hold = timedelta(seconds=settings.webhook_timeout_seconds) + RESEND_AFTER
+    with db.session() as session:
+        claimed = session.execute(
+            update(WebhookDelivery)
+            .where(WebhookDelivery.id == delivery_id, WebhookDelivery.status == "pending",
+                   WebhookDelivery.next_attempt_at <= now)
+            .values(attempts=WebhookDelivery.attempts + 1, next_attempt_at=now + hold))
+        if getattr(claimed, "rowcount", 0) != 1:
+            return None  # delivered, failed for good, or another attempt holds it
+        row = session.get(WebhookDelivery, delivery_id)
+        assert row is not None
+        hook = session.get(Webhook, row.webhook_id)
+        if hook is None or (not hook.enabled and row.event_type != "webhook.test"):
+            row.status = "failed"
+            row.last_error = "the webhook was disabled before this event went out"
+            return None
+        return Attempt(row.id, row.attempts, hook.url, row.body.encode(),
+                       active_secrets(hook.secrets, now))
+
+
+def _record(db: Database, settings: Settings, attempt: Attempt, code: int | None,
+            error: str | None) -> None:
+    now = utcnow()
+    with db.session() as session:
+        row = session.get(WebhookDelivery, attempt.delivery_id)
+        if row is None or row.attempts != attempt.number or row.status != "pending":
+            return  # deleted with its webhook, or a later attempt owns it
+        row.last_status_code, row.last_error = code, error
+        hook = session.get(Webhook, row.webhook_id)
+        if error is None:
+            row.status, row.delivered_at = "succeeded", now
+            if hook is not None:
+                hook.failed_deliveries = 0
+            return
+        log.info("webhook delivery %s attempt %d failed: %s", row.id, row.attempts, error)
+        if row.attempts < settings.webhook_max_attempts:
+            backoff = settings.webhook_retry_base_seconds * 2 ** (row.attempts - 1)
+            row.next_attempt_at = now + timedelta(seconds=min(backoff, 3600.0))
+            row.sent_at = None
+            return
+        row.status = "failed"
+        if hook is not None:
+            _count_failure(session, hook, error, settings, now)
+
+
+def _count_failure(session: Session, hook: Webhook, error: str, settings: Settings,
+                   now: datetime) -> None:
+    hook.failed_deliveries += 1
+    if hook.enabled and hook.failed_deliveries >= settings.webhook_disable_after_failures:
+        hook.enabled = False
+        hook.updated_at = now
+        hook.disabled_reason = (
+            f"disabled at {now.isoformat(timespec='seconds')} after {hook.failed_deliveries} "
+            f"deliveries in a row failed (each tried {settings.webhook_max_attempts} times); "
+            f"the last: {error}. Fix the receiver, then enable the webhook again (PATCH "
+            "enabled=true) and send a test event.")
+    session.flush()
+

@@ -1,0 +1,72 @@
+"""The events Cairn tells webhooks about, as CloudEvents 1.0 (structured JSON), written to
+the outbox (`webhook_deliveries`) in the caller's transaction: the event exists exactly when
+what it reports was committed. Workers deliver them (`delivery`)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services.base import new_id
+from services.records.webhooks import Webhook, WebhookDelivery
+
+TYPE_PREFIX = "org.openstack.cairn."
+
+EVENT_TYPES = (
+    "backup.create.end", "backup.create.error",
+    "backup.restore.end", "backup.restore.error",
+    "restore_point.delete.end", "restore_point.delete.error",
+    "restore_point.verify.end", "restore_point.verify.error",
+    "plan.create.end", "plan.update.end", "plan.delete.end",
+    "webhook.test",
+)
+"""Cinder's names (`backup.create.end`...) for what Cinder also does; Cairn's own for the
+rest. A CloudEvent's `type` is the name with TYPE_PREFIX."""
+
+JOB_EVENTS = {"backup": "backup.create", "restore": "backup.restore",
+              "delete": "restore_point.delete", "verify": "restore_point.verify"}
+
+
+def job_event_type(kind: str, succeeded: bool) -> str | None:
+    """The event a job's end makes; None for kinds tenants do not hear about (prune)."""
+    base = JOB_EVENTS.get(kind)
+    return None if base is None else f"{base}.{'end' if succeeded else 'error'}"
+
+
+def cloud_event(event_id: str, event_type: str, *, project_id: str, subject: str | None,
+                time: datetime, data: dict[str, Any]) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "specversion": "1.0", "id": event_id, "source": f"/cairn/projects/{project_id}",
+        "type": TYPE_PREFIX + event_type, "time": time.isoformat().replace("+00:00", "Z"),
+        "datacontenttype": "application/json", "data": data}
+    if subject is not None:
+        event["subject"] = subject
+    return event
+
+
+def record(session: Session, project_id: str, event_type: str, *, subject: str | None,
+           data: dict[str, Any], now: datetime, webhook_id: str | None = None) -> int:
+    """Queue the event for each of the project's enabled webhooks that listen to it (or for
+    the one named); returns how many deliveries were queued."""
+    query = select(Webhook).where(Webhook.project_id == project_id)
+    if webhook_id is not None:
+        query = query.where(Webhook.id == webhook_id)
+    else:
+        query = query.where(Webhook.enabled.is_(True))
+    queued = 0
+    for hook in session.scalars(query):
+        wanted = json.loads(hook.event_types)
+        if webhook_id is None and wanted and event_type not in wanted:
+            continue
+        delivery_id = new_id()
+        body = cloud_event(delivery_id, event_type, project_id=project_id, subject=subject,
+                           time=now, data=data)
+        session.add(WebhookDelivery(id=delivery_id, webhook_id=hook.id, event_type=event_type,
+                                    body=json.dumps(body, separators=(",", ":")),
+                                    next_attempt_at=now, created_at=now))
+        queued += 1
+    return queued

@@ -1,0 +1,131 @@
+"""A project's webhooks: the use cases behind /v1/webhooks."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from services.context import RequestContext
+from services.errors import TooManyWebhooks, WebhookNotFound
+from services.records.webhooks import Webhook, WebhookDelivery
+from services.settings import Settings
+from services.webhooks import events, secrets
+from services.webhooks.addresses import check_url
+from services.webhooks.schemas import (
+    DeliveryPublic,
+    WebhookCreate,
+    WebhookCreated,
+    WebhookPublic,
+    WebhookSecret,
+    WebhookUpdate,
+)
+
+MAX_PER_PROJECT = 10
+
+
+def public(hook: Webhook) -> WebhookPublic:
+    return WebhookPublic(id=hook.id, project_id=hook.project_id, url=hook.url,
+                         description=hook.description,
+                         event_types=json.loads(hook.event_types), enabled=hook.enabled,
+                         disabled_reason=hook.disabled_reason,
+                         failed_deliveries=hook.failed_deliveries,
+                         created_at=hook.created_at, updated_at=hook.updated_at)
+
+
+def create(session: Session, ctx: RequestContext, settings: Settings, body: WebhookCreate,
+           now: datetime) -> WebhookCreated:
+    check_url(body.url, settings.webhook_allowed_networks)
+    count = session.scalar(select(func.count()).select_from(Webhook)
+                           .where(Webhook.project_id == ctx.project_id)) or 0
+    if count >= MAX_PER_PROJECT:
+        raise TooManyWebhooks(f"a project has at most {MAX_PER_PROJECT} webhooks; delete one "
+                            "first (a webhook can listen to several event types)")
+    stored, secret = secrets.first()
+    hook = Webhook(project_id=ctx.project_id, url=body.url, description=body.description,
+                   event_types=json.dumps(body.event_types), secrets=stored, enabled=True,
+                   failed_deliveries=0, created_at=now, updated_at=now)
+    session.add(hook)
+    session.flush()
+    return WebhookCreated(**public(hook).model_dump(), secret=secret)
+
+
+def get(session: Session, ctx: RequestContext, webhook_id: str) -> Webhook:
+    hook = session.get(Webhook, webhook_id)
+    if hook is None or hook.project_id != ctx.project_id:
+        raise WebhookNotFound(f"webhook {webhook_id} not found in project {ctx.project_id}")
+    return hook
+
+
+def listed(session: Session, ctx: RequestContext) -> list[WebhookPublic]:
+    return [public(hook) for hook in session.scalars(
+        select(Webhook).where(Webhook.project_id == ctx.project_id)
+        .order_by(Webhook.created_at, Webhook.id))]
+
+
+def update(session: Session, ctx: RequestContext, settings: Settings, webhook_id: str,
+           body: WebhookUpdate, now: datetime) -> WebhookPublic:
+    hook = get(session, ctx, webhook_id)
+    if body.url is not None:
+        check_url(body.url, settings.webhook_allowed_networks)
+        hook.url = body.url
+    if body.event_types is not None:
+        hook.event_types = json.dumps(body.event_types)
+    if "description" in body.model_fields_set:
+        hook.description = body.description
+    if body.enabled is not None:
+        if body.enabled and not hook.enabled:
+            hook.failed_deliveries, hook.disabled_reason = 0, None
+        hook.enabled = body.enabled
+    hook.updated_at = now
+    session.flush()
+    return public(hook)
+
+
+def delete(session: Session, ctx: RequestContext, webhook_id: str) -> None:
+    session.delete(get(session, ctx, webhook_id))
+    session.flush()
+
+
+def rotate(session: Session, ctx: RequestContext, settings: Settings, webhook_id: str,
+           now: datetime) -> WebhookSecret:
+    hook = get(session, ctx, webhook_id)
+    overlap = timedelta(hours=settings.webhook_secret_overlap_hours)
+    hook.secrets, secret = secrets.rotate(hook.secrets, now, overlap)
+    hook.updated_at = now
+    return WebhookSecret(secret=secret, previous_expires_at=now + overlap)
+
+
+def send_test(session: Session, ctx: RequestContext, webhook_id: str,
+              now: datetime) -> DeliveryPublic:
+    """A `webhook.test` event for this webhook alone, even a disabled one (to check a
+    receiver before enabling it again)."""
+    hook = get(session, ctx, webhook_id)
+    events.record(session, ctx.project_id, "webhook.test", subject=None, webhook_id=hook.id,
+                  data={"webhook_id": hook.id, "message": "a test event from Cairn"}, now=now)
+    session.flush()
+    row = session.scalars(select(WebhookDelivery).where(WebhookDelivery.webhook_id == hook.id)
+                          .order_by(WebhookDelivery.created_at.desc(),
+                                    WebhookDelivery.id)).first()
+    assert row is not None
+    return delivery_public(row)
+
+
+def deliveries(session: Session, ctx: RequestContext, webhook_id: str,
+               limit: int) -> list[DeliveryPublic]:
+    hook = get(session, ctx, webhook_id)
+    return [delivery_public(row) for row in session.scalars(
+        select(WebhookDelivery).where(WebhookDelivery.webhook_id == hook.id)
+        .order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id).limit(limit))]
+
+
+def delivery_public(row: WebhookDelivery) -> DeliveryPublic:
+    return DeliveryPublic(id=row.id, event_type=row.event_type, status=row.status,
+                          attempts=row.attempts,
+                          next_attempt_at=row.next_attempt_at if row.status == "pending"
+                          else None,
+                          last_status_code=row.last_status_code, last_error=row.last_error,
+                          created_at=row.created_at, delivered_at=row.delivered_at,
+                          event=json.loads(row.body))
