@@ -365,3 +365,102 @@ def job_show(state: State, job_id: str, wait: bool, fmt: str) -> None:
 @pass_state
 def job_cancel(state: State, job_id: str, fmt: str) -> None:
     show(state.api.call("POST", f"/v1/jobs/{job_id}/cancel"), fmt)
+
+
+# ------------------------------------------------------------------ webhooks
+@cli.group()
+def webhook() -> None:
+    """Webhooks: hear about backups, restores and plans as signed CloudEvents."""
+
+
+WEBHOOK_COLUMNS: list[Column] = [
+    ("ID", field("id")), ("URL", field("url")), ("Events", lambda w: ", ".join(
+        w["event_types"]) or "all"), ("Enabled", field("enabled")),
+    ("Disabled because", field("disabled_reason")),
+]
+
+
+@webhook.command("create")
+@click.argument("url")
+@click.option("--event", "events", multiple=True,
+              help="Event type, e.g. backup.create.error (repeat; default: every event)")
+@click.option("--description")
+@FORMAT
+@pass_state
+def webhook_create(state: State, url: str, events: tuple[str, ...], description: str | None,
+                   fmt: str) -> None:
+    """Create a webhook; prints its signing secret, which is not shown again."""
+    show(state.api.call("POST", "/v1/webhooks", json={
+        "url": url, "event_types": list(events), "description": description}), fmt)
+
+
+@webhook.command("list")
+@FORMAT
+@pass_state
+def webhook_list(state: State, fmt: str) -> None:
+    data = state.api.call("GET", "/v1/webhooks")
+    emit(data, fmt, data["webhooks"], WEBHOOK_COLUMNS)
+
+
+@webhook.command("show")
+@click.argument("webhook_id")
+@FORMAT
+@pass_state
+def webhook_show(state: State, webhook_id: str, fmt: str) -> None:
+    show(state.api.call("GET", f"/v1/webhooks/{webhook_id}"), fmt)
+
+
+@webhook.command("set")
+@click.argument("webhook_id")
+@click.option("--url")
+@click.option("--event", "events", multiple=True, help="Replace the event types (repeat)")
+@click.option("--enable/--disable", default=None,
+              help="Enable again (forgets past failures) or disable")
+@FORMAT
+@pass_state
+def webhook_set(state: State, webhook_id: str, url: str | None, events: tuple[str, ...],
+                enable: bool | None, fmt: str) -> None:
+    change: dict[str, Any] = {"url": url, "enabled": enable,
+                              "event_types": list(events) if events else None}
+    show(state.api.call("PATCH", f"/v1/webhooks/{webhook_id}",
+                        json={k: v for k, v in change.items() if v is not None}), fmt)
+
+
+@webhook.command("delete")
+@click.argument("webhook_id")
+@pass_state
+def webhook_delete(state: State, webhook_id: str) -> None:
+    state.api.call("DELETE", f"/v1/webhooks/{webhook_id}")
+    click.echo(f"webhook {webhook_id} deleted")
+
+
+@webhook.command("rotate-secret")
+@click.argument("webhook_id")
+@FORMAT
+@pass_state
+def webhook_rotate(state: State, webhook_id: str, fmt: str) -> None:
+    """A new secret; the old one keeps signing until `previous_expires_at`."""
+    show(state.api.call("POST", f"/v1/webhooks/{webhook_id}/rotate-secret"), fmt)
+
+
+@webhook.command("test")
+@click.argument("webhook_id")
+@FORMAT
+@pass_state
+def webhook_test(state: State, webhook_id: str, fmt: str) -> None:
+    """Send a `webhook.test` event; see it arrive in `cairn webhook deliveries`."""
+    show(state.api.call("POST", f"/v1/webhooks/{webhook_id}/test"), fmt)
+
+
+@webhook.command("deliveries")
+@click.argument("webhook_id")
+@click.option("--limit", type=int, default=20, show_default=True)
+@FORMAT
+@pass_state
+def webhook_deliveries(state: State, webhook_id: str, limit: int, fmt: str) -> None:
+    data = state.api.call("GET", f"/v1/webhooks/{webhook_id}/deliveries",
+                          params={"limit": limit})
+    emit(data, fmt, data["deliveries"], [
+        ("ID", field("id")), ("Event", field("event_type")), ("Status", field("status")),
+        ("Attempts", field("attempts")), ("Answer", field("last_status_code")),
+        ("Error", field("last_error")), ("Created", field("created_at"))])

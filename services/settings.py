@@ -264,6 +264,20 @@ class Settings(BaseSettings):
     webhook_secret_overlap_hours: float = Field(default=24.0, ge=0)
     """After a secret rotation, how long deliveries are also signed with the old secret."""
 
+    webhook_senders: int = Field(default=8, ge=1, le=64)
+    """Deliveries one worker process sends at once, on threads of their own: a slow or
+    dead receiver never takes a thread a backup could use."""
+
+    notification_driver: Literal["noop", "messagingv2", "messaging", "log"] = "noop"
+    """OpenStack notifications through oslo.messaging (Cinder's shape): `messagingv2` on
+    the cloud's RabbitMQ, `noop` for none."""
+
+    notification_transport_url: SecretStr | None = None
+    """oslo.messaging's transport URL (rabbit://user:password@host:5672/)."""
+
+    notification_topics: list[str] = Field(default_factory=lambda: ["notifications"])
+    """Where notifications go (`<topic>.info`, `<topic>.error`)."""
+
     clock_file: Path | None = None
     """Development and tests only: read the current time from this file (ISO 8601), so
     tests can drive the scheduler through days, DST changes and outages."""
@@ -281,6 +295,10 @@ class Settings(BaseSettings):
                 f"CAIRN_DEFAULT_BACKUP_TARGET {self.default_backup_target!r} is not a "
                 f"configured backup target ({sorted(self.backup_targets)})"
             )
+        if self.notification_driver in ("messaging", "messagingv2") \
+                and self.notification_transport_url is None:
+            raise ValueError(f"CAIRN_NOTIFICATION_DRIVER {self.notification_driver} needs "
+                             "CAIRN_NOTIFICATION_TRANSPORT_URL (rabbit://user:pass@host:5672/)")
         if self.auth_strategy == "keystone" and self.keystone is None:
             raise ValueError("auth_strategy keystone needs CAIRN_KEYSTONE (Cairn's service "
                              "credentials: auth_url, username, password, project_name)")

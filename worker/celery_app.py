@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from services.dispatch import DELIVER_TASK, make_celery
 from services.settings import get_settings
-from services.webhooks.delivery import deliver
+from worker import senders
 from worker.managers.backup import run_backup
 from worker.managers.delete import run_delete
 from worker.managers.prune import run_prune
@@ -42,6 +42,5 @@ def plan_prune(job_id: str) -> None:
 
 
 @app.task(name=DELIVER_TASK)
-def webhook_deliver(delivery_id: str) -> None:
-    rt = get_runtime()
-    deliver(rt.db, rt.settings, delivery_id)
+def event_deliver(delivery_id: str) -> None:
+    senders.submit(get_runtime(), delivery_id)

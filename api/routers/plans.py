@@ -71,10 +71,11 @@ def update_plan(plan_id: PlanId, body: PlanUpdate, session: SessionDep, ctx: Con
 @router.delete("/{plan_id}", status_code=204, responses=error_responses(401, 404),
                summary="Delete a plan",
                dependencies=[allowed("plan:delete")])
-def delete_plan(plan_id: PlanId, session: SessionDep, ctx: ContextDep, now: NowDep) -> Response:
+def delete_plan(plan_id: PlanId, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
+                now: NowDep) -> Response:
     """The plan's restore points stay (delete them one by one); its jobs that have not
     started are cancelled."""
-    service.delete_plan(session, ctx, plan_id, now)
+    service.delete_plan(session, ctx, settings, plan_id, now)
     return Response(status_code=204)
 
 

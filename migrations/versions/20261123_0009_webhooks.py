@@ -1,4 +1,5 @@
-"""Webhooks: a project's endpoints for events, and the outbox of their deliveries.
+"""Webhooks: a project's endpoints for events, and the outbox of event deliveries (to
+webhooks, and to OpenStack's notification bus).
 
 Revision ID: 0009
 Revises: 0008
@@ -34,9 +35,9 @@ def upgrade() -> None:
     )
     op.create_index("ix_webhooks_project_id", "webhooks", ["project_id"])
     op.create_table(
-        "webhook_deliveries",
+        "event_deliveries",
         sa.Column("id", sa.String(36), nullable=False),
-        sa.Column("webhook_id", sa.String(36), nullable=False),
+        sa.Column("webhook_id", sa.String(36), nullable=True),
         sa.Column("event_type", sa.String(64), nullable=False),
         sa.Column("body", sa.Text(), nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
@@ -48,14 +49,14 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("delivered_at", sa.DateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(["webhook_id"], ["webhooks.id"], ondelete="CASCADE",
-                                name="fk_webhook_deliveries_webhook_id_webhooks"),
-        sa.PrimaryKeyConstraint("id", name="pk_webhook_deliveries"),
+                                name="fk_event_deliveries_webhook_id_webhooks"),
+        sa.PrimaryKeyConstraint("id", name="pk_event_deliveries"),
     )
-    op.create_index("ix_webhook_deliveries_webhook_id", "webhook_deliveries", ["webhook_id"])
-    op.create_index("ix_webhook_deliveries_due", "webhook_deliveries",
+    op.create_index("ix_event_deliveries_webhook_id", "event_deliveries", ["webhook_id"])
+    op.create_index("ix_event_deliveries_due", "event_deliveries",
                     ["status", "next_attempt_at"])
 
 
 def downgrade() -> None:
-    op.drop_table("webhook_deliveries")
+    op.drop_table("event_deliveries")
     op.drop_table("webhooks")

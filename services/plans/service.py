@@ -44,6 +44,7 @@ from services.status import (
 )
 from services.volumes.resolve import VolumeResolver
 from services.webhooks import events as webhook_events
+from services.webhooks import openstack
 
 
 def create_plan(session: Session, ctx: RequestContext, settings: Settings,
@@ -65,7 +66,7 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
     plan.volumes = _volumes(session, ctx, volumes_from, request.volumes, plan.project_id)
     plan.next_slot_at = timing.next_slot_after(plan, now)
     _save(session, plan)
-    _announce(session, plan, "plan.create.end", now)
+    _announce(session, settings, plan, "plan.create.end", now)
     return plan
 
 
@@ -104,11 +105,12 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
         plan.next_slot_at = timing.next_slot_after(plan, now)
     plan.updated_at = now
     _save(session, plan)
-    _announce(session, plan, "plan.update.end", now)
+    _announce(session, settings, plan, "plan.update.end", now)
     return plan
 
 
-def delete_plan(session: Session, ctx: RequestContext, plan_id: str, now: datetime) -> None:
+def delete_plan(session: Session, ctx: RequestContext, settings: Settings, plan_id: str,
+                now: datetime) -> None:
     """The plan goes; its restore points stay (they are the tenant's data: delete them one
     by one) and its jobs that have not started are cancelled."""
     plan = repository.get(session, ctx, plan_id)
@@ -117,14 +119,17 @@ def delete_plan(session: Session, ctx: RequestContext, plan_id: str, now: dateti
         where=(Job.plan_id == plan.id, Job.attempt == 0),
         extra={"finished_at": now, "error_code": "plan_deleted",
                "error_message": "the plan was deleted before this job started"})
-    _announce(session, plan, "plan.delete.end", now)
+    _announce(session, settings, plan, "plan.delete.end", now)
     session.delete(plan)
     session.flush()
 
 
-def _announce(session: Session, plan: Plan, event_type: str, now: datetime) -> None:
-    """The plan's event for the project's webhooks, in this transaction."""
+def _announce(session: Session, settings: Settings, plan: Plan, event_type: str,
+              now: datetime) -> None:
+    """The plan's event for the project's webhooks (and the cloud's notification bus), in
+    this transaction."""
     webhook_events.record(session, plan.project_id, event_type, subject=plan.id, now=now,
+                          notify_openstack=openstack.enabled(settings),
                           data={"tenant_id": plan.project_id, "plan_id": plan.id,
                                 "name": plan.name, "status": str(plan.status),
                                 "target": plan.target,

@@ -7,7 +7,18 @@ from services.records.plans import Plan, PlanVolume
 from services.records.quotas import ProjectQuota
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume, VolumeLock
-from services.records.webhooks import Webhook, WebhookDelivery
+from services.records.webhooks import EventDelivery, Webhook
 
-__all__ = ["Base", "IdempotentRequest", "Job", "Plan", "PlanVolume", "ProjectQuota",
-           "RestorePoint", "Volume", "VolumeLock", "Webhook", "WebhookDelivery"]
+__all__ = [
+           "Base",
+           "EventDelivery",
+           "IdempotentRequest",
+           "Job",
+           "Plan",
+           "PlanVolume",
+           "ProjectQuota",
+           "RestorePoint",
+           "Volume",
+           "VolumeLock",
+           "Webhook",
+]

@@ -1,6 +1,7 @@
-"""A project's webhooks, and the outbox of their deliveries: a delivery row is written in
-the same transaction as what it reports (a job's end, a plan's change), so an event is
-never sent for something that did not happen, nor lost for something that did."""
+"""A project's webhooks, and the outbox of event deliveries (to a webhook, or to the
+cloud's notification bus): a delivery row is written in the same transaction as what it
+reports (a job's end, a plan's change), so an event is never sent for something that did
+not happen, nor lost for something that did."""
 
 from __future__ import annotations
 
@@ -32,17 +33,19 @@ class Webhook(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class WebhookDelivery(Base):
-    __tablename__ = "webhook_deliveries"
-    __table_args__ = (Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),)
+class EventDelivery(Base):
+    __tablename__ = "event_deliveries"
+    __table_args__ = (Index("ix_event_deliveries_due", "status", "next_attempt_at"),)
 
     id: Mapped[str] = mapped_column(ID, primary_key=True, default=new_id)
     """Also the event's id (`webhook-id`, CloudEvents `id`): receivers deduplicate on it."""
-    webhook_id: Mapped[str] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"),
-                                            index=True)
+    webhook_id: Mapped[str | None] = mapped_column(
+        ForeignKey("webhooks.id", ondelete="CASCADE"), index=True)
+    """None: an OpenStack notification (oslo.messaging), not a webhook's."""
     event_type: Mapped[str] = mapped_column(String(64))
     body: Mapped[str] = mapped_column(Text)
-    """The CloudEvent as sent, so every attempt sends the same bytes."""
+    """What is sent, so every attempt sends the same: a webhook's CloudEvent, or a
+    notification's {"priority", "payload"}."""
     status: Mapped[str] = mapped_column(String(16), default="pending")
     """pending (an attempt is due at `next_attempt_at`), succeeded or failed (for good)."""
     attempts: Mapped[int] = mapped_column(Integer, default=0)

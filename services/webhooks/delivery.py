@@ -8,6 +8,7 @@ the reason. Deliveries are at least once: receivers deduplicate on `webhook-id`.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -21,9 +22,9 @@ from services.base import utcnow
 from services.db import Database
 from services.dispatch import Dispatcher
 from services.errors import InvalidInput
-from services.records.webhooks import Webhook, WebhookDelivery
+from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
-from services.webhooks import signing
+from services.webhooks import openstack, signing
 from services.webhooks.addresses import check_url
 from services.webhooks.secrets import active_secrets
 
@@ -38,8 +39,10 @@ still be queued); one whose worker died is picked up again after it."""
 class Attempt:
     delivery_id: str
     number: int
-    url: str
+    event_type: str
     body: bytes
+    url: str | None
+    """None: an OpenStack notification."""
     secrets: list[str]
 
 
@@ -48,14 +51,14 @@ def dispatch_due(db: Database, dispatcher: Dispatcher, now: datetime,
     """cairn-scheduler's step: hand the due deliveries to the workers."""
     with db.session() as session:
         due = list(session.scalars(
-            select(WebhookDelivery.id)
-            .where(WebhookDelivery.status == "pending", WebhookDelivery.next_attempt_at <= now,
-                   (WebhookDelivery.sent_at.is_(None))
-                   | (WebhookDelivery.sent_at <= now - RESEND_AFTER))
-            .order_by(WebhookDelivery.next_attempt_at).limit(limit)))
+            select(EventDelivery.id)
+            .where(EventDelivery.status == "pending", EventDelivery.next_attempt_at <= now,
+                   (EventDelivery.sent_at.is_(None))
+                   | (EventDelivery.sent_at <= now - RESEND_AFTER))
+            .order_by(EventDelivery.next_attempt_at).limit(limit)))
         if not due:
             return 0
-        session.execute(update(WebhookDelivery).where(WebhookDelivery.id.in_(due))
+        session.execute(update(EventDelivery).where(EventDelivery.id.in_(due))
                         .values(sent_at=now))
     return len(dispatcher.send_deliveries(due))
 
@@ -63,6 +66,9 @@ def dispatch_due(db: Database, dispatcher: Dispatcher, now: datetime,
 def deliver(db: Database, settings: Settings, delivery_id: str) -> None:
     attempt = _claim(db, settings, delivery_id)
     if attempt is None:
+        return
+    if attempt.url is None:
+        _record(db, settings, attempt, None, _notify(settings, attempt))
         return
     code: int | None = None
     error: str | None = None
@@ -88,28 +94,42 @@ def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None
     hold = timedelta(seconds=settings.webhook_timeout_seconds) + RESEND_AFTER
     with db.session() as session:
         claimed = session.execute(
-            update(WebhookDelivery)
-            .where(WebhookDelivery.id == delivery_id, WebhookDelivery.status == "pending",
-                   WebhookDelivery.next_attempt_at <= now)
-            .values(attempts=WebhookDelivery.attempts + 1, next_attempt_at=now + hold))
+            update(EventDelivery)
+            .where(EventDelivery.id == delivery_id, EventDelivery.status == "pending",
+                   EventDelivery.next_attempt_at <= now)
+            .values(attempts=EventDelivery.attempts + 1, next_attempt_at=now + hold))
         if getattr(claimed, "rowcount", 0) != 1:
             return None  # delivered, failed for good, or another attempt holds it
-        row = session.get(WebhookDelivery, delivery_id)
+        row = session.get(EventDelivery, delivery_id)
         assert row is not None
+        if row.webhook_id is None:
+            return Attempt(row.id, row.attempts, row.event_type, row.body.encode(), None, [])
         hook = session.get(Webhook, row.webhook_id)
         if hook is None or (not hook.enabled and row.event_type != "webhook.test"):
             row.status = "failed"
             row.last_error = "the webhook was disabled before this event went out"
             return None
-        return Attempt(row.id, row.attempts, hook.url, row.body.encode(),
+        return Attempt(row.id, row.attempts, row.event_type, row.body.encode(), hook.url,
                        active_secrets(hook.secrets, now))
+
+
+def _notify(settings: Settings, attempt: Attempt) -> str | None:
+    """Send an OpenStack notification; the error, if any."""
+    if not openstack.enabled(settings):
+        return "OpenStack notifications were turned off (CAIRN_NOTIFICATION_DRIVER=noop)"
+    message = json.loads(attempt.body)
+    try:
+        openstack.send(settings, attempt.event_type, message["priority"], message["payload"])
+    except Exception as exc:  # oslo.messaging raises for a bad URL or configuration
+        return f"{type(exc).__name__}: {exc}"[:500]
+    return None
 
 
 def _record(db: Database, settings: Settings, attempt: Attempt, code: int | None,
             error: str | None) -> None:
     now = utcnow()
     with db.session() as session:
-        row = session.get(WebhookDelivery, attempt.delivery_id)
+        row = session.get(EventDelivery, attempt.delivery_id)
         if row is None or row.attempts != attempt.number or row.status != "pending":
             return  # deleted with its webhook, or a later attempt owns it
         row.last_status_code, row.last_error = code, error

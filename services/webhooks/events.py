@@ -1,5 +1,5 @@
 """The events Cairn tells webhooks about, as CloudEvents 1.0 (structured JSON), written to
-the outbox (`webhook_deliveries`) in the caller's transaction: the event exists exactly when
+the outbox (`event_deliveries`) in the caller's transaction: the event exists exactly when
 what it reports was committed. Workers deliver them (`delivery`)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.base import new_id
-from services.records.webhooks import Webhook, WebhookDelivery
+from services.records.webhooks import EventDelivery, Webhook
 
 TYPE_PREFIX = "org.openstack.cairn."
 
@@ -49,15 +49,23 @@ def cloud_event(event_id: str, event_type: str, *, project_id: str, subject: str
 
 
 def record(session: Session, project_id: str, event_type: str, *, subject: str | None,
-           data: dict[str, Any], now: datetime, webhook_id: str | None = None) -> int:
+           data: dict[str, Any], now: datetime, webhook_id: str | None = None,
+           notify_openstack: bool = False) -> int:
     """Queue the event for each of the project's enabled webhooks that listen to it (or for
-    the one named); returns how many deliveries were queued."""
+    the one named), and as an OpenStack notification when asked; returns how many
+    deliveries were queued."""
+    queued = 0
+    if notify_openstack and webhook_id is None:
+        body = {"priority": "error" if event_type.endswith(".error") else "info",
+                "payload": data}
+        session.add(EventDelivery(id=new_id(), webhook_id=None, event_type=event_type,
+                                  body=json.dumps(body), next_attempt_at=now, created_at=now))
+        queued += 1
     query = select(Webhook).where(Webhook.project_id == project_id)
     if webhook_id is not None:
         query = query.where(Webhook.id == webhook_id)
     else:
         query = query.where(Webhook.enabled.is_(True))
-    queued = 0
     for hook in session.scalars(query):
         wanted = json.loads(hook.event_types)
         if webhook_id is None and wanted and event_type not in wanted:
@@ -65,7 +73,7 @@ def record(session: Session, project_id: str, event_type: str, *, subject: str |
         delivery_id = new_id()
         body = cloud_event(delivery_id, event_type, project_id=project_id, subject=subject,
                            time=now, data=data)
-        session.add(WebhookDelivery(id=delivery_id, webhook_id=hook.id, event_type=event_type,
+        session.add(EventDelivery(id=delivery_id, webhook_id=hook.id, event_type=event_type,
                                     body=json.dumps(body, separators=(",", ":")),
                                     next_attempt_at=now, created_at=now))
         queued += 1

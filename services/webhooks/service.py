@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from services.context import RequestContext
 from services.errors import TooManyWebhooks, WebhookNotFound
-from services.records.webhooks import Webhook, WebhookDelivery
+from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
 from services.webhooks import events, secrets
 from services.webhooks.addresses import check_url
@@ -106,9 +106,9 @@ def send_test(session: Session, ctx: RequestContext, webhook_id: str,
     events.record(session, ctx.project_id, "webhook.test", subject=None, webhook_id=hook.id,
                   data={"webhook_id": hook.id, "message": "a test event from Cairn"}, now=now)
     session.flush()
-    row = session.scalars(select(WebhookDelivery).where(WebhookDelivery.webhook_id == hook.id)
-                          .order_by(WebhookDelivery.created_at.desc(),
-                                    WebhookDelivery.id)).first()
+    row = session.scalars(select(EventDelivery).where(EventDelivery.webhook_id == hook.id)
+                          .order_by(EventDelivery.created_at.desc(),
+                                    EventDelivery.id)).first()
     assert row is not None
     return delivery_public(row)
 
@@ -117,11 +117,11 @@ def deliveries(session: Session, ctx: RequestContext, webhook_id: str,
                limit: int) -> list[DeliveryPublic]:
     hook = get(session, ctx, webhook_id)
     return [delivery_public(row) for row in session.scalars(
-        select(WebhookDelivery).where(WebhookDelivery.webhook_id == hook.id)
-        .order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id).limit(limit))]
+        select(EventDelivery).where(EventDelivery.webhook_id == hook.id)
+        .order_by(EventDelivery.created_at.desc(), EventDelivery.id).limit(limit))]
 
 
-def delivery_public(row: WebhookDelivery) -> DeliveryPublic:
+def delivery_public(row: EventDelivery) -> DeliveryPublic:
     return DeliveryPublic(id=row.id, event_type=row.event_type, status=row.status,
                           attempts=row.attempts,
                           next_attempt_at=row.next_attempt_at if row.status == "pending"

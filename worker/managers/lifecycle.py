@@ -36,6 +36,7 @@ from services.status import (
     RestorePointKind,
     guarded_update,
 )
+from services.webhooks import openstack
 from worker.engine.copy import CopyStats
 from worker.engine.qos import Pacer
 from worker.managers import notices
@@ -180,8 +181,9 @@ class JobReporter:
     JobLost / JobCancelled so the copy stops."""
 
     def __init__(self, db: Database, job: ClaimedJob, interval: float,
-                 leases: Leases | None = None) -> None:
+                 leases: Leases | None = None, *, notify_openstack: bool = False) -> None:
         self.db = db
+        self.notify_openstack = notify_openstack
         self.job = job
         self.leases = leases
         self.interval = interval
@@ -316,7 +318,8 @@ class JobReporter:
                     plan_id=job.plan_id, target=job.target, volume_id=job.volume_id,
                     restore_point_id=job.restore_point_id, restore_target=job.restore_target,
                     error_code=error_code, error_message=error_message, stats=stats,
-                    seconds=seconds), values["finished_at"])
+                    seconds=seconds), values["finished_at"],
+                    notify_openstack=self.notify_openstack)
         if ended:  # counted once, after the commit
             events.job_finished(
                 kind=(job.kind or ""), project=job.project_id, plan=job.plan_id,
@@ -494,7 +497,7 @@ def run_job(rt: Runtime, job_id: str, kind: str, body: JobBody) -> None:
         return
     try:
         with JobReporter(rt.db, job, rt.settings.progress_interval_seconds,
-                         rt.leases) as reporter:
+                         rt.leases, notify_openstack=openstack.enabled(rt.settings)) as reporter:
             try:
                 body(job, reporter)
             except JobLost:

@@ -68,7 +68,8 @@ def job_payload(session: Session, job: EndedJob) -> tuple[str | None, dict[str, 
     return subject, data
 
 
-def record_job_end(session: Session, job: EndedJob, now: datetime) -> None:
+def record_job_end(session: Session, job: EndedJob, now: datetime, *,
+                   notify_openstack: bool = False) -> None:
     """Queue the job's event for the project's webhooks; never fails the job's end (a
     failure here loses the event, and says so in the log)."""
     event_type = events.job_event_type(job.kind, job.status == JobStatus.SUCCEEDED)
@@ -78,7 +79,7 @@ def record_job_end(session: Session, job: EndedJob, now: datetime) -> None:
         with session.begin_nested():
             subject, data = job_payload(session, job)
             events.record(session, job.project_id, event_type, subject=subject, data=data,
-                          now=now)
+                          now=now, notify_openstack=notify_openstack)
     except Exception:
         log.warning("job %s: could not queue its %s event", job.id, event_type, exc_info=True)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import rbd
 
+from services.webhooks import signing
 from tests.integration.openstack.conftest import Protected
 from tests.support import ceph
 from tests.support.openstack import (
@@ -22,6 +23,7 @@ from tests.support.openstack import (
     image_of,
 )
 from tests.support.stack import BIN
+from tests.support.webhook_receiver import Receiver
 
 
 def cairn(cloud: Cloud, user: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -132,3 +134,41 @@ def test_cli_errors_exit_non_zero_with_the_api_message(cloud: Cloud, os_cairn: O
     unknown_cloud = cairn(cloud, "nobody", "plan", "list")
     assert unknown_cloud.returncode == 1
     assert "cloud 'nobody' is not in any clouds.yaml" in unknown_cloud.stderr
+
+
+def test_cli_manages_webhooks(cloud: Cloud, os_cairn: OpenStackCairn) -> None:
+    receiver = Receiver()
+    try:
+        bad = cairn(cloud, "a-member", "webhook", "create", "http://169.254.169.254/")
+        assert bad.returncode == 1
+        assert "link-local" in bad.stderr
+
+        hook = ok_json(cloud, "a-member", "webhook", "create", receiver.url,
+                       "--event", "webhook.test", "--event", "backup.create.error")
+        assert hook["secret"].startswith("whsec_")
+        listed = cairn(cloud, "a-member", "webhook", "list")
+        assert listed.returncode == 0, listed.stderr
+        assert hook["id"] in listed.stdout
+        assert "backup.create.error" in listed.stdout
+        assert "whsec_" not in listed.stdout  # shown once, at creation
+
+        sent = ok_json(cloud, "a-member", "webhook", "test", hook["id"])
+        (request,) = receiver.wait_for(1)
+        assert request.headers["webhook-id"] == sent["id"]
+        assert signing.verify(hook["secret"], sent["id"],
+                              int(request.headers["webhook-timestamp"]), request.body,
+                              request.headers["webhook-signature"])
+        log = ok_json(cloud, "a-member", "webhook", "deliveries", hook["id"])["deliveries"]
+        assert [(d["event_type"], d["status"]) for d in log] == [("webhook.test", "succeeded")]
+
+        rotated = ok_json(cloud, "a-member", "webhook", "rotate-secret", hook["id"])
+        assert rotated["secret"] != hook["secret"]
+        disabled = ok_json(cloud, "a-member", "webhook", "set", hook["id"], "--disable")
+        assert disabled["enabled"] is False
+        assert cairn(cloud, "a-reader", "webhook", "delete", hook["id"]).returncode == 1
+        assert cairn(cloud, "b-member", "webhook", "show", hook["id"]).returncode == 1
+        deleted = cairn(cloud, "a-member", "webhook", "delete", hook["id"])
+        assert deleted.returncode == 0, deleted.stderr
+        assert cairn(cloud, "a-member", "webhook", "show", hook["id"]).returncode == 1
+    finally:
+        receiver.close()
