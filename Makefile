@@ -51,7 +51,7 @@ typecheck: bootstrap ## mypy --strict on services/, api/, worker/, cli/, manage/
 check: lint typecheck ## lint and type check
 
 test: ## install what is missing, start the stack's servers (Keystone and Cinder too; tests run their own Prometheus), lint, type check, run both tiers
-	@CAIRN_OPENSTACK=1 CAIRN_PROMETHEUS=1 bash deploy/local/bootstrap.sh
+	@CAIRN_OPENSTACK=1 CAIRN_PROMETHEUS=1 CAIRN_HELM=1 bash deploy/local/bootstrap.sh
 	@CAIRN_SECOND_CLUSTER=1 CAIRN_OPENSTACK=1 bash deploy/local/stack.sh up infra
 	@$(MAKE) --no-print-directory check
 	@$(MAKE) --no-print-directory test-only

@@ -71,6 +71,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="CAIRN_",
         env_file=None,
+        # CAIRN_KEYSTONE__PASSWORD sets one field of CAIRN_KEYSTONE: secrets can come from
+        # a Secret of their own while the rest of the JSON sits in a ConfigMap.
+        env_nested_delimiter="__",
         use_attribute_docstrings=True,
         extra="ignore",
     )

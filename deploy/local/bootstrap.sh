@@ -89,3 +89,18 @@ for mod in rados rbd; do
     ln -sf "$src" "$site/$(basename "$src")"
 done
 "$venv/bin/python" -c 'import rados, rbd' || { echo "bootstrap: rados/rbd not importable" >&2; exit 1; }
+
+# helm (CAIRN_HELM=1; `make test` always): the pinned release, built from the Go module
+# proxy into the venv, whatever helm the machine may have.
+HELM_VERSION=v3.22.0
+helm_stamp="$venv/.helm-$HELM_VERSION"  # `helm version` says v3.22 when built this way
+if [ "${CAIRN_HELM:-0}" = 1 ] && ! { [ -x "$venv/bin/helm" ] && [ -f "$helm_stamp" ]; }; then
+    if ! command -v go >/dev/null; then
+        echo "bootstrap: helm $HELM_VERSION is built with Go, which is missing (install golang)" >&2
+        exit 1
+    fi
+    echo "bootstrap: installing helm $HELM_VERSION (go install, a minute or two)"
+    GOBIN="$venv/bin" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" \
+        || { echo "bootstrap: go install helm failed" >&2; exit 1; }
+    touch "$helm_stamp"
+fi

@@ -155,10 +155,17 @@ def start_stack(database_url: str, redis_db: int, log_dir: Path, **overrides: st
     worker = Process("cairn-worker", [str(BIN / "cairn-worker")], env, log_dir / "worker.log")
     scheduler = Process("cairn-scheduler", [str(BIN / "cairn-scheduler")], env,
                         log_dir / "scheduler.log")
-    worker.start("ready")
-    scheduler.start("cairn-scheduler started")
-    client = TestClient(create_app(settings))
-    client.__enter__()
+    try:
+        worker.start("ready")
+        scheduler.start("cairn-scheduler started")
+        client = TestClient(create_app(settings))
+        client.__enter__()
+    except BaseException:
+        # Nothing outlives a stack that did not start (a fixture that raised never stops
+        # what it started).
+        for proc in (scheduler, worker):
+            proc.stop()
+        raise
     return Stack(settings, env, client, worker, scheduler, log_dir)
 
 
