@@ -8,7 +8,7 @@ API_PORT ?= 8787
 OPENSTACK ?= 0
 PROMETHEUS ?= 0
 
-.PHONY: help bootstrap up down status test test-unit test-only soak lint typecheck check bench bench-scheduler bench-hostile clean
+.PHONY: help bootstrap up down status image test test-unit test-only soak lint typecheck check bench bench-scheduler bench-hostile clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -41,6 +41,10 @@ down: ## stop the local stack
 status: ## show what of the local stack is running
 	@bash deploy/local/stack.sh status
 
+image: ## build the one Cairn image (Containerfile) with buildah, no registry needed: make image TAG=...
+	@CAIRN_IMAGE=1 bash deploy/local/bootstrap.sh
+	@bash deploy/image/build.sh $(or $(TAG),localhost/cairn:dev)
+
 lint: bootstrap ## ruff, and the import contracts between layers (pyproject.toml, import-linter)
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/lint-imports --no-cache
@@ -51,7 +55,7 @@ typecheck: bootstrap ## mypy --strict on services/, api/, worker/, cli/, manage/
 check: lint typecheck ## lint and type check
 
 test: ## install what is missing, start the stack's servers (Keystone and Cinder too; tests run their own Prometheus), lint, type check, run both tiers
-	@CAIRN_OPENSTACK=1 CAIRN_PROMETHEUS=1 CAIRN_HELM=1 bash deploy/local/bootstrap.sh
+	@CAIRN_OPENSTACK=1 CAIRN_PROMETHEUS=1 CAIRN_HELM=1 CAIRN_IMAGE=1 bash deploy/local/bootstrap.sh
 	@CAIRN_SECOND_CLUSTER=1 CAIRN_OPENSTACK=1 bash deploy/local/stack.sh up infra
 	@$(MAKE) --no-print-directory check
 	@$(MAKE) --no-print-directory test-only

@@ -22,6 +22,12 @@ if [ "${CAIRN_PROMETHEUS:-0}" = 1 ]; then
     apt_packages+=(prometheus)
 fi
 
+# buildah and debootstrap (CAIRN_IMAGE=1; `make test` always): the image is built here,
+# without a registry (deploy/image/build.sh).
+if [ "${CAIRN_IMAGE:-0}" = 1 ]; then
+    apt_packages+=(buildah debootstrap)
+fi
+
 # `make bench` compiles the connect() redirect of its latency runs (bench/latency/).
 if [ "${CAIRN_BENCH:-0}" = 1 ]; then
     apt_packages+=(gcc libc6-dev)
