@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
-from tests.support.stack import Stack
+import rados
+import rbd
+
+from tests.support import ceph
+from tests.support.ceph import MiB
+from tests.support.stack import Process, Stack
 
 
 def start_backup(stack: Stack, volume: str, **extra: object) -> dict[str, Any]:
@@ -56,3 +63,22 @@ def wait_for_progress(stack: Stack, job_id: str, at_least: int,
         assert job["status"] in ("queued", "running"), job
         time.sleep(0.05)
     raise AssertionError(f"job never copied {at_least} bytes: {job}")
+
+
+def start_failing_backup(post: Callable[[str, Any], Any], worker: Process,
+                         io: rados.Ioctx) -> str:
+    """A backup that fails in the worker (its volume is gone when the worker starts it):
+    the worker is held (SIGSTOP) between the API's check of the volume and its removal.
+    `post(path, body)` is the caller's way to the API. Returns the job's id."""
+    gone = ceph.unique_name("gone")
+    rbd.RBD().create(io, gone, 4 * MiB)
+    assert worker.proc is not None
+    worker.proc.send_signal(signal.SIGSTOP)
+    try:
+        answer = post("/v1/backups", {"volume": f"ceph-a/volumes/{gone}"})
+        assert answer.status_code == 202, answer.text
+        rbd.RBD().remove(io, gone)
+    finally:
+        worker.proc.send_signal(signal.SIGCONT)
+    job_id: str = answer.json()["id"]
+    return job_id

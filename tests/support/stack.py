@@ -10,7 +10,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,19 @@ class Stack:
     def restart_worker(self) -> None:
         self.worker.kill()
         self.worker.start("ready")
+
+
+@contextmanager
+def api_process(env: Mapping[str, str], log: Path) -> Iterator[str]:
+    """A real cairn-api process (for clients that need TCP: Prometheus, Schemathesis);
+    yields its host:port."""
+    port = free_port()
+    process = Process("cairn-api", [str(BIN / "cairn-api"), "--port", str(port)], env, log)
+    process.start("Uvicorn running")
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.stop()
 
 
 def start_stack(database_url: str, redis_db: int, log_dir: Path, **overrides: str) -> Stack:

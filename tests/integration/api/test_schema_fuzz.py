@@ -22,8 +22,7 @@ from schemathesis.checks import (
 
 from tests.support import ceph
 from tests.support.ceph import MiB
-from tests.support.redis_server import free_port
-from tests.support.stack import BIN, Process, Stack
+from tests.support.stack import Stack, api_process
 
 pytestmark = pytest.mark.ceph
 
@@ -42,12 +41,8 @@ CHECKS = [not_a_server_error, status_code_conformance, response_schema_conforman
 
 @pytest.fixture(scope="module")
 def api_url(stack: Stack) -> Iterator[str]:
-    port = free_port()
-    process = Process("cairn-api", [str(BIN / "cairn-api"), "--port", str(port)], stack.env,
-                      stack.log_dir / "api-fuzz.log")
-    process.start("Uvicorn running")
-    yield f"http://127.0.0.1:{port}"
-    process.stop()
+    with api_process(stack.env, stack.log_dir / "api-fuzz.log") as address:
+        yield f"http://{address}"
 
 
 def test_generated_requests_get_declared_answers(api_url: str) -> None:

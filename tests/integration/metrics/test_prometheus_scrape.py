@@ -6,7 +6,6 @@ backup that succeeds and one that fails, the queries an operator would run answe
 from __future__ import annotations
 
 import json
-import signal
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,9 +19,9 @@ import rbd
 
 from tests.support import ceph
 from tests.support.ceph import MiB
+from tests.support.flows import start_failing_backup
 from tests.support.prometheus import Prometheus
-from tests.support.redis_server import free_port
-from tests.support.stack import BIN, REPO, Process, Stack
+from tests.support.stack import REPO, Stack, api_process
 
 pytestmark = pytest.mark.ceph
 
@@ -30,12 +29,8 @@ pytestmark = pytest.mark.ceph
 @pytest.fixture(scope="module")
 def api(stack: Stack) -> Iterator[str]:
     """A real cairn-api process (Prometheus scrapes it over TCP) on the stack's database."""
-    port = free_port()
-    process = Process("cairn-api", [str(BIN / "cairn-api"), "--port", str(port)], stack.env,
-                      stack.log_dir / "api-metrics.log")
-    process.start("Uvicorn running")
-    yield f"127.0.0.1:{port}"
-    process.stop()
+    with api_process(stack.env, stack.log_dir / "api-metrics.log") as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
@@ -93,19 +88,10 @@ def test_prometheus_sees_a_backup_and_a_failed_backup(
     done = _wait_job(client, started.json()["id"])
     assert done["status"] == "succeeded", done
 
-    # A backup whose volume is gone by the time the worker starts it: the worker is held
-    # (SIGSTOP) between the API's check and the removal.
-    gone = ceph.unique_name("metrics-gone")
-    rbd.RBD().create(volumes_pool, gone, 4 * MiB)
-    assert stack.worker.proc is not None
-    stack.worker.proc.send_signal(signal.SIGSTOP)
-    try:
-        failing = client.post("/v1/backups", json={"volume": f"ceph-a/volumes/{gone}"})
-        assert failing.status_code == 202, failing.text
-        rbd.RBD().remove(volumes_pool, gone)
-    finally:
-        stack.worker.proc.send_signal(signal.SIGCONT)
-    failed = _wait_job(client, failing.json()["id"])
+    # A backup whose volume is gone by the time the worker starts it.
+    failing = start_failing_backup(lambda path, body: client.post(path, json=body),
+                                   stack.worker, volumes_pool)
+    failed = _wait_job(client, failing)
     assert failed["status"] == "failed", failed
     reason = failed["error"]["code"]
 
@@ -157,12 +143,14 @@ def test_prometheus_sees_a_backup_and_a_failed_backup(
 
     # Every query of the Grafana dashboard runs, and the panels about what just happened
     # show it.
+    # (rates need two samples of a series: the panels fill within a few scrapes)
+    shown = {"Backups and restores by outcome", "Bytes written by target", "Stored",
+             "Restore point age, in plan intervals", "API requests by status",
+             "Failed backups by reason (1 h)"}
     for title, expr in _dashboard_queries():
-        found = prometheus.query(expr)  # raises on a query Prometheus refuses
-        if title in ("Backups and restores by outcome", "Bytes written by target",
-                     "Restore point age, in plan intervals", "Stored", "API requests by status",
-                     "Failed backups by reason (1 h)"):
-            assert found, f"dashboard panel {title!r} is empty: {expr}"
+        prometheus.query(expr)  # raises on a query Prometheus refuses
+        if title in shown:
+            assert prometheus.wait_for(expr), f"dashboard panel {title!r} is empty: {expr}"
 
     # No job id is ever a label value.
     job_ids = {done["id"], failed["id"]}
@@ -172,15 +160,9 @@ def test_prometheus_sees_a_backup_and_a_failed_backup(
 
 def test_metrics_are_refused_outside_the_allowed_networks(stack: Stack,
                                                          tmp_path: Path) -> None:
-    port = free_port()
     env = {**stack.env, "CAIRN_METRICS_ALLOWED_NETWORKS": '["10.0.0.0/8"]'}
-    process = Process("cairn-api", [str(BIN / "cairn-api"), "--port", str(port)], env,
-                      tmp_path / "api.log")
-    process.start("Uvicorn running")
-    try:
-        answer = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
-    finally:
-        process.stop()
+    with api_process(env, tmp_path / "api.log") as address:
+        answer = httpx.get(f"http://{address}/metrics", timeout=10)
     assert answer.status_code == 403, answer.text
     assert "CAIRN_METRICS_ALLOWED_NETWORKS" in answer.json()["error"]["message"]
     assert "cairn_" not in answer.text

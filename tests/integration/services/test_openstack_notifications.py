@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import time
 import uuid
@@ -23,6 +22,7 @@ from kombu import Connection
 
 from tests.support import ceph
 from tests.support.ceph import MiB
+from tests.support.flows import start_failing_backup
 from tests.support.stack import Stack, start_stack, stop_stack
 
 pytestmark = pytest.mark.ceph
@@ -90,17 +90,9 @@ def test_backups_notify_in_cinders_shape(notifying: Stack, topic: str,
                                            project).json()["id"], headers=project)
     assert ok["status"] == "succeeded", ok
 
-    gone = ceph.unique_name("notified-gone")
-    rbd.RBD().create(volumes_pool, gone, 4 * MiB)
-    assert notifying.worker.proc is not None
-    notifying.worker.proc.send_signal(signal.SIGSTOP)
-    try:
-        failing = notifying.post("/v1/backups", {"volume": f"ceph-a/volumes/{gone}"}, project)
-        assert failing.status_code == 202, failing.text
-        rbd.RBD().remove(volumes_pool, gone)
-    finally:
-        notifying.worker.proc.send_signal(signal.SIGCONT)
-    failed = notifying.wait_job(failing.json()["id"], headers=project)
+    failing = start_failing_backup(lambda path, body: notifying.post(path, body, project),
+                                   notifying.worker, volumes_pool)
+    failed = notifying.wait_job(failing, headers=project)
     assert failed["status"] == "failed", failed
 
     info = _drain(topic, "info", want=2)
