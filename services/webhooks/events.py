@@ -17,8 +17,8 @@ from services.records.webhooks import EventDelivery, Webhook
 TYPE_PREFIX = "org.openstack.cairn."
 
 EVENT_TYPES = (
-    "backup.create.end", "backup.create.error",
-    "backup.restore.end", "backup.restore.error",
+    "backup.create.start", "backup.create.end", "backup.create.error",
+    "backup.restore.start", "backup.restore.end", "backup.restore.error",
     "restore_point.delete.end", "restore_point.delete.error",
     "restore_point.verify.end", "restore_point.verify.error",
     "plan.create.end", "plan.update.end", "plan.delete.end",
@@ -35,6 +35,11 @@ def job_event_type(kind: str, succeeded: bool) -> str | None:
     """The event a job's end makes; None for kinds tenants do not hear about (prune)."""
     base = JOB_EVENTS.get(kind)
     return None if base is None else f"{base}.{'end' if succeeded else 'error'}"
+
+
+def job_start_type(kind: str) -> str | None:
+    """The event a job's start makes: backups' and restores' only, as in Cinder."""
+    return f"{JOB_EVENTS[kind]}.start" if kind in ("backup", "restore") else None
 
 
 def cloud_event(event_id: str, event_type: str, *, project_id: str, subject: str | None,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -68,17 +67,18 @@ def wait_for_progress(stack: Stack, job_id: str, at_least: int,
 def start_failing_backup(post: Callable[[str, Any], Any], worker: Process,
                          io: rados.Ioctx) -> str:
     """A backup that fails in the worker (its volume is gone when the worker starts it):
-    the worker is held (SIGSTOP) between the API's check of the volume and its removal.
-    `post(path, body)` is the caller's way to the API. Returns the job's id."""
+    the worker is stopped between the API's check of the volume and its removal, then
+    started again. (Not SIGSTOP: a worker frozen inside a SQLite transaction would hold the
+    database's lock.) `post(path, body)` is the caller's way to the API. Returns the job's
+    id."""
     gone = ceph.unique_name("gone")
     rbd.RBD().create(io, gone, 4 * MiB)
-    assert worker.proc is not None
-    worker.proc.send_signal(signal.SIGSTOP)
+    worker.stop()
     try:
         answer = post("/v1/backups", {"volume": f"ceph-a/volumes/{gone}"})
         assert answer.status_code == 202, answer.text
         rbd.RBD().remove(io, gone)
     finally:
-        worker.proc.send_signal(signal.SIGCONT)
+        worker.start("ready")
     job_id: str = answer.json()["id"]
     return job_id

@@ -114,7 +114,8 @@ def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
             _back_to_admission(session, job_id, not_before=job.not_before)
             return None
         try:
-            return _start(session, job, scopes, rt.name)
+            return _start(session, job, scopes, rt.name,
+                          notify_openstack=openstack.enabled(rt.settings))
         except BaseException:
             # Not started after all (the database went away, or another delivery won):
             # the slots are not kept for a job that is not running here.
@@ -122,7 +123,8 @@ def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
             raise
 
 
-def _start(session: Session, job: Job, scopes: list[Scope], worker: str) -> ClaimedJob | None:
+def _start(session: Session, job: Job, scopes: list[Scope], worker: str, *,
+           notify_openstack: bool = False) -> ClaimedJob | None:
     job_id = job.id
     won = guarded_update(
         session, Job, job_id, JOB_TRANSITIONS, JobStatus.RUNNING, expect=JobStatus.QUEUED,
@@ -136,7 +138,10 @@ def _start(session: Session, job: Job, scopes: list[Scope], worker: str) -> Clai
     if job.kind == JobKind.BACKUP and job.restore_point_id is None:
         _create_restore_point(session, job)
     events.job_started(job.kind, job.project_id, job.plan_id)
-    return ClaimedJob.of(job, tuple(scopes))
+    claimed = ClaimedJob.of(job, tuple(scopes))
+    # Committed with the move to running (the claim's transaction), as the end is with its.
+    notices.record_job_start(session, claimed, utcnow(), notify_openstack=notify_openstack)
+    return claimed
 
 
 def _start_time(session: Session, job: Job, now: datetime) -> datetime | None:
@@ -313,7 +318,7 @@ class JobReporter:
                                    expect=JobStatus.RUNNING, extra=values,
                                    where=(Job.attempt == job.attempt,))
             if ended:  # told once, by the attempt that recorded the end, in its transaction
-                notices.record_job_end(session, notices.EndedJob(
+                notices.record_job_end(session, notices.JobFacts(
                     id=job.id, project_id=job.project_id, kind=job.kind or "", status=status,
                     plan_id=job.plan_id, target=job.target, volume_id=job.volume_id,
                     restore_point_id=job.restore_point_id, restore_target=job.restore_target,

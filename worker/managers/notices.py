@@ -10,7 +10,7 @@ import logging
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
@@ -21,14 +21,17 @@ from services.status import JobStatus
 from services.webhooks import events
 from worker.engine.copy import CopyStats
 
+if TYPE_CHECKING:
+    from worker.managers.lifecycle import ClaimedJob
+
 log = logging.getLogger(__name__)
 
 GIB = 1024**3
 
 
 @dataclass(frozen=True, kw_only=True)
-class EndedJob:
-    """A job as it ended in a worker."""
+class JobFacts:
+    """A job as it started or ended in a worker."""
 
     id: str
     project_id: str
@@ -45,7 +48,7 @@ class EndedJob:
     seconds: float
 
 
-def job_payload(session: Session, job: EndedJob) -> tuple[str | None, dict[str, Any]]:
+def job_payload(session: Session, job: JobFacts) -> tuple[str | None, dict[str, Any]]:
     """(the event's subject: the volume as its tenant names it, the event's data)."""
     volume = session.get(Volume, job.volume_id) if job.volume_id else None
     rp = session.get(RestorePoint, job.restore_point_id) if job.restore_point_id else None
@@ -68,13 +71,31 @@ def job_payload(session: Session, job: EndedJob) -> tuple[str | None, dict[str, 
     return subject, data
 
 
-def record_job_end(session: Session, job: EndedJob, now: datetime, *,
+def record_job_start(session: Session, job: ClaimedJob, now: datetime, *,
+                     notify_openstack: bool = False) -> None:
+    """Queue a backup's or restore's `.start` event (Cinder has them for these two)."""
+    event_type = events.job_start_type(str(job.kind))
+    if event_type is None:
+        return
+    _record(session, JobFacts(
+        id=job.id, project_id=job.project_id, kind=str(job.kind), status=JobStatus.RUNNING,
+        plan_id=job.plan_id, target=job.target, volume_id=job.volume_id,
+        restore_point_id=job.restore_point_id, restore_target=job.restore_target,
+        error_code=None, error_message=None, stats=None, seconds=0.0), event_type, now,
+        notify_openstack)
+
+
+def record_job_end(session: Session, job: JobFacts, now: datetime, *,
                    notify_openstack: bool = False) -> None:
     """Queue the job's event for the project's webhooks; never fails the job's end (a
     failure here loses the event, and says so in the log)."""
     event_type = events.job_event_type(job.kind, job.status == JobStatus.SUCCEEDED)
-    if event_type is None:
-        return
+    if event_type is not None:
+        _record(session, job, event_type, now, notify_openstack)
+
+
+def _record(session: Session, job: JobFacts, event_type: str, now: datetime,
+            notify_openstack: bool) -> None:
     try:
         with session.begin_nested():
             subject, data = job_payload(session, job)

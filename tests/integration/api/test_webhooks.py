@@ -151,7 +151,7 @@ def test_a_receiver_that_is_down_does_not_slow_backups_and_gets_disabled(
         stack: Stack, project: dict[str, str], volumes_pool: rados.Ioctx,
         images: list[str]) -> None:
     down = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens there
-    hook = _webhook(stack, project, down)
+    hook = _webhook(stack, project, down, event_types=["backup.create.end", "webhook.test"])
     name = ceph.random_image(volumes_pool, "hook-down", 8 * MiB, seed=5)
     images.append(name)
     job = stack.wait_job(stack.post("/v1/backups", {"volume": f"ceph-a/volumes/{name}"},

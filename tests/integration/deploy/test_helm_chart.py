@@ -143,6 +143,16 @@ def test_no_secret_reaches_a_config_map(name: str) -> None:
                 assert "value" not in env[name_], name_
 
 
+def test_an_autoscaler_owns_the_workers_replicas_when_asked() -> None:
+    objects = _objects("production")
+    [hpa] = [obj for obj in objects if obj["kind"] == "HorizontalPodAutoscaler"]
+    assert hpa["spec"]["scaleTargetRef"]["name"] == "cairn-cairn-worker"
+    worker = next(obj for obj in objects if obj["kind"] == "Deployment"
+                  and obj["metadata"]["name"] == "cairn-cairn-worker")
+    assert "replicas" not in worker["spec"]  # the autoscaler's, not the chart's
+    assert not [obj for obj in _objects("minimal") if obj["kind"] == "HorizontalPodAutoscaler"]
+
+
 def test_monitoring_objects_only_with_the_prometheus_operator() -> None:
     plain = {obj["kind"] for obj in _objects("monitoring")}
     assert not plain & CRDS

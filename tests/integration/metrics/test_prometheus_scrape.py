@@ -83,17 +83,17 @@ def test_prometheus_sees_a_backup_and_a_failed_backup(
     plan = client.post("/v1/plans", json={"name": "nightly", "volumes": [
         f"ceph-a/volumes/{good}"], "rules": [{"cron": "0 3 * * *"}]})
     assert plan.status_code == 201, plan.text
-    started = client.post("/v1/backups", json={"volume": f"ceph-a/volumes/{good}"})
-    assert started.status_code == 202, started.text
-    done = _wait_job(client, started.json()["id"])
-    assert done["status"] == "succeeded", done
-
-    # A backup whose volume is gone by the time the worker starts it.
+    # A backup whose volume is gone by the time the worker starts it (the helper restarts
+    # the worker, whose counters start again: so this one comes first).
     failing = start_failing_backup(lambda path, body: client.post(path, json=body),
                                    stack.worker, volumes_pool)
     failed = _wait_job(client, failing)
     assert failed["status"] == "failed", failed
     reason = failed["error"]["code"]
+    started = client.post("/v1/backups", json={"volume": f"ceph-a/volumes/{good}"})
+    assert started.status_code == 202, started.text
+    done = _wait_job(client, started.json()["id"])
+    assert done["status"] == "succeeded", done
 
     # Every process is scraped.
     assert prometheus.wait_for('count(up{job=~"cairn-.*"} == 1) == 3'), prometheus.targets()

@@ -1,8 +1,8 @@
 """OpenStack notifications on the stack's real RabbitMQ, through oslo.messaging's
 `messagingv2` driver, in Cinder's shape: a backup that succeeds and one that fails each
-make exactly one notification (publisher `cairn.<host>`, `backup.create.end` on the info
-queue, `backup.create.error` on the error queue), read back from RabbitMQ as a consumer
-such as Ceilometer would."""
+make exactly one `backup.create.start` and one end notification (publisher `cairn.<host>`,
+`backup.create.end` on the info queue, `backup.create.error` on the error queue), read back
+from RabbitMQ as a consumer such as Ceilometer would."""
 
 from __future__ import annotations
 
@@ -95,9 +95,10 @@ def test_backups_notify_in_cinders_shape(notifying: Stack, topic: str,
     failed = notifying.wait_job(failing, headers=project)
     assert failed["status"] == "failed", failed
 
-    info = _drain(topic, "info", want=2)
+    info = _drain(topic, "info", want=4)
     error = _drain(topic, "error", want=1)
-    assert sorted(n["event_type"] for n in info) == ["backup.create.end", "plan.create.end"]
+    assert sorted(n["event_type"] for n in info) == [
+        "backup.create.end", "backup.create.start", "backup.create.start", "plan.create.end"]
     assert [n["event_type"] for n in error] == ["backup.create.error"]
     for notification in info + error:
         assert notification["publisher_id"] == f"cairn.{socket.gethostname()}"
