@@ -267,6 +267,9 @@ class Settings(BaseSettings):
     webhook_secret_overlap_hours: float = Field(default=24.0, ge=0)
     """After a secret rotation, how long deliveries are also signed with the old secret."""
 
+    event_delivery_log_days: float = Field(default=30.0, gt=0)
+    """How long a delivery that ended stays in a webhook's delivery log."""
+
     webhook_senders: int = Field(default=8, ge=1, le=64)
     """Deliveries one worker process sends at once, on threads of their own: a slow or
     dead receiver never takes a thread a backup could use."""

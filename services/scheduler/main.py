@@ -120,6 +120,10 @@ class Scheduler:
             forgotten = idempotency.purge(session, utcnow())
         if forgotten:
             log.info("forgot %d idempotency keys older than 24 h", forgotten)
+        days = self.settings.event_delivery_log_days
+        purged = webhook_delivery.purge(self.db, utcnow() - timedelta(days=days))
+        if purged:
+            log.info("forgot %d event deliveries older than %g days", purged, days)
 
     def _webhooks(self, _now: datetime) -> None:
         # Real time: a delivery's backoff is real-clock bookkeeping, whatever the schedule.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import httpx
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from services.base import utcnow
@@ -61,6 +61,16 @@ def dispatch_due(db: Database, dispatcher: Dispatcher, now: datetime,
         session.execute(update(EventDelivery).where(EventDelivery.id.in_(due))
                         .values(sent_at=now))
     return len(dispatcher.send_deliveries(due))
+
+
+def purge(db: Database, before: datetime) -> int:
+    """Forget deliveries that ended (succeeded or failed for good) before `before`: the
+    delivery log keeps `event_delivery_log_days`, the outbox only what is still due."""
+    with db.session() as session:
+        result = session.execute(
+            delete(EventDelivery).where(EventDelivery.status != "pending",
+                                        EventDelivery.created_at < before))
+        return int(getattr(result, "rowcount", 0) or 0)
 
 
 def deliver(db: Database, settings: Settings, delivery_id: str) -> None:
