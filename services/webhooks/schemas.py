@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
+from services.formats import PRINTABLE
 from services.webhooks.events import EVENT_TYPES
 
 
@@ -22,18 +23,19 @@ def _known(types: list[str] | None) -> list[str] | None:
 
 
 class WebhookCreate(BaseModel):
-    url: str = Field(max_length=2048, description="An http(s) URL on a public address")
+    url: str = Field(max_length=2048, pattern=PRINTABLE,
+                     description="An http(s) URL on a public address")
     event_types: list[str] = Field(default_factory=list, max_length=len(EVENT_TYPES),
                                    description="Events to send; empty: every event")
-    description: str | None = Field(default=None, max_length=255)
+    description: str | None = Field(default=None, max_length=255, pattern=PRINTABLE)
 
     _check_types = field_validator("event_types")(_known)
 
 
 class WebhookUpdate(BaseModel):
-    url: str | None = Field(default=None, max_length=2048)
+    url: str | None = Field(default=None, max_length=2048, pattern=PRINTABLE)
     event_types: list[str] | None = Field(default=None, max_length=len(EVENT_TYPES))
-    description: str | None = Field(default=None, max_length=255)
+    description: str | None = Field(default=None, max_length=255, pattern=PRINTABLE)
     enabled: bool | None = Field(default=None, description="true enables a disabled webhook "
                                  "again (and forgets its failures)")
 
