@@ -88,6 +88,11 @@ CAIRN_DEFAULT_BACKUP_TARGET=local
 CAIRN_WORKER_METRICS_PORT=$WORKER_METRICS_PORT
 CAIRN_SCHEDULER_METRICS_PORT=$SCHEDULER_METRICS_PORT
 ENV
+    # Webhook receivers on this machine (loopback) are private addresses: allowed only when
+    # asked, e.g. CAIRN_WEBHOOK_ALLOWED_NETWORKS='["127.0.0.0/8"]' make up.
+    if [ -n "${CAIRN_WEBHOOK_ALLOWED_NETWORKS:-}" ]; then
+        printf "CAIRN_WEBHOOK_ALLOWED_NETWORKS='%s'\n" "$CAIRN_WEBHOOK_ALLOWED_NETWORKS" >>"$env_file"
+    fi
     if [ "$openstack" = 1 ]; then
         cat >>"$env_file" <<ENV
 CAIRN_AUTH_STRATEGY=keystone
