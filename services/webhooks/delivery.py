@@ -87,8 +87,9 @@ def deliver(db: Database, settings: Settings, delivery_id: str) -> None:
         answer = httpx.post(
             attempt.url, content=attempt.body, follow_redirects=False,
             timeout=settings.webhook_timeout_seconds,
-            headers=signing.headers(attempt.secrets, attempt.delivery_id, int(time.time()),
-                                    attempt.body))
+            headers={"content-type": "application/cloudevents+json",
+                     **signing.headers(attempt.secrets, attempt.delivery_id, int(time.time()),
+                                       attempt.body)})
         code = answer.status_code
         if not 200 <= code < 300:
             error = f"HTTP {code}: {answer.text[:200]}"

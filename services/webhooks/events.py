@@ -37,6 +37,11 @@ def job_event_type(kind: str, succeeded: bool) -> str | None:
     return None if base is None else f"{base}.{'end' if succeeded else 'error'}"
 
 
+def priority_of(event_type: str) -> str:
+    """An OpenStack notification's priority: ERROR for `.error` events, else INFO."""
+    return "error" if event_type.endswith(".error") else "info"
+
+
 def job_start_type(kind: str) -> str | None:
     """The event a job's start makes: backups' and restores' only, as in Cinder."""
     return f"{JOB_EVENTS[kind]}.start" if kind in ("backup", "restore") else None
@@ -55,17 +60,16 @@ def cloud_event(event_id: str, event_type: str, *, project_id: str, subject: str
 
 def record(session: Session, project_id: str, event_type: str, *, subject: str | None,
            data: dict[str, Any], now: datetime, webhook_id: str | None = None,
-           notify_openstack: bool = False) -> int:
+           notify_openstack: bool = False) -> list[EventDelivery]:
     """Queue the event for each of the project's enabled webhooks that listen to it (or for
-    the one named), and as an OpenStack notification when asked; returns how many
-    deliveries were queued."""
-    queued = 0
+    the one named), and as an OpenStack notification when asked; returns the deliveries
+    queued."""
+    queued: list[EventDelivery] = []
     if notify_openstack and webhook_id is None:
-        body = {"priority": "error" if event_type.endswith(".error") else "info",
-                "payload": data}
-        session.add(EventDelivery(id=new_id(), webhook_id=None, event_type=event_type,
-                                  body=json.dumps(body), next_attempt_at=now, created_at=now))
-        queued += 1
+        message = {"priority": priority_of(event_type), "payload": data}
+        queued.append(EventDelivery(id=new_id(), webhook_id=None, event_type=event_type,
+                                    body=json.dumps(message), next_attempt_at=now,
+                                    created_at=now))
     query = select(Webhook).where(Webhook.project_id == project_id)
     if webhook_id is not None:
         query = query.where(Webhook.id == webhook_id)
@@ -78,8 +82,8 @@ def record(session: Session, project_id: str, event_type: str, *, subject: str |
         delivery_id = new_id()
         body = cloud_event(delivery_id, event_type, project_id=project_id, subject=subject,
                            time=now, data=data)
-        session.add(EventDelivery(id=delivery_id, webhook_id=hook.id, event_type=event_type,
+        queued.append(EventDelivery(id=delivery_id, webhook_id=hook.id, event_type=event_type,
                                     body=json.dumps(body, separators=(",", ":")),
                                     next_attempt_at=now, created_at=now))
-        queued += 1
+    session.add_all(queued)
     return queued

@@ -22,10 +22,6 @@ def enabled(settings: Settings) -> bool:
     return settings.notification_driver != "noop"
 
 
-def priority_of(event_type: str) -> str:
-    return "error" if event_type.endswith(".error") else "info"
-
-
 def send(settings: Settings, event_type: str, priority: str, payload: dict[str, Any]) -> None:
     """Hand one notification to oslo.messaging. Its messaging driver retries a few times,
     then logs and drops what it could not send (it raises nothing)."""

@@ -16,9 +16,14 @@ def first() -> tuple[str, str]:
     return json.dumps([{"secret": secret, "expires_at": None}]), secret
 
 
+def _live(stored: str, now: datetime) -> list[dict[str, str | None]]:
+    items: list[dict[str, str | None]] = json.loads(stored)
+    return [item for item in items
+            if item["expires_at"] is None or datetime.fromisoformat(str(item["expires_at"])) > now]
+
+
 def active_secrets(stored: str, now: datetime) -> list[str]:
-    return [item["secret"] for item in json.loads(stored)
-            if item["expires_at"] is None or datetime.fromisoformat(item["expires_at"]) > now]
+    return [str(item["secret"]) for item in _live(stored, now)]
 
 
 def rotate(stored: str, now: datetime, keep_old_for: timedelta) -> tuple[str, str]:
@@ -27,6 +32,5 @@ def rotate(stored: str, now: datetime, keep_old_for: timedelta) -> tuple[str, st
     secret = new_secret()
     kept = [{"secret": item["secret"],
              "expires_at": item["expires_at"] or (now + keep_old_for).isoformat()}
-            for item in json.loads(stored)
-            if item["expires_at"] is None or datetime.fromisoformat(item["expires_at"]) > now]
+            for item in _live(stored, now)]
     return json.dumps([{"secret": secret, "expires_at": None}, *kept]), secret

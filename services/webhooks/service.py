@@ -103,13 +103,10 @@ def send_test(session: Session, ctx: RequestContext, webhook_id: str,
     """A `webhook.test` event for this webhook alone, even a disabled one (to check a
     receiver before enabling it again)."""
     hook = get(session, ctx, webhook_id)
-    events.record(session, ctx.project_id, "webhook.test", subject=None, webhook_id=hook.id,
-                  data={"webhook_id": hook.id, "message": "a test event from Cairn"}, now=now)
+    [row] = events.record(session, ctx.project_id, "webhook.test", subject=None,
+                          webhook_id=hook.id, now=now,
+                          data={"webhook_id": hook.id, "message": "a test event from Cairn"})
     session.flush()
-    row = session.scalars(select(EventDelivery).where(EventDelivery.webhook_id == hook.id)
-                          .order_by(EventDelivery.created_at.desc(),
-                                    EventDelivery.id)).first()
-    assert row is not None
     return delivery_public(row)
 
 

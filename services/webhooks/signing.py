@@ -30,8 +30,7 @@ def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
 def headers(active: list[str], msg_id: str, timestamp: int, body: bytes) -> dict[str, str]:
     return {"webhook-id": msg_id, "webhook-timestamp": str(timestamp),
             "webhook-signature": " ".join(sign(secret, msg_id, timestamp, body)
-                                          for secret in active),
-            "content-type": "application/cloudevents+json"}
+                                          for secret in active)}
 
 
 def verify(secret: str, msg_id: str, timestamp: int, body: bytes, header: str) -> bool:

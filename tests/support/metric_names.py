@@ -4,7 +4,6 @@ and the alert rules against them)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from prometheus_client.metrics import MetricWrapperBase
 
@@ -34,5 +33,3 @@ def exported(db: Database) -> set[str]:
 def referenced(text: str) -> set[str]:
     return set(NAME.findall(text))
 
-
-REPO = Path(__file__).resolve().parents[2]

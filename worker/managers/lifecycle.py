@@ -318,12 +318,9 @@ class JobReporter:
                                    expect=JobStatus.RUNNING, extra=values,
                                    where=(Job.attempt == job.attempt,))
             if ended:  # told once, by the attempt that recorded the end, in its transaction
-                notices.record_job_end(session, notices.JobFacts(
-                    id=job.id, project_id=job.project_id, kind=job.kind or "", status=status,
-                    plan_id=job.plan_id, target=job.target, volume_id=job.volume_id,
-                    restore_point_id=job.restore_point_id, restore_target=job.restore_target,
-                    error_code=error_code, error_message=error_message, stats=stats,
-                    seconds=seconds), values["finished_at"],
+                notices.record_job_end(session, notices.JobFacts.of(
+                    job, status, error_code=error_code, error_message=error_message,
+                    stats=stats, seconds=seconds), values["finished_at"],
                     notify_openstack=self.notify_openstack)
         if ended:  # counted once, after the commit
             events.job_finished(

@@ -47,6 +47,16 @@ class JobFacts:
     stats: CopyStats | None
     seconds: float
 
+    @classmethod
+    def of(cls, job: ClaimedJob, status: JobStatus, *, error_code: str | None = None,
+           error_message: str | None = None, stats: CopyStats | None = None,
+           seconds: float = 0.0) -> JobFacts:
+        return cls(id=job.id, project_id=job.project_id, kind=str(job.kind or ""),
+                   status=status, plan_id=job.plan_id, target=job.target,
+                   volume_id=job.volume_id, restore_point_id=job.restore_point_id,
+                   restore_target=job.restore_target, error_code=error_code,
+                   error_message=error_message, stats=stats, seconds=seconds)
+
 
 def job_payload(session: Session, job: JobFacts) -> tuple[str | None, dict[str, Any]]:
     """(the event's subject: the volume as its tenant names it, the event's data)."""
@@ -77,12 +87,7 @@ def record_job_start(session: Session, job: ClaimedJob, now: datetime, *,
     event_type = events.job_start_type(str(job.kind))
     if event_type is None:
         return
-    _record(session, JobFacts(
-        id=job.id, project_id=job.project_id, kind=str(job.kind), status=JobStatus.RUNNING,
-        plan_id=job.plan_id, target=job.target, volume_id=job.volume_id,
-        restore_point_id=job.restore_point_id, restore_target=job.restore_target,
-        error_code=None, error_message=None, stats=None, seconds=0.0), event_type, now,
-        notify_openstack)
+    _record(session, JobFacts.of(job, JobStatus.RUNNING), event_type, now, notify_openstack)
 
 
 def record_job_end(session: Session, job: JobFacts, now: datetime, *,

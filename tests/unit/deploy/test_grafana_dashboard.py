@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from services.db import Database
-from tests.support.metric_names import REPO, exported, referenced
+from tests.support.metric_names import exported, referenced
+from tests.support.stack import REPO
 
 DASHBOARD = REPO / "deploy" / "grafana" / "cairn.json"
 PANEL_TYPES = {"stat", "timeseries", "table", "gauge", "bargauge", "row", "text"}
