@@ -315,15 +315,23 @@ def restore() -> None:
 @click.option("--size", type=int, help="Size in GiB of the new volume (default: the copy's)")
 @click.option("--type", "volume_type", help="Volume type of the new volume")
 @click.option("--volume", "volume_id", help="Restore in place over this detached volume")
+@click.option("--instant", is_flag=True,
+              help="Hand the new volume over within seconds (a clone of the backup), and "
+                   "flatten it in the background; --wait waits for the flatten")
 @WAIT
 @FORMAT
 @pass_state
 def restore_create(state: State, rp_id: str, new_volume: str | None, size: int | None,
-                   volume_type: str | None, volume_id: str | None, wait: bool, fmt: str) -> None:
+                   volume_type: str | None, volume_id: str | None, instant: bool, wait: bool,
+                   fmt: str) -> None:
     if bool(new_volume) == bool(volume_id):
         raise click.UsageError("give exactly one of --new-volume NAME and --volume ID")
+    if instant and volume_id:
+        raise click.UsageError("--instant needs --new-volume: a restore in place is a copy")
     body: dict[str, Any] = {"volume_id": volume_id} if volume_id else {
         "new_volume": {"name": new_volume, "size_gb": size, "volume_type": volume_type}}
+    if instant:
+        body["mode"] = "instant"
     _finish_job(state, state.api.call("POST", f"/v1/restore-points/{rp_id}/restore",
                                       json=body), wait, fmt)
 

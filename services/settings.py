@@ -65,6 +65,10 @@ class CinderSettings(BaseModel):
     """Cinder's `rbd_pool`."""
     wait_seconds: float = Field(default=300.0, gt=0)
     """How long a restore waits for a new Cinder volume to become available."""
+    manage_host: str | None = None
+    """Cinder's `host@backend#pool` that adopts an instant restore's clone (Cinder's
+    manage-existing). When None, Cinder's only backend pool; set it when Cinder has
+    several."""
 
 
 class Settings(BaseSettings):

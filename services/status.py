@@ -30,6 +30,14 @@ class RestoreMode(enum.StrEnum):
     """Over an existing, detached Cinder volume (held in `maintenance` meanwhile)."""
 
 
+class RestoreMethod(enum.StrEnum):
+    COPY = "copy"
+    """The restore copies every byte before the volume is handed over."""
+    INSTANT = "instant"
+    """The volume is a clone of the backup snapshot, usable at once; a flatten then copies
+    the rest in the background while the restore point stays pinned."""
+
+
 class JobStatus(enum.StrEnum):
     QUEUED = "queued"
     RUNNING = "running"

@@ -27,11 +27,12 @@ def admin() -> IdentityAdmin:
                          region="RegionOne")
 
 
-def service_user(ident: IdentityAdmin, name: str, password: str) -> None:
+def service_user(ident: IdentityAdmin, name: str, password: str) -> str:
     project = ident.ensure_project("service")
     user = ident.ensure_user(name, password)
     for role in ("admin", "service"):
         ident.grant(user, project, role)
+    return user
 
 
 def main() -> int:
@@ -51,7 +52,11 @@ def main() -> int:
         service = ident.ensure_service("volumev3", "cinderv3", "Cinder block storage")
         ident.ensure_endpoints(service, args.endpoint)
     elif args.cmd == "cairn":
-        service_user(ident, "cairn", args.password)
+        user = service_user(ident, "cairn", args.password)
+        # Instant restores: Cinder adopts the clone in the tenant's project for Cairn, with
+        # a token of Cairn's scoped there (Cinder's volume_manage is an administrator's
+        # call); docs/operations.md shows a narrower role with a Cinder policy rule.
+        ident.grant_in_every_project(user, "admin")
     elif args.cmd == "cinder-ready":
         pools = ident.session.get("/scheduler-stats/get_pools",
                                   endpoint_filter={"service_type": "volumev3",

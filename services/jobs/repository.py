@@ -26,7 +26,9 @@ def active_for_restore_point(session: Session, restore_point_id: str,
                              kind: JobKind) -> Job | None:
     return session.scalars(
         select(Job).where(Job.restore_point_id == restore_point_id, Job.kind == kind,
-                          Job.status.in_(ACTIVE_JOB_STATUSES)).limit(1)
+                          Job.status.in_(ACTIVE_JOB_STATUSES))
+        # An instant restore first: its reason to keep the restore point lasts longest.
+        .order_by(Job.restore_method.desc()).limit(1)
     ).first()
 
 

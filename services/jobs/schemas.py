@@ -9,7 +9,7 @@ from services.base import AnyRow, utcnow
 from services.jobs.load import job_load
 from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
 from services.records.jobs import Job
-from services.status import JobKind, JobStatus
+from services.status import JobKind, JobStatus, RestoreMethod
 
 
 class JobProgress(BaseModel):
@@ -32,6 +32,10 @@ class JobProgress(BaseModel):
 class JobTimings(BaseModel):
     created_at: datetime
     started_at: datetime | None
+    ready_at: datetime | None = Field(
+        default=None, description="A restore: when its volume became usable. For an instant "
+                                  "restore that is within seconds of the start, before the "
+                                  "flatten ends (finished_at)")
     finished_at: datetime | None
     duration_seconds: float | None = Field(description="From start to finish (or now)")
     copy_seconds: float = Field(description="Wall time of the data copy itself")
@@ -89,6 +93,9 @@ class JobPublic(BaseModel):
     restore_target: str | None = Field(description="Image a restore writes to")
     restore_volume_id: str | None = Field(
         default=None, description="The Cinder volume a restore writes to (new or in place)")
+    restore_method: RestoreMethod | None = Field(
+        default=None, description="A restore's mode: `copy`, or `instant` (usable at "
+                                  "timings.ready_at, flattened by finished_at)")
     qos: JobQos = Field(description="The job's limits; change them while it runs with PATCH")
     qos_bytes_per_second: int | None = Field(description="Same as qos.bytes_per_second")
     cancel_requested: bool
@@ -139,6 +146,7 @@ class JobPublic(BaseModel):
             else volume_ref,
             restore_point_id=job.restore_point_id, restore_target=job.restore_target,
             restore_volume_id=job.restore_cinder_volume_id,
+            restore_method=job.restore_method if job.kind == JobKind.RESTORE else None,
             qos=JobQos(bytes_per_second=job.qos_bytes_per_second,
                        ops_per_second=job.qos_ops_per_second),
             qos_bytes_per_second=job.qos_bytes_per_second,
@@ -151,6 +159,7 @@ class JobPublic(BaseModel):
                                  rate_bytes_per_second=job.rate_bytes_per_second,
                                  throughput_bytes_per_second=job.rate_bytes_per_second),
             timings=JobTimings(created_at=job.created_at, started_at=job.started_at,
+                               ready_at=job.ready_at,
                                finished_at=job.finished_at, duration_seconds=duration,
                                copy_seconds=job.copy_seconds or 0.0,
                                read_seconds=job.read_seconds, write_seconds=job.write_seconds,

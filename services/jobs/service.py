@@ -23,6 +23,7 @@ from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobKind,
     JobStatus,
+    RestoreMethod,
     RestoreMode,
     RestorePointStatus,
     guarded_update,
@@ -39,6 +40,13 @@ def cancel(session: Session, ctx: RequestContext, job_id: str,
     and then marks it cancelled."""
     job = repository.get(session, ctx, job_id)
     _require_changeable(job, "cancelled")
+    if job.ready_at is not None and job.restore_method == RestoreMethod.INSTANT:
+        target = job.restore_cinder_volume_id or job.restore_target
+        raise JobNotCancellable(
+            f"job {job.id} already handed over {target}, which may be in use; its flatten "
+            "must finish so that the volume stops depending on restore point "
+            f"{job.restore_point_id}. Lower its QoS instead (PATCH the job), or delete the "
+            "volume if you do not need it", job_id=job.id)
     now = utcnow()
     never_started = guarded_update(
         session, Job, job.id, JOB_TRANSITIONS, JobStatus.CANCELLED, expect=JobStatus.QUEUED,

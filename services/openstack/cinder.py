@@ -5,6 +5,7 @@ Cairn's service credentials (an admin role in Cinder)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from services.context import RequestContext
 from services.errors import (
     CairnError,
     CinderError,
+    Conflict,
     Forbidden,
     InvalidInput,
     QuotaExceeded,
@@ -33,6 +35,8 @@ from services.storage.refs import ImageRef
 log = logging.getLogger(__name__)
 
 VOLUME_SERVICE_TYPES = ("volumev3", "block-storage", "volume")
+MICROVERSION = {"OpenStack-API-Version": "volume 3.8"}
+"""Where Cinder has `manageable_volumes` and filters volume lists by metadata."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,45 @@ class CinderApi:
         body = self._call("POST", "/volumes", json={"volume": spec}).json()
         return CinderVolume.of(body["volume"])
 
+    def manage(self, *, host: str, image: str, name: str, volume_type: str | None,
+               description: str, metadata: dict[str, str],
+               bootable: bool = False) -> CinderVolume:
+        """Have Cinder adopt an RBD image of its pool as a new volume of the session's
+        project (Cinder's RBD driver renames it `volume-<id>`). Cinder's policy
+        `volume_extension:volume_manage` decides who may: administrators by default."""
+        spec: dict[str, Any] = {"host": host, "ref": {"source-name": image}, "name": name,
+                                "description": description, "metadata": metadata,
+                                "bootable": bootable}
+        if volume_type is not None:
+            spec["volume_type"] = volume_type
+        body = self._call("POST", "/manageable_volumes", json={"volume": spec},
+                          headers=MICROVERSION).json()
+        return CinderVolume.of(body["volume"])
+
+    def find_by_metadata(self, key: str, value: str) -> CinderVolume | None:
+        """The volume of the session's project whose metadata has key=value, if any. The
+        match is checked here too: a Cinder that ignores the filter (an older microversion,
+        a filter its resource_filters.json does not allow) lists every volume, and what
+        this finds may be deleted."""
+        marker: str | None = None
+        while True:
+            params: dict[str, Any] = {"metadata": json.dumps({key: value}), "limit": 500}
+            if marker is not None:
+                params["marker"] = marker
+            page = self._call("GET", "/volumes/detail", params=params,
+                              headers=MICROVERSION).json()["volumes"]
+            for body in page:
+                if (body.get("metadata") or {}).get(key) == value:
+                    return CinderVolume.of(body)
+            if len(page) < 500:
+                return None
+            marker = page[-1]["id"]
+
+    def backend_hosts(self) -> list[str]:
+        """Cinder's backend pools as `host@backend#pool` (administrators only)."""
+        pools = self._call("GET", "/scheduler-stats/get_pools").json()["pools"]
+        return [str(p["name"]) for p in pools]
+
     def action(self, volume_id: str, action: dict[str, Any]) -> None:
         self._call("POST", f"/volumes/{volume_id}/action", json=action,
                    not_found=lambda m: VolumeNotFound(f"Cinder volume {volume_id} not found"))
@@ -181,12 +224,46 @@ class CinderGateway:
 
     def as_service(self) -> CinderApi:
         if self._service is None:
-            filt: dict[str, Any] = {"service_type": "volumev3",
-                                    "interface": self.keystone.interface}
-            if self.keystone.region_name is not None:
-                filt["region_name"] = self.keystone.region_name
-            self._service = CinderApi(service_session(self.keystone), filt)
+            self._service = CinderApi(service_session(self.keystone), self._endpoint_filter())
         return self._service
+
+    def as_service_in(self, project_id: str) -> CinderApi:
+        """Cairn's service user acting in a tenant's project: needs a role there that
+        Cinder's policy lets adopt images (docs/operations.md, instant restores). Raises
+        Conflict at once when Keystone gives it no token for the project."""
+        session = service_session(self.keystone, project_id=project_id)
+        try:
+            session.get_token()
+        except ks_exc.Unauthorized:
+            raise Conflict(
+                f"Cairn's service user has no role in project {project_id}, which an instant "
+                "restore into a Cinder volume needs (Cinder adopts the clone in your project "
+                "for Cairn). Ask the operator to grant it (docs/operations.md, instant "
+                "restores), or use a normal restore (mode copy)") from None
+        except ks_exc.ClientException:
+            log.warning("Keystone could not be reached for project %s", project_id,
+                        exc_info=True)
+            raise ServiceUnavailable("Keystone could not be reached; try again in a few "
+                                     "seconds") from None
+        return CinderApi(session, self._endpoint_filter())
+
+    def adoption_host(self) -> str:
+        """The `host@backend#pool` that adopts images of `settings.pool`."""
+        if self.settings.manage_host is not None:
+            return self.settings.manage_host
+        hosts = self.as_service().backend_hosts()
+        if len(hosts) != 1:
+            raise Conflict(
+                f"Cinder has {len(hosts)} backend pools; an instant restore cannot tell which "
+                "adopts the clone. The operator sets cinder.manage_host; use a normal "
+                "restore (mode copy) meanwhile")
+        return hosts[0]
+
+    def _endpoint_filter(self) -> dict[str, Any]:
+        filt: dict[str, Any] = {"service_type": "volumev3", "interface": self.keystone.interface}
+        if self.keystone.region_name is not None:
+            filt["region_name"] = self.keystone.region_name
+        return filt
 
 
 def gateway_for(keystone: KeystoneSettings | None,

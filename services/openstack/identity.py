@@ -54,6 +54,14 @@ class IdentityAdmin:
         self.session.put(f"/projects/{project_id}/users/{user_id}/roles/{role_id}",
                          endpoint_filter=IDENTITY)
 
+    def grant_in_every_project(self, user_id: str, role: str,
+                               domain_id: str = "default") -> None:
+        """The role on every project of the domain, present and future (an inherited
+        assignment on the domain)."""
+        role_id = self.ensure_role(role)
+        self.session.put(f"/OS-INHERIT/domains/{domain_id}/users/{user_id}/roles/{role_id}"
+                         "/inherited_to_projects", endpoint_filter=IDENTITY)
+
     def ensure_region(self, region: str) -> None:
         found = self.session.get(f"/regions/{region}", endpoint_filter=IDENTITY,
                                  raise_exc=False)

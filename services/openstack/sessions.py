@@ -28,7 +28,15 @@ def password_auth(auth_url: str, username: str, password: str, project_name: str
                        project_domain_name=project_domain_name)
 
 
-def service_session(settings: KeystoneSettings) -> ks_session.Session:
+def service_session(settings: KeystoneSettings, *,
+                    project_id: str | None = None) -> ks_session.Session:
+    """Cairn's service user, in its own project, or in `project_id` (what it creates there,
+    such as an adopted volume, belongs to that project)."""
+    if project_id is not None:
+        return make_session(v3.Password(
+            auth_url=settings.auth_url, username=settings.username,
+            password=settings.password.get_secret_value(), project_id=project_id,
+            user_domain_name=settings.user_domain_name))
     return make_session(password_auth(
         settings.auth_url, settings.username, settings.password.get_secret_value(),
         settings.project_name,

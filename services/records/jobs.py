@@ -18,7 +18,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
-from services.status import JobKind, JobStatus, RestoreMode, RestorePointKind
+from services.status import JobKind, JobStatus, RestoreMethod, RestoreMode, RestorePointKind
 
 _ACTIVE_BACKUP = text("kind = 'backup' AND status IN ('queued', 'running')")
 _QUEUED_PRUNE = text("kind = 'prune' AND status = 'queued'")
@@ -69,6 +69,14 @@ class Job(Base):
     """How a restore writes `restore_target`: a new RBD image (None), a new Cinder volume
     Cairn created, or an existing Cinder volume in place."""
     restore_cinder_volume_id: Mapped[str | None] = mapped_column(String(36))
+    restore_method: Mapped[RestoreMethod] = mapped_column(
+        String(16), default=RestoreMethod.COPY, server_default=RestoreMethod.COPY.value)
+    """`instant`: the restore clones the backup snapshot, hands the volume over
+    (`ready_at`), then flattens it; until then the restore point cannot be deleted."""
+    restore_volume_spec: Mapped[str | None] = mapped_column(Text)
+    """JSON of the request's `new_volume` for an instant restore: the worker has Cinder
+    adopt the clone under this name, type and size (a copy restore creates the volume
+    while the user waits instead)."""
     target: Mapped[str | None] = mapped_column(String(64))
     """The backup target the job writes (backup) or reads (restore, verify): its
     concurrency limit applies."""
@@ -121,6 +129,11 @@ class Job(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    ready_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    """When a restore's volume became usable: at the end of a copy, before the flatten of
+    an instant restore. The instant restore's commit point: never undone after it."""
+    phase_seconds: Mapped[str | None] = mapped_column(Text)
+    """JSON object: seconds each phase of the job took (queue wait, claim, open, ...)."""
 
     volume: Mapped[Volume | None] = relationship(lazy="joined")
     restore_point: Mapped[RestorePoint | None] = relationship(lazy="joined")

@@ -6,6 +6,7 @@ still cannot race the restore."""
 
 from __future__ import annotations
 
+import json
 import logging
 from functools import partial
 
@@ -25,14 +26,32 @@ from services.restore_points.schemas import NewVolume
 log = logging.getLogger(__name__)
 
 
-def create_volume(session: Session, ctx: RequestContext, cinder: CinderGateway,
-                  rp: RestorePoint, job_id: str, spec: NewVolume) -> str:
+def volume_size_gb(rp: RestorePoint, spec: NewVolume) -> int:
+    """The new volume's size: the request's, at least the restore point's rounded up."""
     needed = -(-(rp.size_bytes or 0) // GIB) or 1
     size = spec.size_gb or needed
     if size < needed:
         raise InvalidInput(f"new_volume.size_gb {size} is smaller than restore point {rp.id} "
                            f"({rp.size_bytes} bytes, so at least {needed} GiB)",
                            field="new_volume.size_gb")
+    return size
+
+
+def adoption_spec(ctx: RequestContext, cinder: CinderGateway, rp: RestorePoint,
+                  spec: NewVolume) -> str:
+    """For an instant restore into a new Cinder volume: the volume Cinder is to adopt, as
+    the job keeps it (JSON). Checked now: the size, and that Cairn can act in the caller's
+    project (Cinder adopts the clone there for Cairn, an administrator's call)."""
+    size = volume_size_gb(rp, spec)
+    cinder.as_service_in(ctx.project_id)
+    return json.dumps({"name": spec.name, "size_gb": size, "volume_type": spec.volume_type,
+                       "description": spec.description
+                       or f"restored instantly by Cairn from restore point {rp.id}"})
+
+
+def create_volume(session: Session, ctx: RequestContext, cinder: CinderGateway,
+                  rp: RestorePoint, job_id: str, spec: NewVolume) -> str:
+    size = volume_size_gb(rp, spec)
     api = cinder.for_user(ctx)
     volume = api.create(
         size_gb=size, name=spec.name, volume_type=spec.volume_type,

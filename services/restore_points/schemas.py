@@ -9,7 +9,7 @@ from services.base import AnyRow
 from services.formats import IMAGE_SPEC, PRINTABLE, UUID
 from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
 from services.records.restore_points import RestorePoint, backup_image_name, snapshot_name
-from services.status import RestorePointKind, RestorePointStatus, VerifyStatus
+from services.status import RestoreMethod, RestorePointKind, RestorePointStatus, VerifyStatus
 
 
 class NewVolume(BaseModel):
@@ -39,6 +39,16 @@ class RestoreCreate(BaseModel):
         description="Restore in place over this existing Cinder volume; it must be "
                     "`available` (detached) and at least as large as the restore point")
 
+    mode: RestoreMethod = Field(
+        default=RestoreMethod.COPY,
+        description="`copy` (the default): every byte is copied before the volume is handed "
+                    "over. `instant`: the new volume or image is a clone of the backup "
+                    "snapshot, usable within seconds whatever its size (the job's "
+                    "`timings.ready_at`), then flattened in the background (`finished_at`); "
+                    "until the flatten ends the restore point cannot be deleted or pruned. "
+                    "Needs the backup target on the destination's Ceph cluster; a restore "
+                    "in place is always a copy")
+
     @model_validator(mode="after")
     def _one_destination(self) -> RestoreCreate:
         given = [n for n in ("target", "new_volume", "volume_id") if getattr(self, n)]
@@ -46,6 +56,11 @@ class RestoreCreate(BaseModel):
             raise ValueError("say where to restore with exactly one of target (a new RBD "
                              "image), new_volume (a new Cinder volume) or volume_id (an "
                              f"existing Cinder volume, in place); got {given or 'none'}")
+        if self.mode == RestoreMethod.INSTANT and self.volume_id is not None:
+            raise ValueError("a restore in place (volume_id) is always a copy: the volume "
+                             "keeps its identity and attachments, so it cannot become a clone "
+                             "of the backup. Use mode copy, or an instant restore into a new "
+                             "volume (new_volume)")
         return self
     qos_bytes_per_second: BytesPerSecond | None = Field(
         default=None, description="Upper bound on the restore's read rate")

@@ -11,6 +11,7 @@ from services import dispatch
 from services.clock import require_aware
 from services.context import RequestContext
 from services.errors import (
+    Conflict,
     Forbidden,
     ImageExists,
     InvalidInput,
@@ -24,11 +25,13 @@ from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
 from services.restore_points import cinder_restores
 from services.restore_points import repository as restore_points
+from services.restore_points.instant import instant_image_name, pinned_by_instant_restore
 from services.restore_points.schemas import RestoreCreate, VerifyCreate
 from services.settings import Settings
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobKind,
+    RestoreMethod,
     RestoreMode,
     RestorePointStatus,
     VerifyStatus,
@@ -36,7 +39,7 @@ from services.status import (
 )
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
-from services.storage.refs import parse_image_ref
+from services.storage.refs import ImageRef, parse_image_ref
 
 
 def start_restore(session: Session, ctx: RequestContext, settings: Settings,
@@ -48,9 +51,11 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
             f"restore point {rp.id} failed verification ({rp.corrupt_object_count} corrupt "
             "objects); restore from another restore point, or verify it again if the backup "
             "pool was repaired", restore_point_id=rp.id)
+    instant = request.mode == RestoreMethod.INSTANT
     job = Job(**factory.restore(
         rp, max_attempts=settings.job_max_attempts,
-        qos=factory.Qos(request.qos_bytes_per_second, request.qos_ops_per_second)))
+        qos=factory.Qos(request.qos_bytes_per_second, request.qos_ops_per_second)),
+        restore_method=request.mode)
     session.add(job)
     session.flush()  # the job's id names a new Cinder volume's origin
     if request.target is not None:
@@ -69,11 +74,24 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
                 f"an RBD image {str(dest)!r} already exists; restore into a new image name "
                 "(restoring over an existing image is refused so nothing is overwritten)",
                 target=str(dest))
+        if instant:
+            _check_same_cluster(settings, rp, dest.cluster)
         job.restore_target = str(dest)
     else:
         if cinder is None:
             raise InvalidInput("restores into Cinder volumes need Cinder configured "
                                "(CAIRN_CINDER) and auth_strategy keystone")
+        if request.new_volume is not None and instant:
+            _check_same_cluster(settings, rp, cinder.settings.cluster)
+            job.restore_volume_spec = cinder_restores.adoption_spec(ctx, cinder, rp,
+                                                                    request.new_volume)
+            job.restore_mode = RestoreMode.NEW_VOLUME
+            # Where the clone is made; Cinder renames it volume-<id> when it adopts it.
+            job.restore_target = str(ImageRef(cinder.settings.cluster, cinder.settings.pool,
+                                              instant_image_name(job.id)))
+            session.flush()
+            dispatch.enqueue(session, job.id, JobKind.RESTORE)
+            return job
         if request.new_volume is not None:
             volume_id = cinder_restores.create_volume(session, ctx, cinder, rp, job.id,
                                                       request.new_volume)
@@ -90,11 +108,24 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
     return job
 
 
+def _check_same_cluster(settings: Settings, rp: RestorePoint, dest_cluster: str) -> None:
+    held_on = settings.backup_targets[rp.target].cluster
+    if held_on != dest_cluster:
+        raise Conflict(
+            f"restore point {rp.id} is kept on cluster {held_on!r} (target {rp.target!r}) and "
+            f"the destination is on cluster {dest_cluster!r}: an instant restore clones the "
+            "backup snapshot, which only works within one cluster; use a normal restore "
+            "(mode copy)", restore_point_id=rp.id, target=rp.target)
+
+
 def delete_restore_point(session: Session, ctx: RequestContext, settings: Settings,
                          rp_id: str, now: datetime) -> Job:
     rp = restore_points.get(session, ctx, rp_id)
     for kind, doing in ((JobKind.RESTORE, "restored"), (JobKind.VERIFY, "verified")):
         reader = jobs.active_for_restore_point(session, rp.id, kind)
+        if reader is not None and reader.restore_method == RestoreMethod.INSTANT:
+            raise RestorePointBusy(pinned_by_instant_restore(rp.id, reader),
+                                   restore_point_id=rp.id, job_id=reader.id)
         if reader is not None:
             raise RestorePointBusy(
                 f"restore point {rp.id} is being {doing} by job {reader.id}; delete it after "

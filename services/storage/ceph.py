@@ -105,7 +105,10 @@ class CephClusters:
                     # The copy engine's aio writes then send the bytes object's memory as
                     # is instead of copying each 4 MiB buffer (safe: bytes are immutable,
                     # which is the "unstable writes" risk the option guards against).
-                    "rbd_disable_zero_copy_writes": "false"}
+                    "rbd_disable_zero_copy_writes": "false",
+                    # Instant restores clone backup snapshots: format 2 needs no snapshot
+                    # protection and lets a clone live in another pool (the volumes pool).
+                    "rbd_default_clone_format": "2"}
             if cfg.keyring is not None:
                 conf["keyring"] = str(cfg.keyring)
             handle = rados.Rados(conffile=str(cfg.conf), name=cfg.client, conf=conf)

@@ -146,6 +146,38 @@ def remove_image(ioctx: rados.Ioctx, name: str) -> bool:
     return True
 
 
+def clone_snapshot(parent_io: rados.Ioctx, parent: str, snapshot: str,
+                   child_io: rados.Ioctx, child: str) -> None:
+    """A copy-on-write clone of parent@snapshot (format 2 on Cairn's connections, so the
+    snapshot needs no protection); its writes never reach the parent."""
+    try:
+        rbd.RBD().clone(parent_io, parent, snapshot, child_io, child)
+    except rbd.ImageExists:
+        raise ImageExists(f"an RBD image {child!r} already exists in pool "
+                          f"{child_io.get_pool_name()!r}") from None
+    except rbd.ImageNotFound:
+        raise NotFound(f"RBD image {parent}@{snapshot} not found in pool "
+                       f"{parent_io.get_pool_name()!r}") from None
+
+
+def snapshot_children(ioctx: rados.Ioctx, name: str, snapshot: str) -> list[str]:
+    """The clones that depend on name@snapshot, as pool/image; [] when there is no such
+    snapshot."""
+    try:
+        with open_image(ioctx, name, snapshot=snapshot, read_only=True) as image:
+            return [f"{c['pool']}/{c['image']}" for c in image.list_children2()]
+    except NotFound:
+        return []
+
+
+def rename_image(ioctx: rados.Ioctx, name: str, new_name: str) -> None:
+    try:
+        rbd.RBD().rename(ioctx, name, new_name)
+    except rbd.ImageExists:
+        raise ImageExists(f"an RBD image {new_name!r} already exists in pool "
+                          f"{ioctx.get_pool_name()!r}") from None
+
+
 def snapshot_names(image: rbd.Image) -> list[str]:
     return [snap["name"] for snap in image.list_snaps()]
 

@@ -9,7 +9,7 @@ import logging
 from sqlalchemy import func, select
 
 from services.base import utcnow
-from services.errors import NotFound
+from services.errors import NotFound, RestorePointBusy
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.status import RESTORE_POINT_TRANSITIONS, JobStatus, RestorePointStatus, guarded_update
@@ -70,6 +70,15 @@ def delete_restore_point(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
 def _delete(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
     target = rt.settings.backup_targets[rp.target]
     with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
+        clones = rbd_images.snapshot_children(dst_io, rp.backup_image, rp.snapshot)
+        if clones:
+            # librbd would move the snapshot to its trash and keep it for the clones; the
+            # restore point would be gone from Cairn with its data still held.
+            raise RestorePointBusy(
+                f"restore point {rp.id} still backs {', '.join(clones)} (an instant restore "
+                "whose flatten did not finish): that volume reads its unchanged data from "
+                "it. Flatten it (rbd flatten), or delete it, then delete the restore point "
+                "again", restore_point_id=rp.id)
         try:
             with rbd_images.open_image(dst_io, rp.backup_image) as backup:
                 rbd_images.remove_snapshot(backup, rp.snapshot)

@@ -32,6 +32,7 @@ from services.status import (
     JOB_TRANSITIONS,
     JobKind,
     JobStatus,
+    RestoreMethod,
     RestoreMode,
     RestorePointKind,
     guarded_update,
@@ -72,6 +73,7 @@ class ClaimedJob:
     verify_fraction: float | None = None
     kind: JobKind | None = None
     target: str | None = None
+    restore_method: RestoreMethod = RestoreMethod.COPY
 
     @classmethod
     def of(cls, job: Job, scopes: tuple[Scope, ...]) -> ClaimedJob:
@@ -85,7 +87,7 @@ class ClaimedJob:
                    restore_mode=job.restore_mode,
                    restore_cinder_volume_id=job.restore_cinder_volume_id,
                    verify_fraction=job.verify_fraction, kind=JobKind(job.kind),
-                   target=job.target)
+                   target=job.target, restore_method=RestoreMethod(job.restore_method))
 
     @property
     def out_of_attempts(self) -> bool:
@@ -269,6 +271,10 @@ class JobReporter:
                 self._lost.set()
                 raise JobLost(f"job {self.job.id} attempt {self.job.attempt} is no longer ours")
 
+    def record(self, **values: Any) -> None:
+        """Write these columns of the job while this attempt still owns it (else JobLost)."""
+        self._write(values)
+
     @property
     def cancel_requested(self) -> bool:
         return self._cancel.is_set()
@@ -361,8 +367,9 @@ class JobSteps:
 
     1. `committed()`: whether an earlier attempt already passed the commit point (a
        backup's restore point is `available`): the work is then not done again and nothing
-       is ever undone; only the aftercare runs.
-    2. `work()`: everything up to and including the commit point.
+       is ever undone; `after_commit()` and the aftercare run.
+    2. `work()`: everything up to and including the commit point (and, for a job whose
+       work goes on after it, such as an instant restore's flatten, `after_commit()`).
     3. On a failure before the commit point: `undo()` removes what the job made, and
        `record_failure()` records the reason on the job's own rows. Never after it.
     4. `aftercare(outcome)`: best-effort steps after the commit point; a failing one is a
@@ -374,6 +381,11 @@ class JobSteps:
 
     def committed(self) -> bool:
         return False
+
+    def after_commit(self) -> Outcome:
+        """What is left to do once an earlier attempt passed the commit point; its failure
+        is recorded, never undone."""
+        return Outcome(summary="finished after the worker of an earlier attempt stopped")
 
     def work(self) -> Outcome:
         raise NotImplementedError
@@ -399,13 +411,11 @@ def drive(job: ClaimedJob, reporter: JobReporter, steps: JobSteps) -> None:
     """Run a claimed job's steps with the failure policy of `JobSteps`."""
     # Raises when the database cannot tell: the job then stays running, its heartbeat
     # stops, and the reconciler hands it to a later attempt.
-    if steps.committed():
+    committed = steps.committed()
+    if committed:
         log.info("%s job %s passed its commit point in an earlier attempt; finishing it",
                  steps.noun, job.id)
-        _finish(reporter, steps, Outcome(summary="finished after the worker of an earlier "
-                                                 "attempt stopped"))
-        return
-    if job.out_of_attempts:
+    elif job.out_of_attempts:
         undone = _undo(steps)
         message = (f"the worker running this {steps.noun} stopped {job.max_attempts} times; "
                    f"gave up{'; ' + undone if undone else ''}. Check the workers' health and "
@@ -415,7 +425,7 @@ def drive(job: ClaimedJob, reporter: JobReporter, steps: JobSteps) -> None:
         return
     try:
         reporter.check()
-        outcome = steps.work()
+        outcome = steps.after_commit() if committed else steps.work()
     except JobLost:
         raise  # not ours any more: nothing to clean up or record
     except BaseException as exc:

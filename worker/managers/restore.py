@@ -15,6 +15,7 @@ from contextlib import ExitStack
 import rados
 import rbd
 
+from services.base import utcnow
 from services.errors import (
     CairnError,
     ImageExists,
@@ -24,12 +25,13 @@ from services.errors import (
     VolumeNotOwned,
 )
 from services.records.restore_points import RestorePoint
-from services.status import RestoreMode
+from services.status import RestoreMethod, RestoreMode
 from services.storage import rbd_images
 from services.storage.refs import ImageRef, parse_image_ref
 from worker.engine import manifest
 from worker.engine.copy import CopyEngine, CopyStats
 from worker.engine.extents import allocated_objects, plan_chunks
+from worker.managers.instant_restore import InstantRestoreSteps
 from worker.managers.lifecycle import (
     ClaimedJob,
     JobReporter,
@@ -39,18 +41,22 @@ from worker.managers.lifecycle import (
     failure_reason,
     run_job,
 )
+from worker.managers.restore_marks import CHECKPOINT_KEY, JOB_KEY, RESTORE_POINT_KEY
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
-JOB_KEY = "cairn.restore_job"
-CHECKPOINT_KEY = "cairn.restore_checkpoint"
-"""Image metadata: the object index before which the restore is complete."""
 
 
 def run_restore(rt: Runtime, job_id: str) -> None:
     run_job(rt, job_id, "restore",
-            lambda job, reporter: drive(job, reporter, RestoreSteps(rt, job, reporter)))
+            lambda job, reporter: drive(job, reporter, _steps(rt, job, reporter)))
+
+
+def _steps(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> JobSteps:
+    if job.restore_method == RestoreMethod.INSTANT:
+        return InstantRestoreSteps(rt, job, reporter)
+    return RestoreSteps(rt, job, reporter)
 
 
 class RestoreSteps(JobSteps):
@@ -76,6 +82,7 @@ class RestoreSteps(JobSteps):
                          create=self.cinder is None)
         if self.cinder is not None:
             self.cinder.finish(bootable=bool(self.rp.source_bootable))
+        self.reporter.record(ready_at=utcnow())
         return Outcome(stats=stats)
 
     def undo(self) -> str:
@@ -107,7 +114,7 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
             if start is None:
                 start = 0
                 rbd_images.create_image(dest_io, dest.image, size, order=order,
-                                        metadata={JOB_KEY: job.id, "cairn.restore_point": rp.id},
+                                        metadata={JOB_KEY: job.id, RESTORE_POINT_KEY: rp.id},
                                         replace_remnant=job.attempt > 1)
                 fresh = True
             restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
@@ -148,7 +155,7 @@ def _claim_existing(image: rbd.Image, dest: ImageRef, job: ClaimedJob, rp: Resto
     if rbd_images.metadata(image, JOB_KEY) == job.id:
         return _checkpoint(image)
     image.metadata_set(JOB_KEY, job.id)
-    image.metadata_set("cairn.restore_point", rp.id)
+    image.metadata_set(RESTORE_POINT_KEY, rp.id)
     return 0
 
 
