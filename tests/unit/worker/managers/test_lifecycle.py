@@ -140,3 +140,28 @@ def test_a_lost_job_is_left_to_the_attempt_that_owns_it() -> None:
     with pytest.raises(JobLost):
         _drive(steps)
     assert steps.calls == ["work"]
+
+
+class LongAfterCommit(Steps):
+    """A job whose work goes on after its commit point (an instant restore's flatten)."""
+
+    def after_commit(self) -> Outcome:
+        self.calls.append("after_commit")
+        if self.fail_at == "flatten":
+            raise StorageError("the flatten failed")
+        return Outcome(summary="flattened")
+
+
+def test_a_committed_job_resumes_its_work_after_the_commit_point() -> None:
+    steps = LongAfterCommit(committed_before=True)
+    done = _drive(steps, attempt=2)
+    assert steps.calls == ["after_commit", "aftercare"]
+    assert (done["status"], done["summary"]) == (JobStatus.SUCCEEDED, "flattened")
+
+
+def test_a_failure_after_the_commit_point_of_a_resumed_job_is_never_undone() -> None:
+    steps = LongAfterCommit(committed_before=True, fail_at="flatten")
+    done = _drive(steps, attempt=2)
+    assert steps.calls == ["after_commit", "record failed"]
+    assert done["status"] == JobStatus.FAILED
+    assert "the flatten failed" in done["error_message"]
