@@ -44,6 +44,12 @@ class JobTimings(BaseModel):
     qos_wait_seconds: float = Field(description="Time the job waited on its QoS limit")
     engine_seconds: float = Field(
         description="Zero scanning and checksumming, summed over parallel operations")
+    phases: dict[str, float] | None = Field(
+        default=None,
+        description="Once the job ended: seconds of its last attempt per phase. A backup: "
+                    "queue_wait, claim, open, snapshot, plan, copy, manifest, "
+                    "target_snapshot, commit; a restore: queue_wait, claim, open, copy "
+                    "(instant: clone, adopt for a Cinder volume, commit, flatten)")
 
 
 class JobLoad(BaseModel):
@@ -164,7 +170,9 @@ class JobPublic(BaseModel):
                                copy_seconds=job.copy_seconds or 0.0,
                                read_seconds=job.read_seconds, write_seconds=job.write_seconds,
                                qos_wait_seconds=job.qos_wait_seconds,
-                               engine_seconds=job.engine_seconds or 0.0),
+                               engine_seconds=job.engine_seconds or 0.0,
+                               phases=json.loads(job.phase_seconds)
+                               if job.phase_seconds else None),
             load=_load(job),
             average_bytes_per_second=average,
             throughput_bytes_per_second=average,

@@ -159,13 +159,17 @@ def _lock_volume(rt: Runtime, job: ClaimedJob, reporter: JobReporter, volume: Vo
 def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
           volume: Volume) -> CopyStats:
     target = rt.settings.backup_targets[rp.target]
+    phases = reporter.phases
+    phases.restart()
     with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
             rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
         _remove_unfinished_snapshot(dst_io, rp)
+        phases.lap("open")
         # A retry reuses the snapshot of the first attempt: the restore point's time is
         # when that snapshot was taken.
         source_snapshots = _take_source_snapshot(src_io, volume, rp.snapshot)
         snap_id = source_snapshots[rp.snapshot]
+        phases.lap("snapshot")
         with rbd_images.open_image(src_io, volume.image, snapshot=rp.snapshot,
                                    read_only=True) as source:
             size = source.size()
@@ -175,14 +179,19 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                 if backup.size() != size:
                     backup.resize(size)  # the volume grew (or shrank) since the last backup
                 base, full_reason = _choose_base(rt, rp, dst_io, backup, source_snapshots)
+                phases.lap("open")
                 stats, record = _copy_objects(rt, job, reporter, rp, dst_io, source, backup,
                                               base, size, 1 << order, fresh=fresh,
                                               snap_id=snap_id)
+                phases.lap("plan")  # the diff, then the copy the engine timed itself
+                phases.move("plan", "copy", stats.elapsed)
                 start = base.manifest if base else manifest.Manifest(1 << order, size)
                 final = start.updated(record, size)
                 manifest.store(dst_io, rp.manifest_object, final, volume_id=rp.volume_id)
+                phases.lap("manifest")
                 reporter.check()
                 rbd_images.ensure_snapshot(backup, rp.snapshot)
+                phases.lap("target_snapshot")
         bootable = _cinder_bootable(rt, volume)  # before the transaction: an HTTP call
         with rt.db.session() as session:
             ok = guarded_update(
@@ -200,6 +209,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
             )
             if not ok:
                 raise JobLost(f"restore point {rp.id} is no longer being created")
+    phases.lap("commit")
     return stats
 
 

@@ -88,11 +88,13 @@ class InstantRestoreSteps(JobSteps):
             return session.scalar(select(Job.ready_at).where(Job.id == self.job.id)) is not None
 
     def work(self) -> Outcome:
+        self.reporter.phases.restart()
         if self.spec is None:
             self._clone_and_rename()
         else:
             self._clone_and_adopt(self.spec)
         self._mark_ready()
+        self.reporter.phases.lap("commit")
         return self.after_commit()
 
     def _clone_and_rename(self) -> None:
@@ -103,6 +105,7 @@ class InstantRestoreSteps(JobSteps):
                 return  # an earlier attempt renamed it
             self._ensure_clone(dest_io)
             rbd_images.rename_image(dest_io, self.staging, self.dest.image)
+        self.reporter.phases.lap("clone")
 
     def _clone_and_adopt(self, spec: AdoptionSpec) -> None:
         """A new Cinder volume: the clone, grown to the volume's size, is adopted by Cinder
@@ -119,6 +122,7 @@ class InstantRestoreSteps(JobSteps):
                 with rbd_images.open_image(dest_io, self.staging) as clone:
                     if clone.size() < spec.size_gb * GIB:
                         clone.resize(spec.size_gb * GIB)
+            self.reporter.phases.lap("clone")
             volume = api.manage(
                 host=self.rt.cinder.adoption_host(), image=self.staging, name=spec.name,
                 volume_type=spec.volume_type, description=spec.description,
@@ -128,6 +132,7 @@ class InstantRestoreSteps(JobSteps):
         assert self.volume_id is not None
         api.wait_for(self.volume_id, "available", self.rt.cinder.settings.wait_seconds)
         self.dest = self.rt.cinder.image_ref(self.volume_id)
+        self.reporter.phases.lap("adopt")
 
     def _ensure_clone(self, dest_io: rados.Ioctx) -> None:
         if rbd_images.image_exists_in(dest_io, self.staging):
@@ -199,7 +204,9 @@ class InstantRestoreSteps(JobSteps):
                 f"volume works, but reads unchanged data from restore point {self.rp.id}, "
                 f"which cannot be deleted until it is flattened (rbd flatten {image.pool}/"
                 f"{image.image}, or restore instantly again)")
+        self.reporter.phases.restart()
         stats = self._flatten(image)
+        self.reporter.phases.lap("flatten")
         return Outcome(stats=stats, summary=f"{image} usable at once, then flattened")
 
     def _flatten(self, ref: ImageRef) -> CopyStats:

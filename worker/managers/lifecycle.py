@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -41,6 +41,7 @@ from services.webhooks import openstack
 from worker.engine.copy import CopyStats
 from worker.engine.qos import Pacer
 from worker.managers import notices
+from worker.managers.phases import Phases
 from worker.managers.signals import JobCancelled, JobLost, JobSignal
 from worker.runtime import Runtime
 
@@ -74,6 +75,9 @@ class ClaimedJob:
     kind: JobKind | None = None
     target: str | None = None
     restore_method: RestoreMethod = RestoreMethod.COPY
+    queue_wait_seconds: float = 0.0
+    """From when the job was queued (or due, if later) to its claim."""
+    claim_seconds: float = 0.0
 
     @classmethod
     def of(cls, job: Job, scopes: tuple[Scope, ...]) -> ClaimedJob:
@@ -99,6 +103,7 @@ def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
     duplicate delivery, or already done), not due yet, outside its plan's backup window, or
     without a free concurrency slot: it then goes back to admission."""
     now = rt.clock()
+    began = time.monotonic()
     with rt.db.session() as session:
         job = session.get(Job, job_id)
         if job is None or job.status != JobStatus.QUEUED:
@@ -115,14 +120,19 @@ def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
             log.info("job %s waits for a slot on %s", job_id, blocked.label)
             _back_to_admission(session, job_id, not_before=job.not_before)
             return None
+        due = max(job.queued_at, job.not_before or job.queued_at)
         try:
-            return _start(session, job, scopes, rt.name,
-                          notify_openstack=openstack.enabled(rt.settings))
+            claimed = _start(session, job, scopes, rt.name,
+                             notify_openstack=openstack.enabled(rt.settings))
         except BaseException:
             # Not started after all (the database went away, or another delivery won):
             # the slots are not kept for a job that is not running here.
             rt.leases.release(job_id, scopes)
             raise
+    if claimed is None:
+        return None
+    return replace(claimed, claim_seconds=time.monotonic() - began,
+                   queue_wait_seconds=max(0.0, (utcnow() - due).total_seconds()))
 
 
 def _start(session: Session, job: Job, scopes: list[Scope], worker: str, *,
@@ -208,6 +218,8 @@ class JobReporter:
                                         daemon=True)
         self.pacer = Pacer(job.qos_bytes_per_second, job.qos_ops_per_second,
                            interrupt=self.check)
+        self.phases = Phases(queue_wait=job.queue_wait_seconds, claim=job.claim_seconds)
+        """Managers lap their steps on it; published on the job when it ends."""
 
     def __enter__(self) -> JobReporter:
         self._thread.start()
@@ -311,7 +323,8 @@ class JobReporter:
         values: dict[str, Any] = {"finished_at": utcnow(), "heartbeat_at": utcnow(),
                                   "error_code": error_code, "error_message": error_message,
                                   "summary": summary,
-                                  "warnings": json.dumps(warnings) if warnings else None}
+                                  "warnings": json.dumps(warnings) if warnings else None,
+                                  "phase_seconds": self.phases.to_json()}
         if stats is not None:
             values.update(stats_values(stats))
             copied = stats.bytes_done - stats.bytes_resumed

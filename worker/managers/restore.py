@@ -94,6 +94,8 @@ class RestoreSteps(JobSteps):
 def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
              dest: ImageRef, *, create: bool) -> CopyStats:
     target = rt.settings.backup_targets[rp.target]
+    phases = reporter.phases
+    phases.restart()
     with ExitStack() as stack:
         backup_io = stack.enter_context(rt.clusters.ioctx(target.cluster, target.pool))
         dest_io = stack.enter_context(rt.clusters.ioctx(dest.cluster, dest.pool))
@@ -129,6 +131,7 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
         plan = plan_chunks(size, object_size,
                            allocated_objects(source, size, object_size) | set(recorded.digests),
                            set() if fresh else allocated_objects(restored, size, object_size))
+        phases.lap("open")  # with the listing of what to copy
         chunks = [c for c in plan if c.index >= start]
         resumed = sum(c.length for c in plan if c.index < start and c.in_source)
         engine = CopyEngine(window=rt.settings.copy_window, pacer=reporter.pacer,
@@ -142,6 +145,7 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
         restored.flush()
         if rbd_images.metadata(restored, CHECKPOINT_KEY) is not None:
             restored.metadata_remove(CHECKPOINT_KEY)
+    phases.lap("copy")
     return stats
 
 

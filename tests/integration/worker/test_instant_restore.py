@@ -94,6 +94,7 @@ def test_usable_before_the_flatten_and_byte_exact_after(
         assert done["status"] == "succeeded", done
         assert done["timings"]["ready_at"] < done["timings"]["finished_at"]
         assert done["progress"]["percent"] == 100.0
+        assert {"clone", "commit", "flatten"} <= set(done["timings"]["phases"])
         assert _parent(volumes_pool, name) is None  # flattened: on its own now
         assert ceph.sha256_of(volumes_pool, name) == written_sha
         assert ceph.sha256_of(backups_pool, rp["backup_image"], rp["backup_snapshot"]) \
