@@ -8,7 +8,7 @@ API_PORT ?= 8787
 OPENSTACK ?= 0
 PROMETHEUS ?= 0
 
-.PHONY: help bootstrap up down status image test test-unit test-only soak lint typecheck check bench bench-scheduler bench-hostile clean
+.PHONY: help bootstrap up down status image test test-unit test-only soak lint typecheck check bench bench-instant bench-scheduler bench-hostile clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -79,6 +79,12 @@ soak: bootstrap ## the randomized data-path test at length: make soak SEED=... C
 bench: ## copy-engine benchmark on its own BlueStore clusters (~25 min); prints figures
 	@CAIRN_BENCH=1 CAIRN_OPENSTACK=$(OPENSTACK) bash deploy/local/bootstrap.sh
 	@$(PY) bench/copy_engine.py
+
+bench-instant: ## instant vs copy restore of 1/10/100 GiB Cinder volumes; restarts the stack with ceph-a on BlueStore (~10 min); prints figures
+	@CAIRN_OPENSTACK=1 bash deploy/local/bootstrap.sh
+	@bash deploy/local/stack.sh down
+	@CEPH_OBJECTSTORE=bluestore CEPH_STORE_BYTES=34359738368 CAIRN_OPENSTACK=1 bash deploy/local/stack.sh up infra
+	@$(PY) bench/instant_restore.py $(ARGS)
 
 bench-scheduler: bootstrap ## scheduler and list-endpoint benchmark on PostgreSQL (~3 min); prints figures
 	@bash deploy/local/stack.sh up infra
