@@ -23,6 +23,7 @@ from api.routers import (
     orphans,
     plans,
     quotas,
+    restore_point_groups,
     restore_points,
     targets,
     volumes,
@@ -88,8 +89,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        max_body_bytes=settings.api_max_body_bytes,
                        body_timeout=settings.api_body_timeout_seconds)
     app.add_middleware(RequestMetrics)  # added last: outermost, it sees the door's refusals
-    for module in (health, volumes, plans, backups, jobs, restore_points, quotas, targets,
-                   orphans, webhooks, metrics):
+    for module in (health, volumes, plans, backups, jobs, restore_points, restore_point_groups,
+                   quotas, targets, orphans, webhooks, metrics):
         app.include_router(module.router)
     return app
 

@@ -38,6 +38,14 @@ class RestoreMethod(enum.StrEnum):
     the rest in the background while the restore point stays pinned."""
 
 
+class Consistency(enum.StrEnum):
+    VOLUME = "volume"
+    """Each volume's backup takes its own snapshot when it starts."""
+    GROUP = "group"
+    """One RBD group snapshot over all the plan's volumes per run: the restore points of a
+    run hold the volumes at one instant (crash-consistent together)."""
+
+
 class JobStatus(enum.StrEnum):
     QUEUED = "queued"
     RUNNING = "running"

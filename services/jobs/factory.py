@@ -30,12 +30,14 @@ NO_QOS = Qos()
 def backup(*, project_id: str, volume_id: str, target: str, kind: RestorePointKind | None,
            max_attempts: int, qos: Qos = NO_QOS, restore_point_id: str | None = None,
            plan_id: str | None = None, slot_at: datetime | None = None,
-           not_before: datetime | None = None, now: datetime | None = None) -> JobValues:
+           not_before: datetime | None = None, now: datetime | None = None,
+           group_id: str | None = None) -> JobValues:
     """A backup of a volume to a target. On demand its restore point exists already; a
-    plan's backup makes it when the job starts (`kind` says which kind to make)."""
+    plan's backup makes it when the job starts (`kind` says which kind to make). A run of
+    a group plan shares `group_id` (its restore point group)."""
     return _row(JobKind.BACKUP, project_id, max_attempts, qos, now, volume_id=volume_id,
                 target=target, backup_kind=kind, restore_point_id=restore_point_id,
-                plan_id=plan_id, slot_at=slot_at, not_before=not_before)
+                plan_id=plan_id, slot_at=slot_at, not_before=not_before, group_id=group_id)
 
 
 def restore(rp: RestorePoint, *, max_attempts: int, qos: Qos = NO_QOS) -> JobValues:
@@ -82,7 +84,7 @@ def _row(kind: JobKind, project_id: str, max_attempts: int, qos: Qos, now: datet
         "bytes_resumed": 0, "volume_id": None, "restore_point_id": None, "target": None,
         "backup_kind": None, "plan_id": None, "slot_at": None, "not_before": None,
         "error_code": None, "error_message": None, "summary": None, "finished_at": None,
-        "warnings": None, "verify_fraction": None,
+        "warnings": None, "verify_fraction": None, "group_id": None,
     }
     unknown = fields.keys() - row.keys()
     if unknown:  # a typo here would otherwise become a silent None column

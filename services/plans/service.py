@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from services import dispatch
 from services.context import RequestContext
-from services.errors import InvalidInput, InvalidSchedule, PlanNameTaken
+from services.errors import Conflict, InvalidInput, InvalidSchedule, PlanNameTaken
 from services.jobs import factory
 from services.jobs import repository as jobs_repository
 from services.plans import repository, schedule, timing
@@ -28,14 +28,16 @@ from services.plans.schemas import (
     policy_of,
 )
 from services.quotas import service as quotas
+from services.records.groups import RestorePointGroup
 from services.records.jobs import Job
-from services.records.plans import Plan, StoredRule
+from services.records.plans import Plan, PlanVolume, StoredRule
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.settings import Settings, resolve_target
 from services.status import (
     ACTIVE_JOB_STATUSES,
     JOB_TRANSITIONS,
+    Consistency,
     JobKind,
     JobStatus,
     PlanStatus,
@@ -60,10 +62,11 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
                 qos_bytes_per_second=request.qos_bytes_per_second,
                 qos_ops_per_second=request.qos_ops_per_second,
                 status=PlanStatus.ENABLED if request.enabled else PlanStatus.PAUSED,
-                created_at=now, updated_at=now)
+                consistency=request.consistency, created_at=now, updated_at=now)
     timing.window_of(plan)  # validates the window's times
     quotas.require_room(session, ctx.project_id, len(request.volumes))
     plan.volumes = _volumes(session, ctx, volumes_from, request.volumes, plan.project_id)
+    _check_consistency(session, plan)
     plan.next_slot_at = timing.next_slot_after(plan, now)
     _save(session, plan)
     _announce(session, settings, plan, "plan.create.end", now)
@@ -97,6 +100,10 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
         # volumes stay (or become) that project's, never the administrator's.
         plan.volumes = _volumes(session, ctx.acting_for(plan.project_id), volumes_from,
                                 change.volumes, plan.project_id)
+    if "consistency" in given and change.consistency is not None:
+        plan.consistency = change.consistency
+    if given & {"volumes", "consistency"}:
+        _check_consistency(session, plan)
     if given & {"rules", "timezone"}:  # a new timezone must still suit every rule
         schedule.check_rules(timing.rules_of(plan), now, settings.schedule_min_interval)
     timing.window_of(plan)
@@ -161,11 +168,18 @@ def run_now(session: Session, ctx: RequestContext, settings: Settings, plan_id: 
     jobs: list[Job] = []
     skipped = [{"volume": v.ref, "reason": "a backup of this volume is already queued or "
                 "running"} for v in plan.volumes if v.id in busy]
+    group_id = None
+    if plan.consistency == Consistency.GROUP and free:
+        group = RestorePointGroup(project_id=plan.project_id, plan_id=plan.id, created_at=now)
+        session.add(group)
+        session.flush()
+        group_id = group.id
     for volume in free:
         job = Job(**factory.backup(
             project_id=plan.project_id, volume_id=volume.id, target=plan.target,
             kind=request.kind, plan_id=plan.id, max_attempts=settings.job_max_attempts,
-            qos=factory.Qos(plan.qos_bytes_per_second, plan.qos_ops_per_second), now=now))
+            qos=factory.Qos(plan.qos_bytes_per_second, plan.qos_ops_per_second), now=now,
+            group_id=group_id))
         try:
             with session.begin_nested():
                 session.add(job)
@@ -253,6 +267,35 @@ def _rules(rules: list[ScheduleRule], plan_tz: str, now: datetime,
     schedule.check_rules(timing.compile_rules(stored, plan_tz), now,
                          settings.schedule_min_interval)
     return stored
+
+
+def _check_consistency(session: Session, plan: Plan) -> None:
+    """A group plan's volumes must be able to join one RBD group: one cluster, and no
+    other group plan (an RBD image is in one group at most)."""
+    if plan.consistency != Consistency.GROUP:
+        return
+    clusters: dict[str, list[str]] = {}
+    for volume in plan.volumes:
+        clusters.setdefault(volume.cluster, []).append(volume.public_name)
+    if len(clusters) > 1:
+        listed = "; ".join(f"{', '.join(sorted(names))} on cluster {cluster!r}"
+                           for cluster, names in sorted(clusters.items()))
+        raise InvalidInput(
+            "consistency group takes one RBD group snapshot, which cannot span Ceph clusters: "
+            f"{listed}. Put the volumes of each cluster in a plan of their own",
+            field="consistency")
+    others = session.execute(
+        select(Plan.name, Volume.id, Volume.cinder_volume_id, Volume.image)
+        .join(PlanVolume, PlanVolume.plan_id == Plan.id)
+        .join(Volume, Volume.id == PlanVolume.volume_id)
+        .where(Plan.consistency == Consistency.GROUP, Plan.id != plan.id,
+               Volume.id.in_([v.id for v in plan.volumes]))).first()
+    if others is not None:
+        name = others.cinder_volume_id or others.image
+        raise Conflict(
+            f"volume {name} is already in group plan {others.name!r}: an RBD image can be in "
+            "one RBD group only. Take it out of that plan, or use consistency volume here",
+            field="consistency")
 
 
 def _volumes(session: Session, ctx: RequestContext, volumes_from: VolumeResolver,

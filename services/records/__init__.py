@@ -1,6 +1,7 @@
 """Every ORM model, imported in one place so the metadata is complete (Alembic, tests)."""
 
 from services.base import Base
+from services.records.groups import RestorePointGroup
 from services.records.idempotency import IdempotentRequest
 from services.records.jobs import Job
 from services.records.plans import Plan, PlanVolume
@@ -18,6 +19,7 @@ __all__ = [
            "PlanVolume",
            "ProjectQuota",
            "RestorePoint",
+           "RestorePointGroup",
            "Volume",
            "VolumeLock",
            "Webhook",

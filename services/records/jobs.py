@@ -87,6 +87,9 @@ class Job(Base):
     plan_id: Mapped[str | None] = mapped_column(String(36))
     """The plan that made the job (not a foreign key: the history outlives the plan)."""
     slot_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    group_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    """A backup of a group run: its source is the run's RBD group snapshot
+    (`RestorePointGroup`), and its restore point joins that group."""
     """The scheduled slot this job runs; None for on-demand jobs."""
     not_before: Mapped[datetime | None] = mapped_column(UTCDateTime)
     """The job is not started earlier (its slot, or the opening of its plan's window)."""

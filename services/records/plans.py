@@ -11,7 +11,7 @@ from sqlalchemy.types import TypeDecorator
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
 from services.records.volumes import Volume
-from services.status import PlanStatus, RestorePointKind
+from services.status import Consistency, PlanStatus, RestorePointKind
 
 
 class StoredRule(BaseModel):
@@ -121,6 +121,8 @@ class Plan(Base):
     qos_bytes_per_second: Mapped[int | None] = mapped_column(BigInteger)
     qos_ops_per_second: Mapped[int | None] = mapped_column(Integer)
     status: Mapped[PlanStatus] = mapped_column(String(16), default=PlanStatus.ENABLED)
+    consistency: Mapped[Consistency] = mapped_column(
+        String(16), default=Consistency.VOLUME, server_default=Consistency.VOLUME.value)
     next_slot_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     """The earliest slot no job exists for yet; None when the rules have no future slot."""
     last_pruned_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -85,6 +85,8 @@ class RestorePoint(Base):
     corrupt_objects: Mapped[str | None] = mapped_column(Text)
     """JSON list of the first corrupt object indexes found by the last verify."""
     plan_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    group_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    """The group restore point (a plan's run with `consistency: group`) it belongs to."""
     """The plan whose job made it; its retention applies. None for on-demand backups,
     which stay until deleted."""
     locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -68,6 +68,33 @@ class RestoreCreate(BaseModel):
         default=None, description="Upper bound on the restore's read operations per second")
 
 
+class GroupRestoreCreate(BaseModel):
+    """Exactly one of `name_prefix`, `target_prefix` and `in_place`: every volume of the
+    group comes back to the group's instant."""
+
+    name_prefix: str | None = Field(
+        default=None, min_length=1, max_length=200, pattern=PRINTABLE,
+        description="New Cinder volumes named <prefix><the volume's id>")
+    target_prefix: str | None = Field(
+        default=None, min_length=1, max_length=400, pattern=IMAGE_SPEC,
+        description="New RBD images named <prefix><the volume's image> (administrators; "
+                    "`pool/prefix` or `cluster/pool/prefix`)")
+    in_place: bool = Field(default=False, description="Over the Cinder volumes themselves; "
+                                                     "all must be detached")
+    mode: RestoreMethod = RestoreMethod.COPY
+    qos_bytes_per_second: BytesPerSecond | None = None
+    qos_ops_per_second: OpsPerSecond | None = None
+
+    @model_validator(mode="after")
+    def _one_destination(self) -> GroupRestoreCreate:
+        given = [n for n in ("name_prefix", "target_prefix", "in_place") if getattr(self, n)]
+        if len(given) != 1:
+            raise ValueError("say where to restore the group with exactly one of name_prefix "
+                             "(new Cinder volumes), target_prefix (new RBD images) or in_place "
+                             f"(the volumes themselves); got {given or 'none'}")
+        return self
+
+
 class VerifyCreate(BaseModel):
     qos_bytes_per_second: BytesPerSecond | None = Field(
         default=None, description="Upper bound on the verify's read rate")
@@ -123,6 +150,9 @@ class RestorePointPublic(BaseModel):
     backup_snapshot: str
     checksum: Checksum | None
     plan_id: str | None = Field(description="The plan that made it; its retention applies")
+    group_id: str | None = Field(
+        default=None, description="The group restore point it belongs to (a run of a plan "
+                                  "with consistency group): its volumes at the same instant")
     locked_until: datetime | None = Field(description="No prune or delete before this time")
     created_at: datetime
     completed_at: datetime | None
@@ -154,7 +184,7 @@ class RestorePointPublic(BaseModel):
             duration_seconds=rp.duration_seconds, source_snapshot=snapshot_name(rp.id),
             backup_image=backup_image_name(rp.volume_id), backup_snapshot=snapshot_name(rp.id),
             checksum=checksum,
-            plan_id=rp.plan_id, locked_until=rp.locked_until,
+            plan_id=rp.plan_id, group_id=rp.group_id, locked_until=rp.locked_until,
             created_at=rp.created_at, completed_at=rp.completed_at,
         )
 
@@ -169,3 +199,14 @@ class RestorePointList(BaseModel):
     restore_points: list[RestorePointPublic]
     next_marker: str | None = Field(
         description="Pass as `marker` to get the next page; null on the last page")
+
+
+class RestorePointGroupPublic(BaseModel):
+    id: str
+    project_id: str
+    plan_id: str
+    taken_at: datetime | None = Field(
+        description="The instant every member holds (when the RBD group snapshot was taken)")
+    complete: bool = Field(description="Every member is available: the group can be restored")
+    restore_points: list[RestorePointPublic]
+    created_at: datetime

@@ -17,6 +17,7 @@ holds the newest data. Over quota, the slot's jobs are recorded `failed` with th
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,10 +33,11 @@ from services.jobs.inserts import insert_ignoring_conflicts
 from services.plans import schedule, timing
 from services.plans.prunes import request_prune
 from services.quotas import service as quotas
+from services.records.groups import RestorePointGroup
 from services.records.jobs import Job
 from services.records.plans import Plan
 from services.settings import Settings
-from services.status import JobStatus, PlanStatus, RestorePointKind
+from services.status import Consistency, JobStatus, PlanStatus, RestorePointKind
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +86,8 @@ class _Run:
     slot: schedule.Slot
     kind: RestorePointKind
     not_before: datetime
+    group_id: str | None = None
+    """The run's restore point group (a group plan): the same for every volume of it."""
 
 
 @dataclass
@@ -144,7 +148,9 @@ class _Batch:
                 else run.kind)
         window = timing.window_of(plan)
         not_before = window.next_open(run.at) if window else run.at
-        self.runs += [_Run(common, v, run, kind, not_before) for v in volume_ids]
+        group_id = (run_group_id(plan.id, run.at)
+                    if plan.consistency == Consistency.GROUP else None)
+        self.runs += [_Run(common, v, run, kind, not_before, group_id) for v in volume_ids]
 
     def write(self, session: Session, total: PlanResult) -> None:
         queued = self._decide(session)
@@ -184,8 +190,14 @@ class _Batch:
             else:
                 self.rows.append(factory.backup(
                     **r.common, volume_id=r.volume_id, slot_at=r.slot.at, kind=r.kind,
-                    not_before=r.not_before, now=self.now))
+                    not_before=r.not_before, now=self.now, group_id=r.group_id))
                 queued.append(r)
+        groups = {r.group_id: {"id": r.group_id, "project_id": r.common["project_id"],
+                               "plan_id": r.common["plan_id"], "slot_at": r.slot.at,
+                               "created_at": self.now}
+                  for r in queued if r.group_id is not None}
+        # Deterministic ids: a replica racing for the same slot makes the same group.
+        insert_ignoring_conflicts(session, list(groups.values()), RestorePointGroup)
         return queued
 
     def _record_lost_races(self, session: Session, queued: list[_Run]) -> None:
@@ -199,6 +211,12 @@ class _Batch:
         lost = [r for r in queued if (r.common["plan_id"], r.volume_id) not in have]
         insert_ignoring_conflicts(session, [_busy(r.common, r.volume_id, r.slot, self.now)
                                             for r in lost])
+
+
+def run_group_id(plan_id: str, slot_at: datetime) -> str:
+    """The restore point group of a group plan's scheduled run, the same in every scheduler
+    replica that plans it."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"cairn:plan:{plan_id}:{slot_at.isoformat()}"))
 
 
 def _busy(common: dict[str, Any], volume_id: str, slot: schedule.Slot,

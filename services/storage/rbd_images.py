@@ -50,11 +50,19 @@ def require_volume(clusters: CephClusters, ref: ImageRef, *, field: str) -> None
 
 @contextmanager
 def open_image(ioctx: rados.Ioctx, name: str, *, snapshot: str | None = None,
-               read_only: bool = False) -> Iterator[rbd.Image]:
+               read_only: bool = False, snapshot_id: int | None = None) -> Iterator[rbd.Image]:
+    """`snapshot_id`: a snapshot of any namespace (an RBD group snapshot's member has no
+    name to open it by)."""
     try:
         image = rbd.Image(ioctx, name, snapshot=snapshot, read_only=read_only)
+        if snapshot_id is not None:
+            try:
+                image.set_snap_by_id(snapshot_id)
+            except BaseException:
+                image.close()
+                raise
     except rbd.ImageNotFound:
-        what = f"{name}@{snapshot}" if snapshot else name
+        what = f"{name}@{snapshot or snapshot_id}" if snapshot or snapshot_id else name
         raise NotFound(f"RBD image {what!r} not found in pool {ioctx.get_pool_name()!r}") from None
     try:
         yield image

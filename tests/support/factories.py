@@ -14,13 +14,14 @@ from services.plans import timing
 from services.records.jobs import Job
 from services.records.plans import Plan
 from services.records.volumes import Volume
-from services.status import JobKind, JobStatus, PlanStatus
+from services.status import Consistency, JobKind, JobStatus, PlanStatus
 
 
 def make_plan(db: Database, *, project: str, volumes: int | list[str],
               rules: list[dict[str, Any]], now: datetime, timezone: str = "UTC",
               window: tuple[str, str] | None = None, target: str = "local",
-              retention: dict[str, int] | None = None) -> str:
+              retention: dict[str, int] | None = None,
+              consistency: Consistency = Consistency.VOLUME) -> str:
     """A plan over new volume rows (`volumes` simulated ones, or these images of
     ceph-a/volumes), its cursor at its first slot after `now`."""
     images = (volumes if isinstance(volumes, list)
@@ -33,7 +34,7 @@ def make_plan(db: Database, *, project: str, volumes: int | list[str],
                     timezone=timezone, rules=rules, retention=retention or {},
                     window_start=window[0] if window else None,
                     window_end=window[1] if window else None, status=PlanStatus.ENABLED,
-                    created_at=now, updated_at=now)
+                    consistency=consistency, created_at=now, updated_at=now)
         plan.volumes = vols
         plan.next_slot_at = timing.next_slot_after(plan, now)
         session.add(plan)

@@ -65,6 +65,18 @@ class CopyStats:
         return (self.finished or time.monotonic()) - self.started
 
 
+@dataclass(frozen=True)
+class Unchanged:
+    """What the target's head holds, by object: the digests of its base restore point, and
+    the objects written on the head since (those are not known to hold them)."""
+
+    digests: dict[int, bytes]
+    dirty: frozenset[int]
+
+    def holds(self, index: int, value: bytes | None) -> bool:
+        return index not in self.dirty and self.digests.get(index) == value
+
+
 ProgressCallback = Callable[[CopyStats], None]
 """Called from the submitting thread after chunks complete; raising stops the copy (a
 cancelled or lost job)."""
@@ -98,11 +110,13 @@ class CopyEngine:
         self.pacer = pacer
         self.on_progress = on_progress
         self._lock = threading.Lock()
+        self._unchanged: Unchanged | None = None
 
     def run(self, source: rbd.Image, target: rbd.Image | None, chunks: Sequence[Chunk], *,
             record: Digests | None = None, verify: Manifest | None = None,
             corrupt: list[int] | None = None, resumed_bytes: int = 0,
-            new_target_pool: rados.Ioctx | None = None) -> CopyStats:
+            new_target_pool: rados.Ioctx | None = None,
+            unchanged: Unchanged | None = None) -> CopyStats:
         """Copy `chunks` (in object order) from `source` to `target`, or only read and check
         them when `target` is None. Fills `record` with the digest of every chunk, or checks
         each chunk read against `verify`: a mismatch raises DataCorrupt, or is appended to
@@ -111,7 +125,12 @@ class CopyEngine:
         `new_target_pool`, for a target image created for this copy (nothing written to it,
         its handle not diffed): the pool it is in. Its objects are then marked in its object
         map up front (`rbd_images.mark_objects_existing`) and the ones found all zeros
-        deallocated after the copy."""
+        deallocated after the copy.
+
+        `unchanged`: skip writing a chunk whose digest equals the one its target already
+        holds (a source with no snapshot to diff against, such as an RBD group snapshot's
+        member: everything is read, only what changed is written)."""
+        self._unchanged = unchanged
         if new_target_pool is None or target is None:
             return self._run(source, target, chunks, record, verify, corrupt, resumed_bytes)
         marked = rbd_images.mark_objects_existing(new_target_pool, target,
@@ -193,8 +212,8 @@ class CopyEngine:
                 data = None
             engine_s += time.monotonic() - t1
         t0 = time.monotonic()
-        value = digest(data) if data is not None and (record is not None
-                                                      or verify is not None) else None
+        value = digest(data) if data is not None and (
+            record is not None or verify is not None or self._unchanged is not None) else None
         if verify is not None:
             try:
                 verify.check_digest(chunk.index, value)
@@ -205,6 +224,9 @@ class CopyEngine:
                     corrupt.append(chunk.index)
         engine_s += time.monotonic() - t0
         written = 0
+        if self._unchanged is not None and data is not None \
+                and self._unchanged.holds(chunk.index, value):
+            target = None  # the target has these bytes already
         if target is not None:
             t0 = time.monotonic()
             if data is not None:

@@ -10,6 +10,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import rados
 import rbd
@@ -39,13 +40,14 @@ from services.storage import rbd_images
 from services.volumes import locks
 from services.volumes.ownership import check_owner
 from worker.engine import checkpoint, manifest
-from worker.engine.copy import CopyEngine, CopyStats, Digests
+from worker.engine.copy import CopyEngine, CopyStats, Digests, Unchanged
 from worker.engine.extents import (
     allocated_objects,
     changed_objects,
     plan_chunks,
     resized_objects,
 )
+from worker.managers import group_snapshots
 from worker.managers.lifecycle import (
     Aftercare,
     ClaimedJob,
@@ -108,6 +110,7 @@ class BackupSteps(JobSteps):
 
     def undo(self) -> str:
         _clean_up(self.rt, self.rp, self.volume)
+        group_snapshots.release(self.rt, self.job)
         return "the partial copy was removed"
 
     def record_failure(self, status: JobStatus, code: str, message: str) -> None:
@@ -127,6 +130,9 @@ class BackupSteps(JobSteps):
             ("removing the volume's older cairn.* source snapshots",
              lambda: self._warn_all(_remove_unneeded_source_snapshots(rt, volume, rp))),
         ]
+        if job.group_id is not None:
+            steps.append(("removing the run's group snapshot",
+                          lambda: group_snapshots.release(rt, job)))
         if job.plan_id is not None:
             plan_id = job.plan_id
 
@@ -165,13 +171,21 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
             rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
         _remove_unfinished_snapshot(dst_io, rp)
         phases.lap("open")
-        # A retry reuses the snapshot of the first attempt: the restore point's time is
-        # when that snapshot was taken.
-        source_snapshots = _take_source_snapshot(src_io, volume, rp.snapshot)
-        snap_id = source_snapshots[rp.snapshot]
+        source_snapshots: dict[str, int] | None
+        if job.group_id is None:
+            # A retry reuses the snapshot of the first attempt: the restore point's time is
+            # when that snapshot was taken.
+            source_snapshots = _take_source_snapshot(src_io, volume, rp.snapshot)
+            snap_id = source_snapshots[rp.snapshot]
+            at: dict[str, Any] = {"snapshot": rp.snapshot}
+        else:
+            # The run's instant: the volume's member of the group snapshot, which has no
+            # name of its own to diff from (hence `unchanged` in the copy below).
+            source_snapshots = None
+            snap_id = group_snapshots.member_snapshot(rt, job, reporter, volume)
+            at = {"snapshot_id": snap_id}
         phases.lap("snapshot")
-        with rbd_images.open_image(src_io, volume.image, snapshot=rp.snapshot,
-                                   read_only=True) as source:
+        with rbd_images.open_image(src_io, volume.image, read_only=True, **at) as source:
             size = source.size()
             order = source.stat()["order"]
             fresh = _ensure_backup_image(dst_io, rp, volume, size, order)
@@ -182,7 +196,8 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                 phases.lap("open")
                 stats, record = _copy_objects(rt, job, reporter, rp, dst_io, source, backup,
                                               base, size, 1 << order, fresh=fresh,
-                                              snap_id=snap_id)
+                                              snap_id=snap_id,
+                                              by_digest=source_snapshots is None)
                 phases.lap("plan")  # the diff, then the copy the engine timed itself
                 phases.move("plan", "copy", stats.elapsed)
                 start = base.manifest if base else manifest.Manifest(1 << order, size)
@@ -261,18 +276,27 @@ def _take_source_snapshot(src_io: rados.Ioctx, volume: Volume, name: str) -> dic
 
 def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                   dst_io: rados.Ioctx, source: rbd.Image, backup: rbd.Image, base: Base | None,
-                  size: int, object_size: int, *, fresh: bool,
-                  snap_id: int) -> tuple[CopyStats, Digests]:
+                  size: int, object_size: int, *, fresh: bool, snap_id: int,
+                  by_digest: bool = False) -> tuple[CopyStats, Digests]:
     """Make the backup image's head equal the source snapshot: write what the source holds
     and clear what only the head still holds, for every object (a full) or for the objects
     that changed since the base, on the source or on the head (an interrupted attempt may
-    have written there). Resumes from the checkpoint of an earlier attempt."""
+    have written there). Resumes from the checkpoint of an earlier attempt.
+
+    `by_digest`: the source has no snapshot of the base to diff from (a group snapshot's
+    member): every object is read, and one is written only when its digest differs from
+    the base's or the head changed there since."""
     only = None
+    unchanged = None
     if base is not None:
         since = base.restore_point.snapshot
-        only = (changed_objects(source, size, object_size, since)
-                | changed_objects(backup, size, object_size, since)
-                | resized_objects(base.manifest.image_size, size, object_size))
+        head_changed = changed_objects(backup, size, object_size, since)
+        if by_digest:
+            unchanged = Unchanged(dict(base.manifest.digests), frozenset(
+                head_changed | resized_objects(base.manifest.image_size, size, object_size)))
+        else:
+            only = (changed_objects(source, size, object_size, since) | head_changed
+                    | resized_objects(base.manifest.image_size, size, object_size))
     # A fresh image holds nothing; and diffing it would load its object map into this
     # handle before the engine could mark the objects it writes (new_target_pool).
     in_backup = set() if fresh else allocated_objects(backup, size, object_size)
@@ -306,14 +330,16 @@ def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: Resto
     reporter.start_copy(resumed + sum(c.length for c in chunks if c.in_source), resumed,
                         engine.window)
     stats = engine.run(source, backup, chunks, record=record, resumed_bytes=resumed,
-                       new_target_pool=dst_io if fresh else None)
+                       new_target_pool=dst_io if fresh else None, unchanged=unchanged)
     backup.flush()
     return stats, record
 
 
 def _choose_base(rt: Runtime, rp: RestorePoint, dst_io: rados.Ioctx, backup: rbd.Image,
-                 source_snapshots: dict[str, int]) -> tuple[Base | None, str | None]:
-    """The base of an incremental, or None and why the backup is a full copy."""
+                 source_snapshots: dict[str, int] | None) -> tuple[Base | None, str | None]:
+    """The base of an incremental, or None and why the backup is a full copy. Without
+    `source_snapshots` (a group member: changes are found by digest) the base's source
+    snapshot is not needed."""
     if rp.kind == RestorePointKind.FULL:
         return None, None
     with rt.db.session() as session:
@@ -323,7 +349,7 @@ def _choose_base(rt: Runtime, rp: RestorePoint, dst_io: rados.Ioctx, backup: rbd
         return None, (f"no earlier available restore point of this volume on target "
                       f"{rp.target!r}: the first backup there is a full copy")
     what = f"the previous restore point {previous.id}"
-    if previous.snapshot not in source_snapshots:
+    if source_snapshots is not None and previous.snapshot not in source_snapshots:
         return None, (f"the source snapshot {previous.snapshot} of {what} is gone from the "
                       "volume (removed outside Cairn?), so changes since it cannot be "
                       "computed: made a full copy")

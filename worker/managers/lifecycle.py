@@ -75,6 +75,8 @@ class ClaimedJob:
     kind: JobKind | None = None
     target: str | None = None
     restore_method: RestoreMethod = RestoreMethod.COPY
+    group_id: str | None = None
+    """A backup of a group plan's run: it reads the run's RBD group snapshot."""
     queue_wait_seconds: float = 0.0
     """From when the job was queued (or due, if later) to its claim."""
     claim_seconds: float = 0.0
@@ -91,7 +93,8 @@ class ClaimedJob:
                    restore_mode=job.restore_mode,
                    restore_cinder_volume_id=job.restore_cinder_volume_id,
                    verify_fraction=job.verify_fraction, kind=JobKind(job.kind),
-                   target=job.target, restore_method=RestoreMethod(job.restore_method))
+                   target=job.target, restore_method=RestoreMethod(job.restore_method),
+                   group_id=job.group_id)
 
     @property
     def out_of_attempts(self) -> bool:
@@ -183,7 +186,7 @@ def _create_restore_point(session: Session, job: Job) -> None:
     assert job.target is not None
     rp = RestorePoint(project_id=job.project_id, volume_id=job.volume_id, target=job.target,
                       kind=job.backup_kind or RestorePointKind.INCREMENTAL,
-                      plan_id=job.plan_id)
+                      plan_id=job.plan_id, group_id=job.group_id)
     session.add(rp)
     session.flush()
     job.restore_point_id = rp.id

@@ -30,7 +30,8 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[s
 
 
 ALL_TABLES = {"volumes", "restore_points", "jobs", "plans", "plan_volumes", "project_quotas",
-              "volume_locks", "idempotent_requests", "webhooks", "event_deliveries"}
+              "volume_locks", "idempotent_requests", "webhooks", "event_deliveries",
+              "restore_point_groups"}
 
 
 def tables(url: str) -> set[str]:

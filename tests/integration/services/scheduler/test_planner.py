@@ -8,13 +8,15 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import select, update
 
 from services.db import Database
 from services.quotas import service as quotas
+from services.records.groups import RestorePointGroup
 from services.records.jobs import Job
 from services.scheduler.planner import schedule_due
 from services.settings import Settings
-from services.status import JobKind, JobStatus
+from services.status import Consistency, JobKind, JobStatus
 from tests.support.factories import duplicate_slots, jobs_of, make_plan
 
 T0 = datetime(2026, 11, 20, 0, 30, tzinfo=UTC)
@@ -100,3 +102,27 @@ def test_a_busy_volume_skips_the_slot_and_over_quota_fails_it(db: Database) -> N
     assert failed.error_message is not None
     assert "restore point quota" in failed.error_message
     assert "0 of 0 used, this needs 1 more (1 over)" in failed.error_message
+
+
+def test_a_group_plans_run_shares_one_group_made_once(db: Database) -> None:
+    """Every volume of a group plan's run belongs to the same group restore point, which
+    two scheduler rounds (or replicas) planning the same slot make only once."""
+    plan = make_plan(db, project=project(), volumes=3, rules=HOURLY, now=T0,
+                     consistency=Consistency.GROUP)
+    schedule_due(db, settings(), T0 + timedelta(minutes=31))
+    schedule_due(db, settings(), T0 + timedelta(minutes=45))
+    with db.session() as session:  # the run ended: the next slot's volumes are not busy
+        session.execute(update(Job).where(Job.plan_id == plan)
+                        .values(status=JobStatus.SUCCEEDED))
+    schedule_due(db, settings(), T0 + timedelta(minutes=91))  # the next slot: a new group
+    jobs = jobs_of(db, plan)
+    by_slot: dict[datetime | None, set[str | None]] = {}
+    for job in jobs:
+        by_slot.setdefault(job.slot_at, set()).add(job.group_id)
+    assert len(by_slot) == 2
+    assert all(len(ids) == 1 and None not in ids for ids in by_slot.values())
+    with db.session() as session:
+        groups = session.scalars(select(RestorePointGroup)
+                                 .where(RestorePointGroup.plan_id == plan)).all()
+        assert sorted(g.id for g in groups) == sorted(
+            next(iter(ids)) for ids in by_slot.values())
