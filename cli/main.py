@@ -139,12 +139,15 @@ def plan_show(state: State, plan_id: str, fmt: str) -> None:
 @click.option("--keep-monthly", type=int, default=0)
 @click.option("--keep-yearly", type=int, default=0)
 @click.option("--target", help="Backup target (default: the service's)")
+@click.option("--group", "group", is_flag=True,
+              help="Crash-consistent together: one RBD group snapshot over all the volumes "
+                   "per run (an application spread over several volumes)")
 @FORMAT
 @pass_state
 def plan_create(state: State, name: str, volumes: tuple[str, ...], incrementals: tuple[str, ...],
                 fulls: tuple[str, ...], timezone: str, window: str | None, keep_last: int,
                 keep_daily: int, keep_weekly: int, keep_monthly: int, keep_yearly: int,
-                target: str | None, fmt: str) -> None:
+                target: str | None, group: bool, fmt: str) -> None:
     rules = ([{"cron": c, "kind": "incremental"} for c in incrementals]
              + [{"cron": c, "kind": "full"} for c in fulls])
     if not rules:
@@ -160,6 +163,8 @@ def plan_create(state: State, name: str, volumes: tuple[str, ...], incrementals:
         body["window"] = {"start": start, "end": end}
     if target:
         body["target"] = target
+    if group:
+        body["consistency"] = "group"
     show(state.api.call("POST", "/v1/plans", json=body), fmt)
 
 
