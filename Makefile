@@ -8,7 +8,7 @@ API_PORT ?= 8787
 OPENSTACK ?= 0
 PROMETHEUS ?= 0
 
-.PHONY: help bootstrap up down status image test test-unit test-only soak lint typecheck check bench bench-instant bench-scheduler bench-hostile clean
+.PHONY: help bootstrap up down status image test test-unit test-only soak lint typecheck check bench bench-instant bench-fleet bench-scheduler bench-hostile clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -85,6 +85,12 @@ bench-instant: ## instant vs copy restore of 1/10/100 GiB Cinder volumes; restar
 	@bash deploy/local/stack.sh down
 	@CEPH_OBJECTSTORE=bluestore CEPH_STORE_BYTES=34359738368 CAIRN_OPENSTACK=1 bash deploy/local/stack.sh up infra
 	@$(PY) bench/instant_restore.py $(ARGS)
+
+bench-fleet: ## nightly fleet: Cairn vs Cinder backup vs the rbd shell sequence over 3 nights; restarts the stack with ceph-a on BlueStore (~15 min at the default 20 volumes; ARGS="--volumes 200"); prints figures
+	@CAIRN_OPENSTACK=1 CAIRN_BENCH_FLEET=1 bash deploy/local/bootstrap.sh
+	@bash deploy/local/stack.sh down
+	@CEPH_OBJECTSTORE=bluestore CEPH_STORE_BYTES=68719476736 CAIRN_OPENSTACK=1 bash deploy/local/stack.sh up infra
+	@$(PY) bench/fleet.py $(ARGS)
 
 bench-scheduler: bootstrap ## scheduler and list-endpoint benchmark on PostgreSQL (~3 min); prints figures
 	@bash deploy/local/stack.sh up infra

@@ -32,6 +32,10 @@ fi
 if [ "${CAIRN_BENCH:-0}" = 1 ]; then
     apt_packages+=(gcc libc6-dev)
 fi
+# `make bench-fleet` runs Cinder's own backup service beside Cairn, as the anchor.
+if [ "${CAIRN_BENCH_FLEET:-0}" = 1 ]; then
+    apt_packages+=(cinder-backup)
+fi
 
 sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

@@ -144,7 +144,8 @@ def free_port() -> int:
         return port
 
 
-def start_cairn(database_url: str, redis_db: int, log_dir: Path) -> OpenStackCairn:
+def start_cairn(database_url: str, redis_db: int, log_dir: Path, *, workers: int = 1,
+                **overrides: str) -> OpenStackCairn:
     port = free_port()
     env = service_env(database_url, redis_db, **{
         "CAIRN_AUTH_STRATEGY": "keystone",
@@ -156,14 +157,17 @@ def start_cairn(database_url: str, redis_db: int, log_dir: Path) -> OpenStackCai
         # Short, so the revocation test need not wait a minute.
         "CAIRN_TOKEN_CACHE_SECONDS": "1",
         "CAIRN_ADMIN_PROJECTS": json.dumps([ADMIN_PROJECT]),
+        **overrides,
     })
     subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "-n", str(redis_db), "flushdb"],
                    check=True, capture_output=True)
     url = f"http://127.0.0.1:{port}"
     cairn = OpenStackCairn(url, env)
     log_dir.mkdir(parents=True, exist_ok=True)
+    extra_workers = tuple((f"cairn-worker-{i}", [str(BIN / "cairn-worker")], "ready")
+                          for i in range(2, workers + 1))
     for name, argv, ready in (
-            ("cairn-worker", [str(BIN / "cairn-worker")], "ready"),
+            ("cairn-worker", [str(BIN / "cairn-worker")], "ready"), *extra_workers,
             ("cairn-scheduler", [str(BIN / "cairn-scheduler")], "cairn-scheduler started"),
             ("cairn-api", [str(BIN / "cairn-api"), "--port", str(port)], "Uvicorn running")):
         proc = Process(name, argv, env, log_dir / f"{name}.log")

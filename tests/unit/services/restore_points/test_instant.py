@@ -43,3 +43,4 @@ def test_before_the_volume_is_ready_it_says_the_restore_is_under_way() -> None:
 
 def test_the_clone_name_leads_back_to_its_job() -> None:
     assert instant_image_name("abc") == "cairn-instant-abc"
+

@@ -1,0 +1,353 @@
+"""Nightly-fleet benchmark (issue 16): does a cloud's night of backups fit in the night?
+
+N Cinder volumes (default 20 x 1 GiB, a quarter of each filled with data) of one project
+on the local stack's ceph-a (BlueStore: `make bench-fleet` restarts it so), three nights:
+night 1 full, nights 2 and 3 incremental after 2 % of each volume's objects changed.
+Each night is backed up three ways, one after the other, on the same volumes:
+
+- **Cairn**: a plan over all the volumes, run now, through the real API, scheduler and
+  two worker processes (4 jobs each at once), to the `local` target (ceph-a/backups);
+- **Cinder backup**: Debian's `cinder-backup` with its Ceph driver, started by the bench
+  with the stack's Cinder (incremental: RBD diffs, to the pool `cinder-backups`), every
+  volume's backup requested at once, as a tenant's cron would;
+- **shell**: the per-volume sequence providers script today, one volume after the other:
+  `rbd snap create`, `rbd export-diff [--from-snap] | rbd import-diff`, `rbd snap rm`.
+
+It prints, per night and method: volumes per hour, wall time, CPU-seconds per volume (the
+workers', cinder-backup's with its rbd children, the shell's children), and for Cairn the
+median and p95 of each phase of its jobs (`timings.phases`) and the worker time of a job
+(its phases after the claim). Then the ratios the issue asks for.
+
+    .venv/bin/python bench/fleet.py [--volumes 20] [--size-gib 1] [--fill 0.25]
+                                    [--change 0.02] [--skip-cinder] [--skip-shell]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import rbd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.support import ceph
+from tests.support.databases import migrated_database
+from tests.support.openstack import (
+    OpenStackCairn,
+    User,
+    admin_cinder,
+    image_of,
+    keystone_up,
+    make_cloud,
+    start_cairn,
+)
+
+MIB = 1 << 20
+GIB = 1 << 30
+OBJECT = 4 * MIB
+REPO = Path(__file__).resolve().parent.parent
+STATE = Path(os.environ.get("CAIRN_STATE_DIR", REPO / ".state"))
+CEPH_CONF = STATE / "ceph-a" / "ceph.conf"
+CINDER_POOL = "cinder-backups"
+SHELL_POOL = "shell-backups"
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Night:
+    method: str
+    night: int
+    volumes: int
+    seconds: float
+    cpu_seconds: float
+    phases: dict[str, list[float]] = field(default_factory=dict)
+    worker_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def per_hour(self) -> float:
+        return self.volumes * 3600 / self.seconds
+
+
+def cpu_of(pid: int) -> float:
+    """CPU-seconds of a process and its reaped children (utime, stime, cutime, cstime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / CLK
+
+
+def ceph_cli(*args: str) -> str:
+    return subprocess.run(["ceph", "-c", str(CEPH_CONF), *args], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def ensure_pool(name: str) -> None:
+    if name not in ceph_cli("osd", "pool", "ls").split():
+        ceph_cli("osd", "pool", "create", name, "8")
+        ceph_cli("osd", "pool", "application", "enable", name, "rbd")
+
+
+# ---------------------------------------------------------------- the volumes
+def make_volumes(member: User, n: int, size_gib: int, fill: float) -> list[str]:
+    api = member.cinder()
+    ids = [api.create(size_gb=size_gib, name=f"fleet-{i:03d}", volume_type=None,
+                      description="bench/fleet.py", metadata={}).id for i in range(n)]
+    for volume_id in ids:
+        api.wait_for(volume_id, "available", 600)
+    objects = size_gib * GIB // OBJECT
+
+    def fill_one(args: tuple[int, str]) -> None:
+        i, volume_id = args
+        rng = random.Random(i)
+        chosen = rng.sample(range(objects), max(1, int(objects * fill)))
+        with ceph.ioctx("ceph-a", "volumes") as io, rbd.Image(io, image_of(volume_id)) as im:
+            for index in chosen:
+                im.write(rng.randbytes(OBJECT), index * OBJECT)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(fill_one, enumerate(ids)))
+    return ids
+
+
+def change(ids: list[str], size_gib: int, fraction: float, night: int) -> None:
+    """Rewrite `fraction` of each volume's objects (4 KiB in each: what a day of small
+    writes looks like to an incremental, which copies whole objects)."""
+    objects = size_gib * GIB // OBJECT
+
+    def one(args: tuple[int, str]) -> None:
+        i, volume_id = args
+        rng = random.Random(night * 100_000 + i)
+        with ceph.ioctx("ceph-a", "volumes") as io, rbd.Image(io, image_of(volume_id)) as im:
+            for index in rng.sample(range(objects), max(1, int(objects * fraction))):
+                im.write(rng.randbytes(4096), index * OBJECT + rng.randrange(0, OBJECT, 4096))
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(one, enumerate(ids)))
+
+
+# ---------------------------------------------------------------- Cairn
+def cairn_night(cairn: OpenStackCairn, token: str, plan_id: str, night: int,
+                n: int) -> Night:
+    workers = [p.proc.pid for p in cairn.processes
+               if p.name.startswith("cairn-worker") and p.proc is not None]
+    cpu0 = sum(cpu_of(pid) for pid in workers)
+    t0 = time.monotonic()
+    run = cairn.call("POST", f"/v1/plans/{plan_id}/run", token,
+                     json={"kind": "full" if night == 1 else "incremental"})
+    assert run.status_code == 202, run.text
+    jobs = [cairn.wait_job(j["id"], token, timeout=7200) for j in run.json()["jobs"]]
+    seconds = time.monotonic() - t0
+    cpu = sum(cpu_of(pid) for pid in workers) - cpu0
+    bad = [j for j in jobs if j["status"] != "succeeded"]
+    assert not bad, bad[:2]
+    result = Night("cairn", night, len(jobs), seconds, cpu)
+    for job in jobs:
+        phases = job["timings"]["phases"] or {}
+        for name, value in phases.items():
+            result.phases.setdefault(name, []).append(value)
+        result.worker_seconds.append(sum(v for k, v in phases.items()
+                                         if k not in ("queue_wait", "claim")))
+    assert len(jobs) == n, f"{len(jobs)} jobs for {n} volumes"
+    return result
+
+
+# ---------------------------------------------------------------- Cinder backup
+def cinder_backup_conf(directory: Path) -> Path:
+    """The stack's cinder.conf with the Ceph backup driver added."""
+    base = STATE / "openstack" / "cinder" / "cinder.conf"
+    text = base.read_text().replace("[DEFAULT]\n", "[DEFAULT]\n"
+                                    "backup_driver = cinder.backup.drivers.ceph.CephBackupDriver\n"
+                                    f"backup_ceph_conf = {CEPH_CONF}\n"
+                                    "backup_ceph_user = admin\n"
+                                    f"backup_ceph_pool = {CINDER_POOL}\n"
+                                    "backup_ceph_chunk_size = 134217728\n", 1)
+    conf = directory / "cinder-backup.conf"
+    conf.write_text(text)
+    return conf
+
+
+def start_cinder_backup(conf: Path, log: Path) -> subprocess.Popen[bytes]:
+    if shutil.which("cinder-backup") is None:
+        sys.exit("cinder-backup is not installed: `make bench-fleet` installs it")
+    with log.open("ab") as out:
+        proc = subprocess.Popen(["cinder-backup", "--config-file", str(conf)], stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 120
+    api = admin_cinder()
+    while time.monotonic() < deadline:
+        services = api.session.get("/os-services", endpoint_filter=api.endpoint_filter,
+                                   params={"binary": "cinder-backup"}).json()["services"]
+        if any(s["state"] == "up" for s in services):
+            return proc
+        time.sleep(1)
+    proc.terminate()
+    sys.exit(f"cinder-backup did not come up; see {log}")
+
+
+def cinder_night(member: User, ids: list[str], night: int, backup_pid: int) -> Night:
+    api = member.cinder()
+    cpu0 = cpu_of(backup_pid)
+    t0 = time.monotonic()
+    made = []
+    for volume_id in ids:
+        body = {"backup": {"volume_id": volume_id, "name": f"night-{night}",
+                           "incremental": night > 1}}
+        answer = api.session.post("/backups", json=body, endpoint_filter=api.endpoint_filter,
+                                  raise_exc=False)
+        assert answer.status_code == 202, answer.text
+        made.append(answer.json()["backup"]["id"])
+    pending = set(made)
+    while pending:
+        time.sleep(0.5)
+        for backup_id in list(pending):
+            status = api.session.get(f"/backups/{backup_id}",
+                                     endpoint_filter=api.endpoint_filter).json()["backup"]
+            if status["status"] == "available":
+                pending.discard(backup_id)
+            elif status["status"] == "error":
+                raise AssertionError(f"Cinder backup {backup_id} failed: "
+                                     f"{status.get('fail_reason')}")
+    return Night("cinder-backup", night, len(ids), time.monotonic() - t0,
+                 cpu_of(backup_pid) - cpu0)
+
+
+# ---------------------------------------------------------------- the shell sequence
+def shell_night(ids: list[str], night: int, size_gib: int) -> Night:
+    conf = f"-c {CEPH_CONF}"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    for volume_id in ids:
+        src = f"volumes/{image_of(volume_id)}"
+        dst = f"{SHELL_POOL}/{image_of(volume_id)}"
+        snap, prev = f"shell.{night}", f"shell.{night - 1}"
+        steps = [f"rbd {conf} snap create {src}@{snap}"]
+        if night == 1:
+            steps.append(f"rbd {conf} create {dst} --size {size_gib}G")
+            steps.append(f"rbd {conf} export-diff {src}@{snap} - | "
+                         f"rbd {conf} import-diff - {dst}")
+        else:
+            steps.append(f"rbd {conf} export-diff --from-snap {prev} {src}@{snap} - | "
+                         f"rbd {conf} import-diff - {dst}")
+            steps.append(f"rbd {conf} snap rm {src}@{prev}")
+        subprocess.run(" && ".join(steps), shell=True, check=True, capture_output=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return Night("shell", night, len(ids), time.monotonic() - t0, cpu)
+
+
+# ---------------------------------------------------------------- report
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def report(results: list[Night]) -> None:
+    print(f"\n{'night':>5} {'method':>14} {'volumes':>8} {'wall s':>8} {'vol/hour':>9} "
+          f"{'CPU s/vol':>10}")
+    for r in results:
+        print(f"{r.night:>5} {r.method:>14} {r.volumes:>8} {r.seconds:>8.1f} "
+              f"{r.per_hour:>9.0f} {r.cpu_seconds / r.volumes:>10.2f}")
+    for r in results:
+        if r.method != "cairn":
+            continue
+        print(f"\nCairn, night {r.night}: phases per job, median / p95 (s)")
+        for name, values in r.phases.items():
+            print(f"  {name:>16} {statistics.median(values):8.3f} {pct(values, 0.95):8.3f}")
+        print(f"  {'worker time':>16} {statistics.median(r.worker_seconds):8.3f} "
+              f"{pct(r.worker_seconds, 0.95):8.3f}   (a job's phases after its claim)")
+    by = {(r.method, r.night): r for r in results}
+    print()
+    for night in sorted({r.night for r in results if r.night > 1}):
+        cairn = by.get(("cairn", night))
+        for anchor, goal in (("cinder-backup", 3.0), ("shell", 1.5)):
+            other = by.get((anchor, night))
+            if cairn and other:
+                ratio = cairn.per_hour / other.per_hour
+                print(f"night {night}: Cairn / {anchor} = {ratio:.1f}x volumes per hour "
+                      f"(goal >= {goal}x)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--volumes", type=int, default=20)
+    parser.add_argument("--size-gib", type=int, default=1)
+    parser.add_argument("--fill", type=float, default=0.25,
+                        help="fraction of each volume's objects holding data")
+    parser.add_argument("--change", type=float, default=0.02,
+                        help="fraction of each volume's objects changed between nights")
+    parser.add_argument("--nights", type=int, default=3)
+    parser.add_argument("--skip-cinder", action="store_true")
+    parser.add_argument("--skip-shell", action="store_true")
+    args = parser.parse_args()
+    if not keystone_up():
+        sys.exit("Keystone is not running: `make bench-fleet` starts the stack with it")
+    print(f"# fleet: {args.volumes} x {args.size_gib} GiB ({args.fill:.0%} data), "
+          f"{args.change:.0%} changed per night; {platform.node()}, {os.cpu_count()} cores, "
+          f"{time.strftime('%Y-%m-%d')}", flush=True)
+    ensure_pool(CINDER_POOL)
+    ensure_pool(SHELL_POOL)
+    results: list[Night] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        cloud = make_cloud(directory)
+        member = cloud["a-member"]
+        project = member.project_id
+        admin = admin_cinder()
+        admin.session.put(f"/os-quota-sets/{project}", endpoint_filter=admin.endpoint_filter,
+                          json={"quota_set": {"volumes": -1, "gigabytes": -1, "backups": -1,
+                                              "backup_gigabytes": -1, "snapshots": -1}})
+        t0 = time.monotonic()
+        ids = make_volumes(member, args.volumes, args.size_gib, args.fill)
+        print(f"# {len(ids)} volumes made and filled in {time.monotonic() - t0:.0f} s",
+              flush=True)
+        backup_proc = None
+        if not args.skip_cinder:
+            backup_proc = start_cinder_backup(cinder_backup_conf(directory),
+                                              directory / "cinder-backup.log")
+        with migrated_database("postgresql", directory) as url:
+            cairn = start_cairn(url, 7, directory / "logs", workers=2,
+                                CAIRN_MAX_JOBS_PER_TARGET="8", CAIRN_MAX_JOBS_PER_PROJECT="8",
+                                CAIRN_PROGRESS_INTERVAL_SECONDS="2")
+            try:
+                token = member.token()
+                plan = cairn.call("POST", "/v1/plans", token, json={
+                    "name": "fleet", "volumes": ids,
+                    "rules": [{"cron": "0 2 * * *", "kind": "incremental"}],
+                    "retention": {"keep_last": 10}})
+                assert plan.status_code == 201, plan.text
+                for night in range(1, args.nights + 1):
+                    if night > 1:
+                        change(ids, args.size_gib, args.change, night)
+                    results.append(cairn_night(cairn, member.token(), plan.json()["id"],
+                                               night, len(ids)))
+                    print(f"# night {night}: cairn {results[-1].seconds:.1f} s", flush=True)
+                    if backup_proc is not None:
+                        results.append(cinder_night(member, ids, night, backup_proc.pid))
+                        print(f"# night {night}: cinder-backup {results[-1].seconds:.1f} s",
+                              flush=True)
+                    if not args.skip_shell:
+                        results.append(shell_night(ids, night, args.size_gib))
+                        print(f"# night {night}: shell {results[-1].seconds:.1f} s",
+                              flush=True)
+            finally:
+                cairn.stop()
+                if backup_proc is not None:
+                    backup_proc.terminate()
+    report(results)
+    print("\nThe volumes, their backups and the pools stay; `make down` and `make up` "
+          "start a fresh stack.")
+
+
+if __name__ == "__main__":
+    main()
