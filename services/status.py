@@ -109,7 +109,10 @@ RESTORE_POINT_TRANSITIONS: Mapping[RestorePointStatus, frozenset[RestorePointSta
     RestorePointStatus.AVAILABLE: frozenset({RestorePointStatus.DELETING,
                                              RestorePointStatus.ERROR}),
     RestorePointStatus.ERROR: frozenset({RestorePointStatus.DELETING}),
-    RestorePointStatus.DELETING: frozenset({RestorePointStatus.DELETED, RestorePointStatus.ERROR}),
+    # deleting -> available: the delete was refused before it removed anything (the backup
+    # snapshot still backs an instant restore's clone); the restore point is whole.
+    RestorePointStatus.DELETING: frozenset({RestorePointStatus.DELETED, RestorePointStatus.ERROR,
+                                            RestorePointStatus.AVAILABLE}),
     RestorePointStatus.DELETED: frozenset(),
 }
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from services.base import utcnow
 from services.errors import NotFound, RestorePointBusy
@@ -52,9 +53,20 @@ class DeleteSteps(JobSteps):
 
     def record_failure(self, status: JobStatus, code: str, message: str) -> None:
         with self.rt.db.session() as session:
-            guarded_update(session, RestorePoint, self.rp.id, RESTORE_POINT_TRANSITIONS,
-                           RestorePointStatus.ERROR, expect=RestorePointStatus.DELETING,
-                           extra={"status_reason": message})
+            settle_refused_delete(session, self.rp.id, code, message)
+
+
+def settle_refused_delete(session: Session, rp_id: str, code: str, message: str) -> None:
+    """A `deleting` restore point whose delete failed: `available` again when the delete
+    was refused before it removed anything (it is whole), else `error`."""
+    if code == RestorePointBusy.code:
+        guarded_update(session, RestorePoint, rp_id, RESTORE_POINT_TRANSITIONS,
+                       RestorePointStatus.AVAILABLE, expect=RestorePointStatus.DELETING,
+                       extra={"status_reason": None})
+        return
+    guarded_update(session, RestorePoint, rp_id, RESTORE_POINT_TRANSITIONS,
+                   RestorePointStatus.ERROR, expect=RestorePointStatus.DELETING,
+                   extra={"status_reason": message})
 
 
 def delete_restore_point(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:

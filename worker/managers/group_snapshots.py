@@ -24,8 +24,9 @@ from services.errors import Conflict, InvalidInput, NotFound, StorageError
 from services.records.groups import RestorePointGroup, group_name, group_snapshot_name
 from services.records.jobs import Job
 from services.records.plans import Plan
+from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
-from services.status import ACTIVE_JOB_STATUSES
+from services.status import ACTIVE_JOB_STATUSES, RestorePointStatus
 from services.storage import rbd_images
 from worker.managers.lifecycle import ClaimedJob, JobReporter
 from worker.runtime import Runtime
@@ -145,16 +146,22 @@ def _remove_finished_snapshots(rt: Runtime, group: rbd.Group, keep: str) -> None
         name = snap["name"]
         if name == keep or not name.startswith("cairn."):
             continue
-        if _members_running(rt, name.removeprefix("cairn.")):
+        if _members_reading(rt, name.removeprefix("cairn.")):
             continue
         group.remove_snap(name)
         _mark_released(rt, name.removeprefix("cairn."))
 
 
-def _members_running(rt: Runtime, group_id: str, *, besides: str | None = None) -> int:
+def _members_reading(rt: Runtime, group_id: str, *, besides: str | None = None) -> int:
+    """Backups of the run that may still read the group snapshot: queued or running, and
+    not yet past their commit point (a member's restore point is `available` once its copy
+    is complete). Members commit one at a time, so of several finishing together, the last
+    to commit sees all the others done, and removes the snapshot."""
     with rt.db.session() as session:
-        stmt = select(func.count()).select_from(Job).where(
-            Job.group_id == group_id, Job.status.in_(ACTIVE_JOB_STATUSES))
+        stmt = (select(func.count()).select_from(Job)
+                .outerjoin(RestorePoint, RestorePoint.id == Job.restore_point_id)
+                .where(Job.group_id == group_id, Job.status.in_(ACTIVE_JOB_STATUSES),
+                       RestorePoint.status.is_distinct_from(RestorePointStatus.AVAILABLE)))
         if besides is not None:
             stmt = stmt.where(Job.id != besides)
         return int(session.scalar(stmt) or 0)
@@ -179,18 +186,48 @@ def _member_id(rt: Runtime, volume: Volume, group_id: str) -> int:
 
 
 def release(rt: Runtime, job: ClaimedJob) -> None:
-    """Once no other backup of the run is queued or running, remove the run's group
-    snapshot from the volumes (it costs their writes copy-on-write)."""
-    if job.group_id is None or _members_running(rt, job.group_id, besides=job.id):
+    """Once no other backup of the run may still read it, remove the run's group snapshot
+    from the volumes (it costs their writes copy-on-write)."""
+    if job.group_id is None or _members_reading(rt, job.group_id, besides=job.id):
         return
     with rt.db.session() as session:
-        group = session.get(RestorePointGroup, job.group_id)
-        where = group.rbd_group if group is not None and group.released_at is None else None
+        row = session.get(RestorePointGroup, job.group_id)
+        where = row.rbd_group if row is not None and row.released_at is None else None
     if where is None:
         return
     cluster, pool, name = where.split("/", 2)
-    # Removed already, perhaps: by another member, or by the next run's taker.
-    with rt.clusters.ioctx(cluster, pool) as io, \
-            contextlib.suppress(rbd.ImageNotFound, rbd.ObjectNotFound):
-        rbd.Group(io, name).remove_snap(group_snapshot_name(job.group_id))
+    with rt.clusters.ioctx(cluster, pool) as io:
+        group = rbd.Group(io, name)
+        # Removed already, perhaps: by another member, or by the next run's taker.
+        with contextlib.suppress(rbd.ImageNotFound, rbd.ObjectNotFound):
+            group.remove_snap(group_snapshot_name(job.group_id))
+        if not list(group.list_snaps()) and not _later_run_started(rt, job.group_id):
+            _dissolve(rt, cluster, io, group, name)
     _mark_released(rt, job.group_id)
+
+
+def _later_run_started(rt: Runtime, group_id: str) -> bool:
+    """Whether another run of the plan has claimed its snapshot and not released it."""
+    with rt.db.session() as session:
+        mine = session.get_one(RestorePointGroup, group_id)
+        return session.scalar(select(func.count()).select_from(RestorePointGroup).where(
+            RestorePointGroup.plan_id == mine.plan_id, RestorePointGroup.id != group_id,
+            RestorePointGroup.claimed_by.is_not(None),
+            RestorePointGroup.released_at.is_(None))) != 0
+
+
+def _dissolve(rt: Runtime, cluster: str, io: rados.Ioctx, group: rbd.Group,
+              name: str) -> None:
+    """Between runs the volumes are in no group: an image in a group cannot be deleted
+    (Cinder's delete of the volume would fail), and the plan may change or go. The next
+    run makes the group again."""
+    handle = rt.clusters.handle(cluster)
+    for image in list(group.list_images()):
+        pool = handle.pool_reverse_lookup(image["pool"])
+        if pool is None:
+            continue
+        with rt.clusters.ioctx(cluster, pool) as image_io, \
+                contextlib.suppress(rbd.ImageNotFound, rbd.ObjectNotFound):
+            group.remove_image(image_io, image["name"])
+    with contextlib.suppress(rbd.ImageNotFound, rbd.ObjectNotFound):
+        rbd.RBD().group_remove(io, name)

@@ -22,7 +22,7 @@ from services.status import (
     guarded_update,
 )
 from services.volumes import locks
-from worker.managers.delete import delete_restore_point
+from worker.managers.delete import delete_restore_point, settle_refused_delete
 from worker.managers.lifecycle import ClaimedJob, JobReporter, failure_reason, run_job
 from worker.managers.signals import JobLost
 from worker.runtime import Runtime
@@ -105,7 +105,6 @@ def _prune_volume(rt: Runtime, plan_id: str, volume_id: str, pruned: list[str],
             code, message = failure_reason(exc)
             failed.append(f"{rp.id}: {message}")
             with rt.db.session() as session:
-                guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
-                               RestorePointStatus.ERROR, expect=RestorePointStatus.DELETING,
-                               extra={"status_reason": f"prune could not delete it ({code}): "
-                                      f"{message}; delete it again to retry"})
+                settle_refused_delete(session, rp.id, code,
+                                      f"prune could not delete it ({code}): {message}; delete "
+                                      "it again to retry")

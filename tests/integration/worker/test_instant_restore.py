@@ -156,3 +156,34 @@ def test_instant_restore_in_place_is_refused(stack: Stack, protected_odd: Any) -
                            "mode": "instant"})
     assert response.status_code == 422, response.text
     assert "in place" in response.text
+
+
+def test_a_delete_refuses_a_snapshot_that_still_backs_a_clone(
+        stack: Stack, volumes_pool: rados.Ioctx, backups_pool: rados.Ioctx,
+        protected_odd: Any) -> None:
+    """A clone no running job accounts for (an instant restore whose flatten gave up):
+    the delete job refuses before removing anything, and the restore point stays
+    available and whole (librbd would otherwise hide the snapshot in its trash)."""
+    rp, snapshot_sha = protected_odd
+    clone = ceph.unique_name("left-clone")
+    cluster = rados.Rados(conffile=str(ceph.conf_path("ceph-a")),
+                          conf={"rbd_default_clone_format": "2"})
+    cluster.connect(timeout=10)
+    try:
+        with cluster.open_ioctx("backups") as bio, cluster.open_ioctx("volumes") as vio:
+            rbd.RBD().clone(bio, rp["backup_image"], rp["backup_snapshot"], vio, clone)
+    finally:
+        cluster.shutdown()
+    try:
+        answer = stack.delete(f"/v1/restore-points/{rp['id']}")
+        assert answer.status_code == 202, answer.text
+        job = stack.wait_job(answer.json()["id"])
+        assert job["status"] == "failed", job
+        assert job["error"]["code"] == "restore_point_busy"
+        assert f"volumes/{clone}" in job["error"]["message"]
+        after = stack.get(f"/v1/restore-points/{rp['id']}").json()
+        assert after["status"] == "available", after
+        assert ceph.sha256_of(backups_pool, rp["backup_image"], rp["backup_snapshot"]) \
+            == snapshot_sha
+    finally:
+        ceph.remove_image(volumes_pool, clone)

@@ -19,7 +19,7 @@ BACKUP_PHASES = {"queue_wait", "claim", "open", "snapshot", "plan", "copy", "man
 
 def test_a_backup_publishes_its_phases(stack: Stack, volumes_pool: rados.Ioctx) -> None:
     name = ceph.unique_name("phases")
-    ceph.make_mixed_image(volumes_pool, name, size=9 * MiB + 1, seed=81)
+    ceph.make_mixed_image(volumes_pool, name, size=13 * MiB + 1, seed=81)
     try:
         job = backup(stack, name)
         phases = job["timings"]["phases"]
