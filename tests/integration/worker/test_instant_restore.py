@@ -14,7 +14,7 @@ import rbd
 
 from tests.support import ceph
 from tests.support.ceph import MiB
-from tests.support.flows import backup, restore_point, start_restore
+from tests.support.flows import backup, restore_point, start_restore, wait_for_progress
 from tests.support.stack import HEADERS, Stack
 
 pytestmark = pytest.mark.ceph
@@ -116,10 +116,7 @@ def test_a_worker_killed_mid_flatten_resumes_it(
                         qos_bytes_per_second=2 * MiB)
     try:
         ready = _wait_ready(stack, job["id"])
-        deadline = time.monotonic() + 30
-        while stack.get(f"/v1/jobs/{job['id']}").json()["progress"]["bytes_done"] < 4 * MiB:
-            assert time.monotonic() < deadline, "the flatten never progressed"
-            time.sleep(0.05)
+        wait_for_progress(stack, job["id"], 4 * MiB)
         stack.worker.kill()
         # Between the attempts the image stays usable and exact.
         assert ceph.sha256_of(volumes_pool, name) == snapshot_sha
