@@ -6,7 +6,9 @@ heartbeats stop and cairn-scheduler hands them to another worker."""
 
 from __future__ import annotations
 
+import faulthandler
 import logging
+import signal
 
 from services.dispatch import QUEUE
 from services.metrics import exposition
@@ -16,6 +18,11 @@ from services.settings import get_settings
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     from worker.celery_app import app
+
+    # `kill -USR2 <pid>` writes every thread's stack to the log, even when no Python code
+    # can run (a thread holding the GIL while it waits in librbd): how an operator (or a
+    # test that timed out) sees what a stuck worker is doing. SIGUSR1 is Celery's own.
+    faulthandler.register(signal.SIGUSR2, all_threads=True)
 
     settings = get_settings()
     exposition.serve("cairn-worker", settings.metrics_host, settings.worker_metrics_port)

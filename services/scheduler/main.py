@@ -5,6 +5,7 @@ Several replicas may run at once: every step is safe against a racing twin."""
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import signal
 import threading
@@ -159,6 +160,8 @@ def main() -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # As cairn-worker: `kill -USR2` writes every thread's stack to the log.
+    faulthandler.register(signal.SIGUSR2, all_threads=True)
     log.info("cairn-scheduler started (tick %.1f s, reconcile every %.1f s)",
              settings.scheduler_tick_seconds, settings.reconcile_interval_seconds)
     while not stop.is_set():

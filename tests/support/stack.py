@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy
 from fastapi.testclient import TestClient
 
 from api.main import create_app
@@ -94,6 +95,14 @@ class Process:
         raise RuntimeError(f"{self.name} did not start; see {self.log}:\n"
                            + self.log.read_bytes()[offset:].decode(errors="replace")[-3000:])
 
+    def dump_stacks(self) -> None:
+        """SIGUSR2: the process writes every thread's stack to its log (faulthandler)."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGUSR2)
+
+    def tail(self, size: int) -> str:
+        return self.log.read_bytes()[-size:].decode(errors="replace")
+
     def kill(self) -> None:
         """SIGKILL: the process gets no chance to clean up, as in a crash."""
         if self.proc and self.proc.poll() is None:
@@ -140,7 +149,26 @@ class Stack:
                 return job
             time.sleep(0.1)
         raise AssertionError(f"job {job_id} still {job.get('status')} after {timeout} s: {job}\n"
-                             f"worker log: {self.worker.log}")
+                             + self.busy_with())
+
+    def busy_with(self) -> str:
+        """What the stack's worker was doing: its active jobs (all projects) and the end of
+        its log. A job left waiting usually waited behind others, and CI keeps no logs."""
+        engine = sqlalchemy.create_engine(self.settings.database_url)
+        try:
+            with engine.connect() as db:
+                active = db.execute(sqlalchemy.text(
+                    "SELECT id, kind, status, project_id, started_at, heartbeat_at, group_id "
+                    "FROM jobs WHERE status IN ('queued', 'running') ORDER BY created_at"
+                )).all()
+        finally:
+            engine.dispose()
+        for process in (self.worker, self.scheduler):
+            process.dump_stacks()
+        time.sleep(1)
+        return ("active jobs:\n" + "\n".join(f"  {tuple(row)}" for row in active)
+                + "".join(f"\nend of {p.log}:\n{p.tail(8000)}"
+                          for p in (self.worker, self.scheduler)))
 
     def restart_worker(self) -> None:
         self.worker.kill()
