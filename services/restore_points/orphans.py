@@ -13,6 +13,9 @@ this walks the names and compares them with the rows.
 - Flagged: an `available` restore point whose backup snapshot or manifest is gone becomes
   `error` with a reason, since it can no longer be restored. Locked ones too: a lock keeps
   data, it cannot make missing data restorable.
+- Removed, after the grace period: an instant restore's clone still under its job's name
+  (`cairn-instant-<job>`, whose metadata names that job) when the job ended without handing
+  it over. Left behind, it would keep its restore point from ever being deleted.
 - Never touched: the data of a locked restore point (its stale checkpoint is not data),
   and anything of a row that is `creating` or `deleting` (its job owns it).
 
@@ -30,16 +33,29 @@ from functools import partial
 from typing import Literal
 
 import rados
+import rbd
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.db import Database
-from services.records.restore_points import OWNER_XATTR, RestorePoint
+from services.errors import NotFound
+from services.records.jobs import Job
+from services.records.restore_points import OWNER_XATTR, RestorePoint, backup_image_name
 from services.records.volumes import Volume
+from services.restore_points.instant import instant_image_name
+from services.restore_points.marks import JOB_KEY
 from services.settings import Settings
-from services.status import RESTORE_POINT_TRANSITIONS, RestorePointStatus, guarded_update
+from services.status import (
+    RESTORE_POINT_TRANSITIONS,
+    JobKind,
+    JobStatus,
+    RestoreMethod,
+    RestorePointStatus,
+    guarded_update,
+)
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
+from services.storage.refs import parse_image_ref
 
 log = logging.getLogger(__name__)
 
@@ -115,11 +131,13 @@ class OrphanReconciler:
             except Exception as exc:  # one unreachable cluster does not stop the others
                 log.warning("orphan scan of %s/%s failed", cluster, pool, exc_info=True)
                 report.errors.append(f"{cluster}/{pool}: {type(exc).__name__}: {exc}")
-        try:
-            self._source_snapshots(report, apply, now - grace)
-        except Exception as exc:
-            log.warning("orphan scan of source snapshots failed", exc_info=True)
-            report.errors.append(f"source snapshots: {type(exc).__name__}: {exc}")
+        for scan, label in ((self._source_snapshots, "source snapshots"),
+                            (self._instant_clones, "instant restore clones")):
+            try:
+                scan(report, apply, now - grace)
+            except Exception as exc:
+                log.warning("orphan scan of %s failed", label, exc_info=True)
+                report.errors.append(f"{label}: {type(exc).__name__}: {exc}")
         return report
 
     # -- rows ---------------------------------------------------------------------------
@@ -301,6 +319,46 @@ class OrphanReconciler:
         with self.clusters.ioctx(cluster, pool) as io, rbd_images.open_image(io, image) as head:
             rbd_images.remove_snapshot(head, snap)
 
+    # -- instant restores --------------------------------------------------------------
+    def _instant_clones(self, report: Report, apply: bool, cutoff: datetime) -> None:
+        """Clones of instant restores that ended (failed or cancelled) before handing them
+        over, normally removed by the job's undo (a crash or an unreachable cluster may have
+        stopped it). Only ended jobs are looked at: a running one still owns its clone."""
+        with self.db.session() as session:
+            ended = session.execute(
+                select(Job.id, Job.restore_target, RestorePoint.volume_id, RestorePoint.id)
+                .join(RestorePoint, RestorePoint.id == Job.restore_point_id)
+                .where(Job.kind == JobKind.RESTORE,
+                       Job.restore_method == RestoreMethod.INSTANT,
+                       Job.status.in_((JobStatus.FAILED, JobStatus.CANCELLED)),
+                       Job.ready_at.is_(None), Job.restore_target.is_not(None),
+                       Job.finished_at < cutoff)).all()
+        for job_id, target, volume_id, rp_id in ended:
+            dest = parse_image_ref(str(target), field="target")
+            name = instant_image_name(job_id)
+            where = f"{dest.cluster}/{dest.pool}/{name}"
+            try:
+                with self.clusters.ioctx(dest.cluster, dest.pool) as io:
+                    why_not = _not_the_jobs_clone(io, name, job_id,
+                                                  (backup_image_name(volume_id), f"cairn.{rp_id}"))
+            except NotFound:
+                continue  # removed by its job's undo, or never made
+            except Exception as exc:
+                report.errors.append(f"{where}: {type(exc).__name__}: {exc}")
+                continue
+            if why_not is not None:
+                report.findings.append(Finding("report", "instant restore clone", where,
+                                               f"{why_not}; left alone", rp_id))
+                continue
+            self._act(report, apply, Finding(
+                "remove", "instant restore clone", where, f"instant restore job {job_id} "
+                "ended without handing it over", rp_id),
+                partial(self._remove_clone, dest.cluster, dest.pool, name))
+
+    def _remove_clone(self, cluster: str, pool: str, name: str) -> None:
+        with self.clusters.ioctx(cluster, pool) as io:
+            rbd_images.remove_image(io, name)
+
     # -- acting -------------------------------------------------------------------------
     def _act(self, report: Report, apply: bool, finding: Finding,
              action: Callable[[], object]) -> None:
@@ -335,6 +393,27 @@ def _object_owner(key: str) -> str:
     match = _OBJECT.match(key)
     assert match is not None
     return match.group(1)
+
+
+def _not_the_jobs_clone(io: rados.Ioctx, name: str, job_id: str,
+                        parent: tuple[str, str]) -> str | None:
+    """Why the image named after `job_id` is not that job's clone, or None when it is: its
+    metadata names the job, or (a crash between the clone and its metadata) it is a clone
+    of the job's restore point's backup snapshot."""
+    with rbd_images.open_image(io, name, read_only=True) as image:
+        owner = rbd_images.metadata(image, JOB_KEY)
+        if owner == job_id:
+            return None
+        if owner is not None:
+            return f"its metadata names job {owner}, not job {job_id} whose name it has"
+        try:
+            _pool, parent_image, parent_snap = image.parent_info()
+        except rbd.ImageNotFound:
+            return "it is not a clone, and names no job in its metadata"
+    if (parent_image, parent_snap) != parent:
+        return (f"it is a clone of {parent_image}@{parent_snap}, not of the backup snapshot "
+                "its job restored, and names no job in its metadata")
+    return None
 
 
 def _remove_snapshot(io: rados.Ioctx, image: str, snap: str) -> None:

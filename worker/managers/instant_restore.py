@@ -28,6 +28,7 @@ from services.quotas.service import GIB
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
 from services.restore_points.instant import instant_image_name
+from services.restore_points.marks import JOB_KEY, RESTORE_POINT_KEY
 from services.storage import rbd_images
 from services.storage.refs import ImageRef, parse_image_ref
 from worker.engine.copy import CopyStats
@@ -39,7 +40,6 @@ from worker.managers.lifecycle import (
     Outcome,
     failure_reason,
 )
-from worker.managers.restore_marks import JOB_KEY, RESTORE_POINT_KEY
 from worker.managers.signals import JobSignal
 from worker.runtime import Runtime
 

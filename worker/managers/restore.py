@@ -25,6 +25,7 @@ from services.errors import (
     VolumeNotOwned,
 )
 from services.records.restore_points import RestorePoint
+from services.restore_points.marks import CHECKPOINT_KEY, JOB_KEY, RESTORE_POINT_KEY
 from services.status import RestoreMethod, RestoreMode
 from services.storage import rbd_images
 from services.storage.refs import ImageRef, parse_image_ref
@@ -41,7 +42,6 @@ from worker.managers.lifecycle import (
     failure_reason,
     run_job,
 )
-from worker.managers.restore_marks import CHECKPOINT_KEY, JOB_KEY, RESTORE_POINT_KEY
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)

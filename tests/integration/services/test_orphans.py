@@ -13,8 +13,16 @@ import pytest
 import rados
 import rbd
 
+from services.base import utcnow
 from services.db import Database
+from services.jobs import factory
+from services.records.jobs import Job
+from services.records.restore_points import RestorePoint
+from services.restore_points.instant import instant_image_name
+from services.restore_points.marks import JOB_KEY
 from services.restore_points.orphans import OrphanReconciler, Report
+from services.status import JobStatus, RestoreMethod
+from services.storage import rbd_images
 from services.storage.ceph import CephClusters
 from tests.support import ceph
 from tests.support.ceph import MiB
@@ -129,3 +137,59 @@ def test_orphans_are_removed_after_the_grace_period_and_rows_are_never_touched(
         backups_pool.remove_object(f"cairn.manifest.{foreign}")
         stack.client.patch(f"/v1/restore-points/{kept}", headers=ADMIN,
                            json={"locked_until": None})
+
+
+def test_clones_of_instant_restores_that_ended_unhanded_are_removed_and_no_other(
+        stack: Stack, volumes_pool: rados.Ioctx, images: list[str]) -> None:
+    """A crash can stop an instant restore's undo; its clone would then keep the restore
+    point from ever being deleted. Only a clone that leads back to an ended job is removed."""
+    name = ceph.random_image(volumes_pool, "instorph", 6 * MiB + 5, seed=67)
+    images.append(name)
+    rp_id = backup(stack, name)["restore_point_id"]
+    db = Database(stack.settings.database_url)
+    clusters = CephClusters(stack.settings)
+    now = utcnow()
+    jobs = {what: str(uuid.uuid4()) for what in ("failed", "crashed", "foreign", "recent")}
+    clones = {what: instant_image_name(job_id) for what, job_id in jobs.items()}
+    marks = {"failed": jobs["failed"], "crashed": None, "foreign": str(uuid.uuid4()),
+             "recent": jobs["recent"]}
+    try:
+        with db.session() as session:
+            rp = session.get_one(RestorePoint, rp_id)
+            for what, job_id in jobs.items():
+                ended_at = now - (timedelta(minutes=5) if what == "recent" else timedelta(hours=3))
+                session.add(Job(**{**factory.restore(rp, max_attempts=3), "id": job_id,
+                                   "status": JobStatus.FAILED, "finished_at": ended_at,
+                                   "error_code": "storage", "error_message": "planted"},
+                                restore_method=RestoreMethod.INSTANT,
+                                restore_target=f"ceph-a/volumes/{clones[what]}"))
+            backup_image, snapshot = rp.backup_image, rp.snapshot
+        with clusters.ioctx("ceph-a", "backups") as backups_io, \
+                clusters.ioctx("ceph-a", "volumes") as volumes_io:
+            for what, clone in clones.items():
+                rbd_images.clone_snapshot(backups_io, backup_image, snapshot, volumes_io, clone)
+                images.append(clone)
+                mark = marks[what]
+                if mark is not None:
+                    with rbd.Image(volumes_io, clone) as image:
+                        image.metadata_set(JOB_KEY, mark)
+
+        report = _run(stack, apply=True, grace=timedelta(hours=1))
+
+        found = {f.location.rsplit("/", 1)[1]: f for f in report.findings
+                 if f.what == "instant restore clone"}
+        # Its metadata names the job, or (the worker died between the clone and the
+        # metadata) it is a clone of that job's restore point: removed.
+        assert found[clones["failed"]].action == "remove"
+        assert found[clones["crashed"]].action == "remove"
+        # Named after a job but marked by another: not provably this job's.
+        assert found[clones["foreign"]].action == "report"
+        assert "left alone" in found[clones["foreign"]].reason
+        # Within the grace period: not looked at yet.
+        assert clones["recent"] not in found
+        with clusters.ioctx("ceph-a", "backups") as backups_io:
+            children = rbd_images.snapshot_children(backups_io, backup_image, snapshot)
+        assert sorted(children) == sorted(f"volumes/{clones[w]}" for w in ("foreign", "recent"))
+    finally:
+        clusters.close()
+        db.dispose()
