@@ -85,14 +85,29 @@ healthy() {
         && ceph_cli osd stat -f json 2>/dev/null | grep -q '"num_up_osds":1'
 }
 
+# What the cluster on disk was made with (its conf says): a start that asks for another
+# object store or size makes the cluster anew. Without this, a memstore cluster restarted
+# for a BlueStore benchmark came back as an empty memstore OSD under a mon that remembered
+# its pools, and every client hung.
+made_as_requested() {
+    [ -f "$conf" ] \
+        && [ "$(sed -n 's/^osd objectstore = //p' "$conf")" = "$objectstore" ] \
+        && [ "$(sed -n 's/^bluestore block size = //p' "$conf")" = "$store_bytes" ]
+}
+
 start() {
+    if healthy && ! made_as_requested; then
+        echo "ceph $name: running as $(sed -n 's/^osd objectstore = //p' "$conf"); made anew as $objectstore"
+        stop_daemons
+    fi
     if healthy; then
         echo "ceph $name: already running (mon 127.0.0.1:$port, conf $conf)"
         return 0
     fi
     mkdir -p "$dir/run" "$dir/log"
     pid_alive "$dir/run/mon.a.pid" || require_free_port "$port" "ceph $name mon" "the port argument"
-    if [ ! -f "$dir/mon/store.db/CURRENT" ] || [ "$objectstore" = memstore ]; then
+    if [ ! -f "$dir/mon/store.db/CURRENT" ] || [ "$objectstore" = memstore ] \
+            || ! made_as_requested; then
         # memstore loses its data when the OSD stops, so the cluster is made anew each
         # start: a mon that remembers pools whose PGs are gone would hang every client.
         stop_daemons
