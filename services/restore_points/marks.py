@@ -2,7 +2,28 @@
 knows its own image, and a cleanup never removes one that is not the job's) and how far a
 copy got."""
 
+from __future__ import annotations
+
+import rados
+
+from services.errors import NotFound
+from services.storage import rbd_images
+
 JOB_KEY = "cairn.restore_job"
 RESTORE_POINT_KEY = "cairn.restore_point"
 CHECKPOINT_KEY = "cairn.restore_checkpoint"
 """The object index before which a copy restore is complete."""
+
+
+def remove_if_written_by(ioctx: rados.Ioctx, name: str, job_id: str) -> bool:
+    """Remove the image `name` if the restore job `job_id` wrote it (never an image it did
+    not: it may be a user's); False when there was nothing of the job's to remove."""
+    try:
+        with rbd_images.open_image(ioctx, name) as image:
+            ours = rbd_images.metadata(image, JOB_KEY) == job_id
+            if ours:
+                # A killed earlier attempt of the job may still hold the lock.
+                rbd_images.break_locks(image)
+    except NotFound:
+        return False
+    return ours and rbd_images.remove_image(ioctx, name)

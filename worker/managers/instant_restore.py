@@ -28,7 +28,7 @@ from services.quotas.service import GIB
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
 from services.restore_points.instant import instant_image_name
-from services.restore_points.marks import JOB_KEY, RESTORE_POINT_KEY
+from services.restore_points.marks import JOB_KEY, RESTORE_POINT_KEY, remove_if_written_by
 from services.storage import rbd_images
 from services.storage.refs import ImageRef, parse_image_ref
 from worker.engine.copy import CopyStats
@@ -179,17 +179,11 @@ class InstantRestoreSteps(JobSteps):
                 done.append(f"deleted the new Cinder volume {volume}")
         with self.rt.clusters.ioctx(self.dest.cluster, self.dest.pool) as dest_io:
             removed = rbd_images.remove_image(dest_io, self.staging)
-            if self.spec is None and self._owned_quietly(dest_io):
-                removed = rbd_images.remove_image(dest_io, self.dest.image) or removed
+            if self.spec is None:  # renamed already, perhaps
+                removed = remove_if_written_by(dest_io, self.dest.image, self.job.id) or removed
         if removed:
             done.append(f"removed the clone in {self.dest.cluster}/{self.dest.pool}")
         return "; ".join(done)
-
-    def _owned_quietly(self, ioctx: rados.Ioctx) -> bool:
-        try:
-            return self._owned(ioctx, self.dest.image)
-        except ImageExists:
-            return False
 
     # -- after the commit point -------------------------------------------------------
 

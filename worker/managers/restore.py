@@ -25,7 +25,12 @@ from services.errors import (
     VolumeNotOwned,
 )
 from services.records.restore_points import RestorePoint
-from services.restore_points.marks import CHECKPOINT_KEY, JOB_KEY, RESTORE_POINT_KEY
+from services.restore_points.marks import (
+    CHECKPOINT_KEY,
+    JOB_KEY,
+    RESTORE_POINT_KEY,
+    remove_if_written_by,
+)
 from services.status import RestoreMethod, RestoreMode
 from services.storage import rbd_images
 from services.storage.refs import ImageRef, parse_image_ref
@@ -183,22 +188,11 @@ def _checkpoint(image: rbd.Image) -> int:
     return int(saved) if saved else 0
 
 
-def _remove_if_ours(ioctx: rados.Ioctx, name: str, job_id: str) -> bool:
-    try:
-        with rbd_images.open_image(ioctx, name) as image:
-            ours = rbd_images.metadata(image, JOB_KEY) == job_id
-            if ours:
-                rbd_images.break_locks(image)
-    except NotFound:
-        return False
-    return ours and rbd_images.remove_image(ioctx, name)
-
-
 def _remove_own_image(rt: Runtime, dest: ImageRef, job_id: str) -> str:
     """Remove the image this job created (never one it did not: it may be a user's)."""
     try:
         with rt.clusters.ioctx(dest.cluster, dest.pool) as ioctx:
-            removed = _remove_if_ours(ioctx, dest.image, job_id)
+            removed = remove_if_written_by(ioctx, dest.image, job_id)
     except Exception as exc:
         log.exception("removing the partial image %s of restore job %s", dest, job_id)
         _code, reason = failure_reason(exc)
