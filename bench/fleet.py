@@ -6,7 +6,8 @@ night 1 full, nights 2 and 3 incremental after 2 % of each volume's objects chan
 Each night is backed up three ways, one after the other, on the same volumes:
 
 - **Cairn**: a plan over all the volumes, run now, through the real API, scheduler and
-  two worker processes (4 jobs each at once), to the `local` target (ceph-a/backups);
+  two worker processes (4 jobs each at once, `--jobs-per-worker`; production's settings
+  otherwise), to the `local` target (ceph-a/backups);
 - **Cinder backup**: Debian's `cinder-backup` with its Ceph driver, started by the bench
   with the stack's Cinder (incremental: RBD diffs, to the pool `cinder-backups`), every
   volume's backup requested at once, as a tenant's cron would;
@@ -19,7 +20,8 @@ median and p95 of each phase of its jobs (`timings.phases`) and the worker time 
 (its phases after the claim). Then the ratios the issue asks for.
 
     .venv/bin/python bench/fleet.py [--volumes 20] [--size-gib 1] [--fill 0.25]
-                                    [--change 0.02] [--skip-cinder] [--skip-shell]
+                                    [--change 0.02] [--jobs-per-worker 4]
+                                    [--skip-cinder] [--skip-shell]
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ class Night:
     cpu_seconds: float
     phases: dict[str, list[float]] = field(default_factory=dict)
     worker_seconds: list[float] = field(default_factory=list)
+    job_seconds: list[float] = field(default_factory=list)
+    """From the claim to the end, as the job's timings say (started_at to finished_at)."""
 
     @property
     def per_hour(self) -> float:
@@ -158,6 +162,7 @@ def cairn_night(cairn: OpenStackCairn, token: str, plan_id: str, night: int,
             result.phases.setdefault(name, []).append(value)
         result.worker_seconds.append(sum(v for k, v in phases.items()
                                          if k not in ("queue_wait", "claim")))
+        result.job_seconds.append(job["timings"]["duration_seconds"] or 0.0)
     assert len(jobs) == n, f"{len(jobs)} jobs for {n} volumes"
     return result
 
@@ -171,15 +176,32 @@ def cinder_backup_conf(directory: Path) -> Path:
                                     f"backup_ceph_conf = {CEPH_CONF}\n"
                                     "backup_ceph_user = admin\n"
                                     f"backup_ceph_pool = {CINDER_POOL}\n"
-                                    "backup_ceph_chunk_size = 134217728\n", 1)
+                                    "backup_ceph_chunk_size = 134217728\n"
+                                    # The scheduler places a backup only on a backup service
+                                    # that has reported its state; the default is once a minute.
+                                    "backup_driver_stats_polling_interval = 10\n", 1)
     conf = directory / "cinder-backup.conf"
     conf.write_text(text)
     return conf
 
 
+def ensure_backup_host_keyring() -> None:
+    """cinder-backup reads a volume through os-brick, which looks for the Ceph user's
+    keyring at /etc/ceph/ceph.client.<user>.keyring, as on a real backup host. The local
+    cluster runs without cephx, so any key does; an existing file is never touched."""
+    keyring = Path("/etc/ceph/ceph.client.admin.keyring")
+    if keyring.exists():
+        return
+    keyring.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["ceph-authtool", "--create-keyring", str(keyring), "--gen-key",
+                    "-n", "client.admin"], check=True, capture_output=True)
+    print(f"# wrote {keyring} for cinder-backup (the local cluster has no cephx)", flush=True)
+
+
 def start_cinder_backup(conf: Path, log: Path) -> subprocess.Popen[bytes]:
     if shutil.which("cinder-backup") is None:
         sys.exit("cinder-backup is not installed: `make bench-fleet` installs it")
+    ensure_backup_host_keyring()
     with log.open("ab") as out:
         proc = subprocess.Popen(["cinder-backup", "--config-file", str(conf)], stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -189,6 +211,7 @@ def start_cinder_backup(conf: Path, log: Path) -> subprocess.Popen[bytes]:
         services = api.session.get("/os-services", endpoint_filter=api.endpoint_filter,
                                    params={"binary": "cinder-backup"}).json()["services"]
         if any(s["state"] == "up" for s in services):
+            time.sleep(22)  # two state reports: the scheduler knows it can take backups
             return proc
         time.sleep(1)
     proc.terminate()
@@ -266,6 +289,8 @@ def report(results: list[Night]) -> None:
             print(f"  {name:>16} {statistics.median(values):8.3f} {pct(values, 0.95):8.3f}")
         print(f"  {'worker time':>16} {statistics.median(r.worker_seconds):8.3f} "
               f"{pct(r.worker_seconds, 0.95):8.3f}   (a job's phases after its claim)")
+        print(f"  {'job duration':>16} {statistics.median(r.job_seconds):8.3f} "
+              f"{pct(r.job_seconds, 0.95):8.3f}   (started_at to finished_at)")
     by = {(r.method, r.night): r for r in results}
     print()
     for night in sorted({r.night for r in results if r.night > 1}):
@@ -287,13 +312,16 @@ def main() -> None:
     parser.add_argument("--change", type=float, default=0.02,
                         help="fraction of each volume's objects changed between nights")
     parser.add_argument("--nights", type=int, default=3)
+    parser.add_argument("--jobs-per-worker", type=int, default=4,
+                        help="each of the two workers' concurrency (CAIRN_WORKER_CONCURRENCY)")
     parser.add_argument("--skip-cinder", action="store_true")
     parser.add_argument("--skip-shell", action="store_true")
     args = parser.parse_args()
     if not keystone_up():
         sys.exit("Keystone is not running: `make bench-fleet` starts the stack with it")
     print(f"# fleet: {args.volumes} x {args.size_gib} GiB ({args.fill:.0%} data), "
-          f"{args.change:.0%} changed per night; {platform.node()}, {os.cpu_count()} cores, "
+          f"{args.change:.0%} changed per night; Cairn: 2 workers x {args.jobs_per_worker} "
+          f"jobs; {platform.node()}, {os.cpu_count()} cores, "
           f"{time.strftime('%Y-%m-%d')}", flush=True)
     ensure_pool(CINDER_POOL)
     ensure_pool(SHELL_POOL)
@@ -313,12 +341,23 @@ def main() -> None:
               flush=True)
         backup_proc = None
         if not args.skip_cinder:
+            logs = STATE / "bench-fleet"  # kept: the temporary directory goes with the run
+            logs.mkdir(parents=True, exist_ok=True)
             backup_proc = start_cinder_backup(cinder_backup_conf(directory),
-                                              directory / "cinder-backup.log")
+                                              logs / "cinder-backup.log")
         with migrated_database("postgresql", directory) as url:
-            cairn = start_cairn(url, 7, directory / "logs", workers=2,
-                                CAIRN_MAX_JOBS_PER_TARGET="8", CAIRN_MAX_JOBS_PER_PROJECT="8",
-                                CAIRN_PROGRESS_INTERVAL_SECONDS="2")
+            # Production's settings, not the test stack's (a small copy window, short
+            # leases and heartbeats, fast probes): two workers of 4 jobs each.
+            slots = str(2 * args.jobs_per_worker)
+            cairn = start_cairn(url, 7, STATE / "bench-fleet" / "cairn", workers=2,
+                                CAIRN_WORKER_CONCURRENCY=str(args.jobs_per_worker),
+                                CAIRN_MAX_JOBS_PER_TARGET=slots, CAIRN_MAX_JOBS_PER_PROJECT=slots,
+                                CAIRN_PROGRESS_INTERVAL_SECONDS="2", CAIRN_COPY_WINDOW="16",
+                                CAIRN_JOB_HEARTBEAT_TIMEOUT_SECONDS="60",
+                                CAIRN_LEASE_SECONDS="60", CAIRN_RECONCILE_INTERVAL_SECONDS="5",
+                                CAIRN_SCHEDULER_TICK_SECONDS="1",
+                                CAIRN_JOB_REDISPATCH_AFTER_SECONDS="30",
+                                CAIRN_TARGET_PROBE_INTERVAL_SECONDS="60")
             try:
                 token = member.token()
                 plan = cairn.call("POST", "/v1/plans", token, json={

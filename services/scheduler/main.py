@@ -24,6 +24,7 @@ from services.restore_points.orphans import OrphanReconciler
 from services.scheduler import metrics
 from services.scheduler.admission import Admission
 from services.scheduler.planner import request_prunes, schedule_due
+from services.scheduler.probes import TargetProber
 from services.scheduler.reconciler import reconcile
 from services.scheduler.verifies import request_verifies
 from services.settings import Settings, get_settings
@@ -45,9 +46,9 @@ class Scheduler:
         self._last_verify = 0.0
         self._last_keys = 0.0
         self._last_orphans = time.monotonic()  # not at start: replicas restart together
-        self._last_probe = 0.0
         self.clusters = CephClusters(settings)
         self.orphans = OrphanReconciler(self.db, self.clusters, settings)
+        self.prober = TargetProber(settings, self.clusters)
 
     def tick(self) -> None:
         """One round; each step on its own so a failing one (Redis away) does not stop the
@@ -57,7 +58,7 @@ class Scheduler:
         steps: list[tuple[str, Callable[[datetime], None]]] = [
             ("schedule", self._schedule), ("reconcile", self._reconcile),
             ("verify", self._verify), ("orphans", self._orphans), ("admit", self._admit),
-            ("idempotency keys", self._forget_keys), ("probe targets", self._probe_targets),
+            ("idempotency keys", self._forget_keys),
             ("webhooks", self._webhooks)]
         for name, step in steps:
             try:
@@ -132,22 +133,8 @@ class Scheduler:
         if sent:
             log.info("handed %d webhook deliveries to the workers", sent)
 
-    def _probe_targets(self, _now: datetime) -> None:
-        """Whether each backup target's pool answers, for `cairn_target_up`; a failing
-        target is logged once per probe and does not stop the others."""
-        if time.monotonic() - self._last_probe < self.settings.target_probe_interval_seconds:
-            return
-        self._last_probe = time.monotonic()
-        for name, target in self.settings.backup_targets.items():
-            try:
-                up = self.clusters.pool_exists(target.cluster, target.pool)
-            except Exception as exc:
-                log.warning("backup target %s (%s/%s) did not answer: %s", name,
-                            target.cluster, target.pool, exc)
-                up = False
-            metrics.target_up.labels(name).set(1 if up else 0)
-
     def close(self) -> None:
+        self.prober.stop()
         self.leases.close()
         self.db.dispose()
 
@@ -156,6 +143,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = get_settings()
     scheduler = Scheduler(settings)
+    scheduler.prober.start()
     exposition.serve("cairn-scheduler", settings.metrics_host, settings.scheduler_metrics_port)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

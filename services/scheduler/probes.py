@@ -1,0 +1,49 @@
+"""Whether each backup target's pool answers (`cairn_target_up`), asked from a thread of
+its own: a cluster that does not answer holds a probe for the connect or op timeout (10 to
+30 s), and the scheduler's round (admission, webhooks, the schedule) must not wait for it.
+On a stack whose second cluster was down, a probe inside the round delayed every job's start
+by ten seconds."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from services.scheduler import metrics
+from services.settings import Settings
+from services.storage.ceph import CephClusters
+
+log = logging.getLogger(__name__)
+
+
+class TargetProber:
+    def __init__(self, settings: Settings, clusters: CephClusters) -> None:
+        self.settings = settings
+        self.clusters = clusters
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="target-probes", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.probe_once()
+            self._stop.wait(self.settings.target_probe_interval_seconds)
+
+    def probe_once(self) -> None:
+        """Each target in turn; a failing one is logged and does not stop the others."""
+        for name, target in self.settings.backup_targets.items():
+            if self._stop.is_set():
+                return
+            try:
+                up = self.clusters.pool_exists(target.cluster, target.pool)
+            except Exception as exc:
+                log.warning("backup target %s (%s/%s) did not answer: %s", name,
+                            target.cluster, target.pool, exc)
+                up = False
+            metrics.target_up.labels(name).set(1 if up else 0)
