@@ -45,6 +45,7 @@ import rbd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from services.settings import Settings
 from tests.support import ceph
 from tests.support.databases import migrated_database
 from tests.support.openstack import (
@@ -66,6 +67,16 @@ CEPH_CONF = STATE / "ceph-a" / "ceph.conf"
 CINDER_POOL = "cinder-backups"
 SHELL_POOL = "shell-backups"
 CLK = os.sysconf("SC_CLK_TCK")
+LOGS = STATE / "bench-fleet"
+"""cinder-backup's and Cairn's logs, kept after the run (its temporary directory is not)."""
+BACKUP_STATS_SECONDS = 10
+"""cinder-backup's state reports (Cinder's minimum): the scheduler places a backup only on
+a backup service that has reported its state, by default once a minute."""
+PRODUCTION = ("progress_interval_seconds", "copy_window", "job_heartbeat_timeout_seconds",
+              "lease_seconds", "reconcile_interval_seconds", "scheduler_tick_seconds",
+              "job_redispatch_after_seconds", "target_probe_interval_seconds")
+"""Settings the test stack shortens (a small copy window, short leases and heartbeats, fast
+probes): the bench sets them back to production's defaults."""
 
 
 @dataclass
@@ -177,9 +188,8 @@ def cinder_backup_conf(directory: Path) -> Path:
                                     "backup_ceph_user = admin\n"
                                     f"backup_ceph_pool = {CINDER_POOL}\n"
                                     "backup_ceph_chunk_size = 134217728\n"
-                                    # The scheduler places a backup only on a backup service
-                                    # that has reported its state; the default is once a minute.
-                                    "backup_driver_stats_polling_interval = 10\n", 1)
+                                    "backup_driver_stats_polling_interval = "
+                                    f"{BACKUP_STATS_SECONDS}\n", 1)
     conf = directory / "cinder-backup.conf"
     conf.write_text(text)
     return conf
@@ -211,7 +221,7 @@ def start_cinder_backup(conf: Path, log: Path) -> subprocess.Popen[bytes]:
         services = api.session.get("/os-services", endpoint_filter=api.endpoint_filter,
                                    params={"binary": "cinder-backup"}).json()["services"]
         if any(s["state"] == "up" for s in services):
-            time.sleep(22)  # two state reports: the scheduler knows it can take backups
+            time.sleep(2 * BACKUP_STATS_SECONDS + 2)  # reported: the scheduler places backups
             return proc
         time.sleep(1)
     proc.terminate()
@@ -341,23 +351,16 @@ def main() -> None:
               flush=True)
         backup_proc = None
         if not args.skip_cinder:
-            logs = STATE / "bench-fleet"  # kept: the temporary directory goes with the run
-            logs.mkdir(parents=True, exist_ok=True)
+            LOGS.mkdir(parents=True, exist_ok=True)
             backup_proc = start_cinder_backup(cinder_backup_conf(directory),
-                                              logs / "cinder-backup.log")
+                                              LOGS / "cinder-backup.log")
         with migrated_database("postgresql", directory) as url:
-            # Production's settings, not the test stack's (a small copy window, short
-            # leases and heartbeats, fast probes): two workers of 4 jobs each.
             slots = str(2 * args.jobs_per_worker)
-            cairn = start_cairn(url, 7, STATE / "bench-fleet" / "cairn", workers=2,
+            production = {f"CAIRN_{name.upper()}": str(Settings.model_fields[name].default)
+                          for name in PRODUCTION}
+            cairn = start_cairn(url, 7, LOGS / "cairn", workers=2, **production,
                                 CAIRN_WORKER_CONCURRENCY=str(args.jobs_per_worker),
-                                CAIRN_MAX_JOBS_PER_TARGET=slots, CAIRN_MAX_JOBS_PER_PROJECT=slots,
-                                CAIRN_PROGRESS_INTERVAL_SECONDS="2", CAIRN_COPY_WINDOW="16",
-                                CAIRN_JOB_HEARTBEAT_TIMEOUT_SECONDS="60",
-                                CAIRN_LEASE_SECONDS="60", CAIRN_RECONCILE_INTERVAL_SECONDS="5",
-                                CAIRN_SCHEDULER_TICK_SECONDS="1",
-                                CAIRN_JOB_REDISPATCH_AFTER_SECONDS="30",
-                                CAIRN_TARGET_PROBE_INTERVAL_SECONDS="60")
+                                CAIRN_MAX_JOBS_PER_TARGET=slots, CAIRN_MAX_JOBS_PER_PROJECT=slots)
             try:
                 token = member.token()
                 plan = cairn.call("POST", "/v1/plans", token, json={

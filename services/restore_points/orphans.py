@@ -40,7 +40,7 @@ from sqlalchemy.orm import Session
 from services.db import Database
 from services.errors import NotFound
 from services.records.jobs import Job
-from services.records.restore_points import OWNER_XATTR, RestorePoint, backup_image_name
+from services.records.restore_points import OWNER_XATTR, RestorePoint
 from services.records.volumes import Volume
 from services.restore_points.instant import instant_image_name
 from services.restore_points.marks import JOB_KEY
@@ -326,21 +326,22 @@ class OrphanReconciler:
         stopped it). Only ended jobs are looked at: a running one still owns its clone."""
         with self.db.session() as session:
             ended = session.execute(
-                select(Job.id, Job.restore_target, RestorePoint.volume_id, RestorePoint.id)
+                select(Job.id, Job.restore_target, RestorePoint)
                 .join(RestorePoint, RestorePoint.id == Job.restore_point_id)
                 .where(Job.kind == JobKind.RESTORE,
                        Job.restore_method == RestoreMethod.INSTANT,
                        Job.status.in_((JobStatus.FAILED, JobStatus.CANCELLED)),
                        Job.ready_at.is_(None), Job.restore_target.is_not(None),
                        Job.finished_at < cutoff)).all()
-        for job_id, target, volume_id, rp_id in ended:
+            session.expunge_all()
+        for job_id, target, rp in ended:
             dest = parse_image_ref(str(target), field="target")
             name = instant_image_name(job_id)
             where = f"{dest.cluster}/{dest.pool}/{name}"
             try:
                 with self.clusters.ioctx(dest.cluster, dest.pool) as io:
                     why_not = _not_the_jobs_clone(io, name, job_id,
-                                                  (backup_image_name(volume_id), f"cairn.{rp_id}"))
+                                                  (rp.backup_image, rp.snapshot))
             except NotFound:
                 continue  # removed by its job's undo, or never made
             except Exception as exc:
@@ -348,16 +349,16 @@ class OrphanReconciler:
                 continue
             if why_not is not None:
                 report.findings.append(Finding("report", "instant restore clone", where,
-                                               f"{why_not}; left alone", rp_id))
+                                               f"{why_not}; left alone", rp.id))
                 continue
             self._act(report, apply, Finding(
                 "remove", "instant restore clone", where, f"instant restore job {job_id} "
-                "ended without handing it over", rp_id),
+                "ended without handing it over", rp.id),
                 partial(self._remove_clone, dest.cluster, dest.pool, name))
 
     def _remove_clone(self, cluster: str, pool: str, name: str) -> None:
         with self.clusters.ioctx(cluster, pool) as io:
-            rbd_images.remove_image(io, name)
+            _remove_image(io, name)
 
     # -- acting -------------------------------------------------------------------------
     def _act(self, report: Report, apply: bool, finding: Finding,

@@ -28,7 +28,8 @@ class TargetProber:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():  # never started when the scheduler failed to start
+            self._thread.join(timeout=5)
 
     def _run(self) -> None:
         while not self._stop.is_set():
