@@ -47,8 +47,9 @@ class JobTimings(BaseModel):
     phases: dict[str, float] | None = Field(
         default=None,
         description="Once the job ended: seconds of its last attempt per phase. A backup: "
-                    "queue_wait, claim, open, snapshot, plan, copy, manifest, "
-                    "target_snapshot, commit; a restore: queue_wait, claim, open, copy "
+                    "queue_wait, claim, prepare, open, snapshot, plan, copy, manifest, "
+                    "target_snapshot, commit, aftercare; a restore: queue_wait, claim, "
+                    "open, copy "
                     "(instant: clone, adopt for a Cinder volume, commit, flatten)")
 
 

@@ -5,15 +5,17 @@ and a plan made before that would go on reading a volume that is now another pro
 from __future__ import annotations
 
 from services.errors import VolumeNotFound, VolumeNotOwned
-from services.openstack.cinder import CinderGateway
+from services.openstack.cinder import CinderGateway, CinderVolume
 from services.records.volumes import Volume
 
 
-def check_owner(cinder: CinderGateway | None, volume: Volume, project_id: str) -> None:
+def check_owner(cinder: CinderGateway | None, volume: Volume,
+                project_id: str) -> CinderVolume | None:
     """Raise VolumeNotOwned (or VolumeNotFound) unless `project_id` owns the Cinder volume
-    behind `volume`. RBD images named by an administrator have no owner in Cinder."""
+    behind `volume`; returns what Cinder said of it (None for an RBD image named by an
+    administrator: it has no owner in Cinder), so a job asks Cinder once."""
     if volume.cinder_volume_id is None or cinder is None:
-        return
+        return None
     try:
         found = cinder.as_service().get(volume.cinder_volume_id)
     except VolumeNotFound:
@@ -25,3 +27,4 @@ def check_owner(cinder: CinderGateway | None, volume: Volume, project_id: str) -
             f"Cinder volume {volume.cinder_volume_id} now belongs to another project (was it "
             "transferred?), so this project no longer backs it up; its restore points stay. "
             "Remove it from the plans that protect it", volume=volume.cinder_volume_id)
+    return found

@@ -6,11 +6,12 @@ made, and a retry after a crash resumes from the checkpoint."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any
 
 import rados
 import rbd
@@ -18,9 +19,7 @@ from sqlalchemy import select
 
 from services.base import utcnow
 from services.errors import (
-    CairnError,
     DataCorrupt,
-    ImageExists,
     NotFound,
     SnapshotsLeft,
     VolumeBusy,
@@ -57,6 +56,7 @@ from worker.managers.lifecycle import (
     drive,
     run_job,
 )
+from worker.managers.side_by_side import side_by_side
 from worker.managers.signals import JobLost
 from worker.runtime import Runtime
 
@@ -101,10 +101,13 @@ class BackupSteps(JobSteps):
         return status == RestorePointStatus.AVAILABLE
 
     def work(self) -> Outcome:
-        check_owner(self.rt.cinder, self.volume, self.job.project_id)
+        found = check_owner(self.rt.cinder, self.volume, self.job.project_id)
         _lock_volume(self.rt, self.job, self.reporter, self.volume)
+        self.reporter.phases.lap("prepare")
         try:
-            return Outcome(stats=_copy(self.rt, self.job, self.reporter, self.rp, self.volume))
+            # Cinder's word on `bootable` lets a restore into a new volume say so too.
+            return Outcome(stats=_copy(self.rt, self.job, self.reporter, self.rp, self.volume,
+                                       found.bootable if found else None))
         finally:
             locks.unlock(self.rt.db, self.volume.id, self.job.id)
 
@@ -162,70 +165,125 @@ def _lock_volume(rt: Runtime, job: ClaimedJob, reporter: JobReporter, volume: Vo
         time.sleep(0.2)
 
 
+@dataclass
+class _TargetSide:
+    """The backup image (None when it does not exist yet: it is made once the source's
+    size is known) and the base an incremental would build on, found while the source
+    snapshot is being taken."""
+
+    backup: rbd.Image | None
+    previous: RestorePoint | None
+    base: Base | None
+    full_reason: str | None
+
+
 def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
-          volume: Volume) -> CopyStats:
+          volume: Volume, bootable: bool | None) -> CopyStats:
     target = rt.settings.backup_targets[rp.target]
     phases = reporter.phases
-    phases.restart()
     with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
-            rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
-        _remove_unfinished_snapshot(dst_io, rp)
+            rt.clusters.ioctx(target.cluster, target.pool) as dst_io, ExitStack() as stack:
         phases.lap("open")
-        source_snapshots: dict[str, int] | None
-        if job.group_id is None:
-            # A retry reuses the snapshot of the first attempt: the restore point's time is
-            # when that snapshot was taken.
-            source_snapshots = _take_source_snapshot(src_io, volume, rp.snapshot)
-            snap_id = source_snapshots[rp.snapshot]
-            at: dict[str, Any] = {"snapshot": rp.snapshot}
-        else:
-            # The run's instant: the volume's member of the group snapshot, which has no
-            # name of its own to diff from (hence `unchanged` in the copy below).
-            source_snapshots = None
-            snap_id = group_snapshots.member_snapshot(rt, job, reporter, volume)
-            at = {"snapshot_id": snap_id}
+        # The source snapshot waits for the mon's next proposal; the target side (the
+        # backup image, the base and its manifest) is made ready meanwhile. (Not the
+        # backup image's exclusive lock: taken by hand, librbd would refuse it to a
+        # restore point's delete running at the same time.)
+        (source_snapshots, snap_id, source), side = side_by_side(
+            stack, lambda here: _open_source(rt, job, reporter, src_io, volume, rp, here),
+            lambda there: _open_target(rt, job, rp, dst_io, there))
         phases.lap("snapshot")
-        with rbd_images.open_image(src_io, volume.image, read_only=True, **at) as source:
-            size = source.size()
-            order = source.stat()["order"]
-            fresh = _ensure_backup_image(dst_io, rp, volume, size, order)
-            with rbd_images.open_image(dst_io, rp.backup_image) as backup:
-                if backup.size() != size:
-                    backup.resize(size)  # the volume grew (or shrank) since the last backup
-                base, full_reason = _choose_base(rt, rp, dst_io, backup, source_snapshots)
-                phases.lap("open")
-                stats, record = _copy_objects(rt, job, reporter, rp, dst_io, source, backup,
-                                              base, size, 1 << order, fresh=fresh,
-                                              snap_id=snap_id,
-                                              by_digest=source_snapshots is None)
-                phases.lap("plan")  # the diff, then the copy the engine timed itself
-                phases.move("plan", "copy", stats.elapsed)
-                start = base.manifest if base else manifest.Manifest(1 << order, size)
-                final = start.updated(record, size)
-                manifest.store(dst_io, rp.manifest_object, final, volume_id=rp.volume_id)
-                phases.lap("manifest")
-                reporter.check()
-                rbd_images.ensure_snapshot(backup, rp.snapshot)
-                phases.lap("target_snapshot")
-        bootable = _cinder_bootable(rt, volume)  # before the transaction: an HTTP call
-        with rt.db.session() as session:
-            ok = guarded_update(
-                session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
-                RestorePointStatus.AVAILABLE, expect=RestorePointStatus.CREATING,
-                extra={"size_bytes": size, "bytes_copied": stats.bytes_written,
-                       "bytes_read": stats.bytes_read,
-                       "kind": RestorePointKind.INCREMENTAL if base else RestorePointKind.FULL,
-                       "base_restore_point_id": base.restore_point.id if base else None,
-                       "full_reason": full_reason,
-                       "duration_seconds": stats.elapsed, "completed_at": utcnow(),
-                       "checksum_algorithm": manifest.ALGORITHM,
-                       "objects_checksummed": len(final.digests), "status_reason": None,
-                       "source_bootable": bootable},
-            )
-            if not ok:
-                raise JobLost(f"restore point {rp.id} is no longer being created")
+        size = source.size()
+        order = source.stat()["order"]
+        fresh = side.backup is None
+        if side.backup is None:
+            _create_backup_image(dst_io, rp, volume, size, order)
+            backup = stack.enter_context(rbd_images.open_image(dst_io, rp.backup_image))
+        else:
+            backup = side.backup
+        if backup.size() != size:
+            backup.resize(size)  # the volume grew (or shrank) since the last backup
+        base, full_reason = _choose_base(rp, side, source_snapshots)
+        phases.lap("open")
+        stats, record = _copy_objects(rt, job, reporter, rp, dst_io, source, backup, base,
+                                      size, 1 << order, fresh=fresh, snap_id=snap_id,
+                                      by_digest=source_snapshots is None)
+        phases.lap("plan")  # the diff, then the copy the engine timed itself
+        phases.move("plan", "copy", stats.elapsed)
+        start = base.manifest if base else manifest.Manifest(1 << order, size)
+        final = start.updated(record, size)
+        manifest.store(dst_io, rp.manifest_object, final, volume_id=rp.volume_id)
+        phases.lap("manifest")
+        reporter.check()
+        rbd_images.ensure_snapshot(backup, rp.snapshot)
+        phases.lap("target_snapshot")
+    with rt.db.session() as session:
+        ok = guarded_update(
+            session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
+            RestorePointStatus.AVAILABLE, expect=RestorePointStatus.CREATING,
+            extra={"size_bytes": size, "bytes_copied": stats.bytes_written,
+                   "bytes_read": stats.bytes_read,
+                   "kind": RestorePointKind.INCREMENTAL if base else RestorePointKind.FULL,
+                   "base_restore_point_id": base.restore_point.id if base else None,
+                   "full_reason": full_reason,
+                   "duration_seconds": stats.elapsed, "completed_at": utcnow(),
+                   "checksum_algorithm": manifest.ALGORITHM,
+                   "objects_checksummed": len(final.digests), "status_reason": None,
+                   "source_bootable": bootable},
+        )
+        if not ok:
+            raise JobLost(f"restore point {rp.id} is no longer being created")
     phases.lap("commit")
     return stats
+
+
+def _open_source(rt: Runtime, job: ClaimedJob, reporter: JobReporter, src_io: rados.Ioctx,
+                 volume: Volume, rp: RestorePoint,
+                 stack: ExitStack) -> tuple[dict[str, int] | None, int, rbd.Image]:
+    """The source at the restore point's instant, open for reading: (the volume's
+    snapshots by name, or None for a group member; the snap id; the image)."""
+    if job.group_id is None:
+        # A retry reuses the snapshot of the first attempt: the restore point's time is
+        # when that snapshot was taken.
+        names, source = _take_source_snapshot(stack, src_io, volume, rp.snapshot)
+        return names, names[rp.snapshot], source
+    # The run's instant: the volume's member of the group snapshot, which has no name of
+    # its own to diff from (hence `unchanged` in the copy).
+    snap_id = group_snapshots.member_snapshot(rt, job, reporter, volume)
+    source = stack.enter_context(rbd_images.open_image(src_io, volume.image, read_only=True,
+                                                       snapshot_id=snap_id))
+    return None, snap_id, source
+
+
+def _open_target(rt: Runtime, job: ClaimedJob, rp: RestorePoint, dst_io: rados.Ioctx,
+                 stack: ExitStack) -> _TargetSide:
+    if job.attempt > 1:
+        _remove_unfinished_snapshot(dst_io, rp)
+    backup: rbd.Image | None = None
+    # This job is the image's only writer (the active-backup index). A missing image (or
+    # the remnant of a killed create, which cannot be opened) is made once the source's
+    # size is known.
+    with contextlib.suppress(NotFound):
+        backup = stack.enter_context(rbd_images.open_image(dst_io, rp.backup_image))
+    if rp.kind == RestorePointKind.FULL:
+        return _TargetSide(backup, None, None, None)
+    with rt.db.session() as session:
+        previous = restore_points.newest_available(session, rp.volume_id, rp.target, rp)
+        session.expunge_all()
+    if previous is None:
+        return _TargetSide(backup, None, None, (
+            f"no earlier available restore point of this volume on target {rp.target!r}: "
+            "the first backup there is a full copy"))
+    what = f"the previous restore point {previous.id}"
+    if backup is None or previous.snapshot not in rbd_images.snapshot_names(backup):
+        return _TargetSide(backup, previous, None, (
+            f"the backup snapshot of {what} is missing from the backup image: made a full "
+            "copy"))
+    try:
+        base_manifest = manifest.load(dst_io, previous.manifest_object)
+    except DataCorrupt as exc:
+        return _TargetSide(backup, previous, None, (
+            f"the checksum manifest of {what} is unusable ({exc.message}): made a full copy"))
+    return _TargetSide(backup, previous, Base(previous, base_manifest), None)
 
 
 def _remove_checkpoint(rt: Runtime, rp: RestorePoint) -> None:
@@ -234,27 +292,14 @@ def _remove_checkpoint(rt: Runtime, rp: RestorePoint) -> None:
         checkpoint.remove(dst_io, rp.checkpoint_object)
 
 
-def _cinder_bootable(rt: Runtime, volume: Volume) -> bool | None:
-    """Whether Cinder calls the volume bootable, so a restore into a new Cinder volume can
-    say so too. The data is complete either way: when Cinder cannot tell, the restore point
-    shows `source_bootable: null` rather than the backup failing."""
-    if volume.cinder_volume_id is None or rt.cinder is None:
-        return None
-    try:
-        return rt.cinder.as_service().get(volume.cinder_volume_id).bootable
-    except CairnError as exc:
-        log.warning("backup of %s: Cinder did not say whether volume %s is bootable: %s",
-                    volume.ref, volume.cinder_volume_id, exc.message)
-        return None
-
-
 SNAPSHOT_WAIT_SECONDS = 60.0
 
 
-def _take_source_snapshot(src_io: rados.Ioctx, volume: Volume, name: str) -> dict[str, int]:
-    """Snapshot the volume (unless an earlier attempt did) and return its snapshots (name ->
-    snap id), once the snapshot can be opened. Creating a snapshot needs the image's
-    exclusive lock; right after a worker was killed, the lock's dead owner is still
+def _take_source_snapshot(stack: ExitStack, src_io: rados.Ioctx, volume: Volume,
+                          name: str) -> tuple[dict[str, int], rbd.Image]:
+    """Snapshot the volume (unless an earlier attempt did); return its snapshots (name ->
+    snap id) and the snapshot, open for reading on `stack`. Creating a snapshot needs the
+    image's exclusive lock; right after a worker was killed, the lock's dead owner is still
     registered for up to ~30 s, and in that window the snapshot was seen to be missing
     afterwards: wait and try again rather than fail the retry."""
     deadline = time.monotonic() + SNAPSHOT_WAIT_SECONDS
@@ -263,8 +308,8 @@ def _take_source_snapshot(src_io: rados.Ioctx, volume: Volume, name: str) -> dic
             with rbd_images.open_image(src_io, volume.image) as head:
                 rbd_images.ensure_snapshot(head, name)
                 names = rbd_images.snapshot_ids(head)
-            with rbd_images.open_image(src_io, volume.image, snapshot=name, read_only=True):
-                return names
+            return names, stack.enter_context(
+                rbd_images.open_image(src_io, volume.image, snapshot=name, read_only=True))
         except NotFound:
             if not rbd_images.image_exists_in(src_io, volume.image):
                 raise NotFound(f"the volume {volume.ref!r} no longer exists") from None
@@ -335,50 +380,28 @@ def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: Resto
     return stats, record
 
 
-def _choose_base(rt: Runtime, rp: RestorePoint, dst_io: rados.Ioctx, backup: rbd.Image,
+def _choose_base(rp: RestorePoint, side: _TargetSide,
                  source_snapshots: dict[str, int] | None) -> tuple[Base | None, str | None]:
     """The base of an incremental, or None and why the backup is a full copy. Without
     `source_snapshots` (a group member: changes are found by digest) the base's source
     snapshot is not needed."""
-    if rp.kind == RestorePointKind.FULL:
-        return None, None
-    with rt.db.session() as session:
-        previous = restore_points.newest_available(session, rp.volume_id, rp.target, rp)
-        session.expunge_all()
-    if previous is None:
-        return None, (f"no earlier available restore point of this volume on target "
-                      f"{rp.target!r}: the first backup there is a full copy")
-    what = f"the previous restore point {previous.id}"
-    if source_snapshots is not None and previous.snapshot not in source_snapshots:
-        return None, (f"the source snapshot {previous.snapshot} of {what} is gone from the "
-                      "volume (removed outside Cairn?), so changes since it cannot be "
-                      "computed: made a full copy")
-    if previous.snapshot not in rbd_images.snapshot_names(backup):
-        return None, (f"the backup snapshot of {what} is missing from the backup image: "
-                      "made a full copy")
-    try:
-        base_manifest = manifest.load(dst_io, previous.manifest_object)
-    except DataCorrupt as exc:
-        return None, (f"the checksum manifest of {what} is unusable ({exc.message}): "
-                      "made a full copy")
-    return Base(previous, base_manifest), None
+    previous = side.previous
+    if (previous is not None and source_snapshots is not None
+            and previous.snapshot not in source_snapshots):
+        return None, (f"the source snapshot {previous.snapshot} of the previous restore "
+                      f"point {previous.id} is gone from the volume (removed outside "
+                      "Cairn?), so changes since it cannot be computed: made a full copy")
+    return side.base, side.full_reason
 
 
-def _ensure_backup_image(dst_io: rados.Ioctx, rp: RestorePoint, volume: Volume, size: int,
-                         order: int) -> bool:
-    """True when the backup image was created now (the volume's first backup to this
-    target, or a retry of one whose attempt died before creating it)."""
-    try:
-        # This job is the image's only writer (the active-backup index): what cannot be
-        # opened under its name is what a killed attempt's create left.
-        rbd_images.create_image(dst_io, rp.backup_image, size, order=order,
-                                metadata={"cairn.volume_id": volume.id,
-                                          "cairn.volume": volume.ref,
-                                          "cairn.project_id": volume.project_id},
-                                replace_remnant=True)
-    except ImageExists:
-        return False
-    return True
+def _create_backup_image(dst_io: rados.Ioctx, rp: RestorePoint, volume: Volume, size: int,
+                         order: int) -> None:
+    # This job is the image's only writer (the active-backup index): what cannot be opened
+    # under its name is what a killed attempt's create left.
+    rbd_images.create_image(dst_io, rp.backup_image, size, order=order,
+                            metadata={"cairn.volume_id": volume.id, "cairn.volume": volume.ref,
+                                      "cairn.project_id": volume.project_id},
+                            replace_remnant=True)
 
 
 def _remove_unfinished_snapshot(dst_io: rados.Ioctx, rp: RestorePoint) -> None:

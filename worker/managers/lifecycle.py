@@ -494,6 +494,7 @@ def _finish(reporter: JobReporter, steps: JobSteps, outcome: Outcome) -> None:
             _code, message = failure_reason(exc)
             log.warning("%s: %s", what, message, exc_info=not isinstance(exc, CairnError))
             warnings.append(f"{what}: {message}")
+    reporter.phases.lap("aftercare")
     status = JobStatus.FAILED if outcome.error_code else JobStatus.SUCCEEDED
     reporter.finish(status, stats=outcome.stats, summary=outcome.summary,
                     error_code=outcome.error_code, error_message=outcome.error_message,

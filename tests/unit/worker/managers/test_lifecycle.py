@@ -11,12 +11,14 @@ import pytest
 from services.errors import StorageError
 from services.status import JobStatus
 from worker.managers.lifecycle import Aftercare, ClaimedJob, JobSteps, Outcome, drive
+from worker.managers.phases import Phases
 from worker.managers.signals import JobCancelled, JobLost
 
 
 class Reporter:
     def __init__(self) -> None:
         self.finished: dict[str, Any] = {}
+        self.phases = Phases()
 
     def check(self) -> None:
         pass
