@@ -10,8 +10,10 @@ from dataclasses import dataclass
 
 from services.clock import Clock, clock_for
 from services.db import Database
+from services.dispatch import Dispatcher, make_celery
 from services.limits.leases import Leases
 from services.openstack.cinder import CinderGateway, gateway_for
+from services.scheduler.admission import Admission
 from services.settings import Settings, get_settings
 from services.storage.ceph import CephClusters
 
@@ -25,6 +27,8 @@ class Runtime:
     leases: Leases
     clock: Clock
     cinder: CinderGateway | None = None
+    admission: Admission | None = None
+    """Starts the next queued jobs when one of this worker's jobs frees its slots."""
 
 
 _lock = threading.Lock()
@@ -36,10 +40,13 @@ def get_runtime() -> Runtime:
     with _lock:
         if _runtime is None or _runtime.name != _worker_name():
             settings = get_settings()
-            _runtime = Runtime(settings, Database(settings.database_url),
-                               CephClusters(settings), _worker_name(),
-                               Leases.from_settings(settings), clock_for(settings.clock_file),
-                               gateway_for(settings.keystone, settings.cinder))
+            db = Database(settings.database_url)
+            leases = Leases.from_settings(settings)
+            dispatcher = Dispatcher(make_celery(settings.redis_url))
+            _runtime = Runtime(settings, db, CephClusters(settings), _worker_name(), leases,
+                               clock_for(settings.clock_file),
+                               gateway_for(settings.keystone, settings.cinder),
+                               Admission(db, leases, dispatcher, settings))
         return _runtime
 
 

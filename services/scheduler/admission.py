@@ -1,7 +1,8 @@
 """Admission: which queued jobs start now. A job starts when it is due (`not_before`) and
 holds a concurrency slot in each of its scopes (its backup target, its project); it is then
 marked sent and handed to the broker. Jobs over a limit stay queued and are looked at again
-on the next round, or as soon as the API enqueues something.
+on the next round, as soon as the API enqueues something, or as soon as a worker ends a job
+and frees its slots (`hand_on`): a freed slot does not wait for the scheduler's tick.
 
 Fair share: candidates are taken round-robin across projects, counting the jobs each
 project already has started: a project's n-th waiting job ranks n + (its started jobs), and
@@ -29,6 +30,8 @@ log = logging.getLogger(__name__)
 BATCH = 2000
 LEASE_BATCH = 500
 """Candidates looked at per round; the round-robin order makes every project appear early."""
+HAND_ON_BATCH = 50
+"""Candidates a worker looks at when a job ends: a job frees at most a few slots."""
 
 
 @dataclass
@@ -46,10 +49,12 @@ class Admission:
         self.dispatcher = dispatcher
         self.settings = settings
 
-    def admit(self, now: datetime, job_ids: list[str] | None = None) -> AdmitResult:
-        """Start what is due at `now` (the schedule clock) and has free slots."""
+    def admit(self, now: datetime, job_ids: list[str] | None = None, *,
+              limit: int = BATCH) -> AdmitResult:
+        """Start what is due at `now` (the schedule clock) and has free slots, looking at
+        the first `limit` candidates in fair-share order."""
         result = AdmitResult()
-        candidates = self._candidates(now, job_ids)
+        candidates = self._candidates(now, job_ids, limit)
         full: set[str] = set()
         chosen: list[tuple[str, JobKind, list[Scope]]] = []
         # Leases are taken a pipeline at a time (one round trip per LEASE_BATCH jobs);
@@ -89,12 +94,18 @@ class Admission:
                 self.leases.release(job_id, scopes)
         return result
 
+    def hand_on(self, now: datetime) -> AdmitResult:
+        """A worker's call once a job ended and freed its slots: start the next jobs that
+        fit now. Only the head of the fair-share order is looked at (the scheduler's round
+        looks at the rest), so a job's end costs one small query however long the queue."""
+        return self.admit(now, limit=HAND_ON_BATCH)
+
     def admit_ids(self, job_ids: list[str]) -> None:
         """The API's after-commit hook: start what it just enqueued, if slots allow."""
         self.admit(utcnow(), job_ids)
 
-    def _candidates(self, now: datetime,
-                    job_ids: list[str] | None) -> list[tuple[str, str, str, str | None]]:
+    def _candidates(self, now: datetime, job_ids: list[str] | None,
+                    limit: int) -> list[tuple[str, str, str, str | None]]:
         turn = func.row_number().over(partition_by=Job.project_id,
                                       order_by=(Job.queued_at, Job.id)).label("turn")
         inner = select(Job.id, Job.kind, Job.project_id, Job.target, Job.queued_at, turn).where(
@@ -110,7 +121,7 @@ class Admission:
         rank = ranked.c.turn + func.coalesce(started.c.n, 0)
         stmt = (select(ranked.c.id, ranked.c.kind, ranked.c.project_id, ranked.c.target)
                 .join(started, started.c.project_id == ranked.c.project_id, isouter=True)
-                .order_by(rank, ranked.c.queued_at, ranked.c.id).limit(BATCH))
+                .order_by(rank, ranked.c.queued_at, ranked.c.id).limit(limit))
         with self.db.session() as session:
             return [(r[0], r[1], r[2], r[3]) for r in session.execute(stmt)]
 

@@ -537,6 +537,21 @@ def run_job(rt: Runtime, job_id: str, kind: str, body: JobBody) -> None:
         except Exception:
             log.warning("could not free the slots of job %s; they expire by themselves",
                         job_id, exc_info=True)
+        else:
+            _hand_on(rt)
+
+
+def _hand_on(rt: Runtime) -> None:
+    """Start the next queued jobs in the slots this one freed, rather than leave them
+    empty until the scheduler's next round (up to a tick per wave of a plan's jobs)."""
+    if rt.admission is None:
+        return
+    try:
+        rt.admission.hand_on(rt.clock())
+    except Exception:
+        # The scheduler's round admits them instead.
+        log.warning("could not start the next queued jobs; the scheduler will",
+                    exc_info=True)
 
 
 def _fail_unstarted(rt: Runtime, job_id: str, exc: Exception) -> None:
