@@ -60,7 +60,8 @@ bluestore block path = $dir/bluestore.block
 bluestore block size = $store_bytes
 bluestore block create = true
 # Snapshot creation waits for the mon's next proposal; Ceph's 1 s default would cost every
-# backup ~2 s on a one-node dev cluster. The benchmark sets 1 (production's value).
+# backup ~2 s on a one-node dev cluster. The benchmarks set 1 (production's value): the copy
+# engine's when it makes its cluster, the fleet's at run time (ceph tell mon.a config set).
 paxos propose interval = $propose_interval
 # A file-backed OSD counts as rotational, where snapshot trimming sleeps 5 s per step:
 # space held by removed snapshots would then come back far slower than tests remove them.

@@ -93,6 +93,7 @@ class BackupSteps(JobSteps):
             self.volume = rp.volume
             session.expunge_all()
         self.rt, self.job, self.reporter, self.rp = rt, job, reporter, rp
+        self.removal: _SourceSnapshotRemoval | None = None
 
     def committed(self) -> bool:
         with self.rt.db.session() as session:
@@ -106,8 +107,9 @@ class BackupSteps(JobSteps):
         self.reporter.phases.lap("prepare")
         try:
             # Cinder's word on `bootable` lets a restore into a new volume say so too.
-            return Outcome(stats=_copy(self.rt, self.job, self.reporter, self.rp, self.volume,
-                                       found.bootable if found else None))
+            stats, self.removal = _copy(self.rt, self.job, self.reporter, self.rp,
+                                        self.volume, found.bootable if found else None)
+            return Outcome(stats=stats)
         finally:
             locks.unlock(self.rt.db, self.volume.id, self.job.id)
 
@@ -115,6 +117,11 @@ class BackupSteps(JobSteps):
         _clean_up(self.rt, self.rp, self.volume)
         group_snapshots.release(self.rt, self.job)
         return "the partial copy was removed"
+
+    def _remove_older_source_snapshots(self) -> None:
+        # Done beside the target snapshot already, unless an earlier attempt committed.
+        removal = self.removal or _SourceSnapshotRemoval.run(self.rt, self.volume, self.rp)
+        removal.report()
 
     def record_failure(self, status: JobStatus, code: str, message: str) -> None:
         # A cancelled backup leaves nothing behind, so its restore point is gone too.
@@ -127,11 +134,11 @@ class BackupSteps(JobSteps):
                                   if to == RestorePointStatus.DELETED else None})
 
     def aftercare(self, outcome: Outcome) -> Aftercare:
-        rt, rp, volume, job = self.rt, self.rp, self.volume, self.job
+        rt, rp, job = self.rt, self.rp, self.job
         steps: Aftercare = [
             ("removing the backup's checkpoint", lambda: _remove_checkpoint(rt, rp)),
             ("removing the volume's older cairn.* source snapshots",
-             lambda: self._warn_all(_remove_unneeded_source_snapshots(rt, volume, rp))),
+             self._remove_older_source_snapshots),
         ]
         if job.group_id is not None:
             steps.append(("removing the run's group snapshot",
@@ -147,10 +154,6 @@ class BackupSteps(JobSteps):
 
             steps.append(("requesting the plan's prune", prune))
         return steps
-
-    def _warn_all(self, left: list[str]) -> None:
-        if left:
-            raise SnapshotsLeft("; ".join(left))
 
 
 def _lock_volume(rt: Runtime, job: ClaimedJob, reporter: JobReporter, volume: Volume) -> None:
@@ -178,7 +181,7 @@ class _TargetSide:
 
 
 def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
-          volume: Volume, bootable: bool | None) -> CopyStats:
+          volume: Volume, bootable: bool | None) -> tuple[CopyStats, _SourceSnapshotRemoval]:
     target = rt.settings.backup_targets[rp.target]
     phases = reporter.phases
     with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
@@ -214,7 +217,11 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         manifest.store(dst_io, rp.manifest_object, final, volume_id=rp.volume_id)
         phases.lap("manifest")
         reporter.check()
-        rbd_images.ensure_snapshot(backup, rp.snapshot)
+        # The target snapshot and the removal of the older source snapshots each wait for
+        # a mon proposal; side by side, the job waits for one.
+        _, removal = side_by_side(
+            stack, lambda _: rbd_images.ensure_snapshot(backup, rp.snapshot),
+            lambda _: _SourceSnapshotRemoval.run(rt, volume, rp))
         phases.lap("target_snapshot")
     with rt.db.session() as session:
         ok = guarded_update(
@@ -233,7 +240,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         if not ok:
             raise JobLost(f"restore point {rp.id} is no longer being created")
     phases.lap("commit")
-    return stats
+    return stats, removal
 
 
 def _open_source(rt: Runtime, job: ClaimedJob, reporter: JobReporter, src_io: rados.Ioctx,
@@ -418,14 +425,39 @@ def _remove_unfinished_snapshot(dst_io: rados.Ioctx, rp: RestorePoint) -> None:
     manifest.remove(dst_io, rp.manifest_object)
 
 
+@dataclass
+class _SourceSnapshotRemoval:
+    """What removing the volume's older source snapshots left, for the job's warnings: a
+    failed removal never fails the backup."""
+
+    left: list[str]
+    error: Exception | None = None
+
+    @classmethod
+    def run(cls, rt: Runtime, volume: Volume, rp: RestorePoint) -> _SourceSnapshotRemoval:
+        try:
+            return cls(_remove_unneeded_source_snapshots(rt, volume, rp))
+        except Exception as exc:
+            return cls([], exc)
+
+    def report(self) -> None:
+        if self.error is not None:
+            raise self.error
+        if self.left:
+            raise SnapshotsLeft("; ".join(self.left))
+
+
 def _remove_unneeded_source_snapshots(rt: Runtime, volume: Volume,
                                       rp: RestorePoint) -> list[str]:
     """Every source snapshot costs the tenant's VM copy-on-write: keep only the one the next
-    incremental to each target builds on. Only snapshots whose restore point rows belong to
-    this volume row are removed; a `cairn.*` snapshot of another row (another project's
-    volume row on the same image), or of no row at all, is left and reported."""
+    incremental to each target builds on, counting `rp` as its target's (it is, or is about
+    to be: this runs beside the backup's last step, and a backup that fails after it only
+    makes the next one to that target a full copy). Only snapshots whose restore point rows
+    belong to this volume row are removed; a `cairn.*` snapshot of another row (another
+    project's volume row on the same image), or of no row at all, is left and reported."""
     with rt.db.session() as session:
-        needed = {p.snapshot for p in restore_points.incremental_bases(session, volume.id)}
+        needed = {p.snapshot for p in restore_points.incremental_bases(session, volume.id)
+                  if p.target != rp.target}
         needed.add(rp.snapshot)
         with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
                 rbd_images.open_image(src_io, volume.image) as head:

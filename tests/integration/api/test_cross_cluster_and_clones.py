@@ -44,6 +44,34 @@ def test_backup_to_another_cluster_and_back(
         ceph.remove_image(offsite_volumes, there)
 
 
+def test_each_target_keeps_the_source_snapshot_its_next_incremental_needs(
+        stack: Stack, volumes_pool: rados.Ioctx, images: list[str]) -> None:
+    """A volume backed up to two targets: a backup to one removes the older source
+    snapshots (beside its own last step), never the one the other target builds on."""
+    source = ceph.random_image(volumes_pool, "twotargets", 9 * MiB + 11, seed=23)
+    images.append(source)
+    home = restore_point(stack, backup(stack, source)["restore_point_id"])
+    away = restore_point(stack, backup(stack, source, target="offsite")["restore_point_id"])
+    for step in range(2):
+        with rbd.Image(volumes_pool, source) as image:
+            image.write(bytes([step + 1]) * 5000, (2 + step) * MiB + 7)
+        home = restore_point(stack, backup(stack, source)["restore_point_id"])
+        assert home["kind"] == "incremental", home
+        assert sorted(ceph.snapshots(volumes_pool, source)) == sorted(
+            [f"cairn.{home['id']}", f"cairn.{away['id']}"])
+    with rbd.Image(volumes_pool, source) as image:
+        image.write(b"offsite" * 700, 7 * MiB)
+    expected = ceph.sha256_of(volumes_pool, source)
+    away = restore_point(stack, backup(stack, source, target="offsite")["restore_point_id"])
+    assert away["kind"] == "incremental", away
+    assert sorted(ceph.snapshots(volumes_pool, source)) == sorted(
+        [f"cairn.{home['id']}", f"cairn.{away['id']}"])
+    back = ceph.unique_name("twotargets-back")
+    images.append(back)
+    restore(stack, away["id"], back)
+    assert ceph.sha256_of(volumes_pool, back) == expected
+
+
 def test_a_cloned_volume_is_backed_up_with_its_parents_data(
         stack: Stack, volumes_pool: rados.Ioctx) -> None:
     parent = ceph.unique_name("golden")
