@@ -7,6 +7,7 @@ STATE := $(CURDIR)/.state
 API_PORT ?= 8787
 OPENSTACK ?= 0
 PROMETHEUS ?= 0
+RGW ?= 0
 
 .PHONY: help bootstrap up down status image test test-unit test-only soak lint typecheck check bench bench-instant bench-fleet bench-scheduler bench-hostile clean
 
@@ -14,10 +15,10 @@ help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 bootstrap: ## install what is missing: Debian packages, the venv, locked Python packages
-	@CAIRN_OPENSTACK=$(OPENSTACK) CAIRN_PROMETHEUS=$(PROMETHEUS) bash deploy/local/bootstrap.sh
+	@CAIRN_OPENSTACK=$(OPENSTACK) CAIRN_PROMETHEUS=$(PROMETHEUS) CAIRN_RGW=$(RGW) bash deploy/local/bootstrap.sh
 
-up: bootstrap ## start the whole local stack with a demo volume and print where the API is (OPENSTACK=1: with Keystone and Cinder; PROMETHEUS=1: with Prometheus)
-	@CAIRN_OPENSTACK=$(OPENSTACK) CAIRN_PROMETHEUS=$(PROMETHEUS) CAIRN_API_PORT=$(API_PORT) bash deploy/local/stack.sh up all
+up: bootstrap ## start the whole local stack with a demo volume and print where the API is (OPENSTACK=1: with Keystone and Cinder; PROMETHEUS=1: with Prometheus; RGW=1: with Ceph RGW, an S3 endpoint)
+	@CAIRN_OPENSTACK=$(OPENSTACK) CAIRN_PROMETHEUS=$(PROMETHEUS) CAIRN_RGW=$(RGW) CAIRN_API_PORT=$(API_PORT) bash deploy/local/stack.sh up all
 	@echo
 	@echo "Cairn is up."
 	@echo "  API:      http://127.0.0.1:$(API_PORT)  (docs: http://127.0.0.1:$(API_PORT)/docs)"
@@ -31,6 +32,9 @@ else
 endif
 ifeq ($(PROMETHEUS),1)
 	@echo "  Prometheus: http://127.0.0.1:31090  (alerts: http://127.0.0.1:31090/alerts; Cairn's metrics: docs/operations.md)"
+endif
+ifeq ($(RGW),1)
+	@echo "  S3 (RGW): $$(jq -r '.endpoint + ", bucket " + .bucket' $(STATE)/rgw-ceph-a/s3.json)  (credentials: $(STATE)/rgw-ceph-a/s3.json)"
 endif
 	@echo "  logs:     $(STATE)/log/"
 	@echo "  stop:     make down"
@@ -55,8 +59,8 @@ typecheck: bootstrap ## mypy --strict on services/, api/, worker/, cli/, manage/
 check: lint typecheck ## lint and type check
 
 test: ## install what is missing, start the stack's servers (Keystone and Cinder too; tests run their own Prometheus), lint, type check, run both tiers
-	@CAIRN_OPENSTACK=1 CAIRN_PROMETHEUS=1 CAIRN_HELM=1 CAIRN_IMAGE=1 bash deploy/local/bootstrap.sh
-	@CAIRN_SECOND_CLUSTER=1 CAIRN_OPENSTACK=1 bash deploy/local/stack.sh up infra
+	@CAIRN_OPENSTACK=1 CAIRN_PROMETHEUS=1 CAIRN_HELM=1 CAIRN_IMAGE=1 CAIRN_RGW=1 bash deploy/local/bootstrap.sh
+	@CAIRN_SECOND_CLUSTER=1 CAIRN_OPENSTACK=1 CAIRN_RGW=1 bash deploy/local/stack.sh up infra
 	@$(MAKE) --no-print-directory check
 	@$(MAKE) --no-print-directory test-only
 

@@ -22,6 +22,12 @@ if [ "${CAIRN_PROMETHEUS:-0}" = 1 ]; then
     apt_packages+=(prometheus)
 fi
 
+# Ceph's S3 gateway (CAIRN_RGW=1; `make test` always): the object-storage target's endpoint
+# on the micro cluster (deploy/local/rgw.sh).
+if [ "${CAIRN_RGW:-0}" = 1 ]; then
+    apt_packages+=(radosgw)
+fi
+
 # buildah and debootstrap (CAIRN_IMAGE=1; `make test` always): the image is built here,
 # without a registry (deploy/image/build.sh).
 if [ "${CAIRN_IMAGE:-0}" = 1 ]; then

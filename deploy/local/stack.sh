@@ -8,7 +8,8 @@
 # Environment: CAIRN_STATE_DIR (default <repo>/.state), CAIRN_SECOND_CLUSTER=1 to start
 # ceph-b as well, CAIRN_OPENSTACK=1 to start Keystone and Cinder too (Cairn then
 # authenticates with Keystone and protects Cinder volumes), CAIRN_PROMETHEUS=1 to run
-# Prometheus scraping Cairn with its alert rules, CAIRN_API_PORT (default 8787).
+# Prometheus scraping Cairn with its alert rules, CAIRN_RGW=1 to run Ceph RGW (an S3
+# endpoint with a bucket) on ceph-a, CAIRN_API_PORT (default 8787).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -23,6 +24,7 @@ scope=${2:-all}
 second=${CAIRN_SECOND_CLUSTER:-0}
 openstack=${CAIRN_OPENSTACK:-0}
 prometheus=${CAIRN_PROMETHEUS:-0}
+rgw=${CAIRN_RGW:-0}
 mkdir -p "$state"
 
 # ---------------------------------------------------------------- Redis
@@ -223,6 +225,8 @@ case "$cmd" in
         pg_up
         "$here/ceph.sh" start ceph-a "$CEPH_A_PORT"
         if [ "$second" = 1 ]; then "$here/ceph.sh" start ceph-b "$CEPH_B_PORT"; fi
+        if [ "$rgw" = 1 ]; then "$here/rgw.sh" start ceph-a "$RGW_PORT"
+        elif pid_alive "$state/rgw-ceph-a/radosgw.pid"; then "$here/rgw.sh" stop ceph-a "$RGW_PORT"; fi
         if [ "$openstack" = 1 ]; then
             "$here/openstack.sh" up
             "$venv/bin/python" "$here/openstack_seed.py" cairn --password "$cairn_password"
@@ -236,6 +240,7 @@ case "$cmd" in
         prometheus_down
         cairn_down
         if [ -d "$state/openstack" ]; then "$here/openstack.sh" down; fi
+        "$here/rgw.sh" stop ceph-a "$RGW_PORT"
         "$here/ceph.sh" stop ceph-b "$CEPH_B_PORT"
         "$here/ceph.sh" stop ceph-a "$CEPH_A_PORT"
         pg_down
@@ -246,6 +251,7 @@ case "$cmd" in
         status_line "postgres (127.0.0.1:$PG_PORT)" as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" status
         "$here/ceph.sh" status ceph-a "$CEPH_A_PORT" || true
         "$here/ceph.sh" status ceph-b "$CEPH_B_PORT" || true
+        "$here/rgw.sh" status ceph-a "$RGW_PORT" || true
         if [ -d "$state/openstack" ]; then "$here/openstack.sh" status; fi
         for name in cairn-api cairn-worker cairn-scheduler prometheus; do
             status_line "$name" pid_alive "$state/run/$name.pid"
