@@ -129,6 +129,13 @@ class StorageTimeout(StorageUnavailable):
     code = "storage_timeout"
 
 
+class TargetKeyUnavailable(StorageUnavailable):
+    """An object-storage target's data key cannot be opened with the operator's key (none
+    configured, or another one): nothing on that target can be read or written."""
+
+    code = "target_key_unavailable"
+
+
 class StorageError(CairnError):
     """Ceph failed an operation; librbd's own error stays in the operator's log."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from functools import lru_cache
 from ipaddress import IPv4Network, IPv6Network
@@ -11,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, IPvAnyNetwork, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.errors import UnknownTarget
+from services.errors import StorageUnavailable, UnknownTarget
 
 
 class ClusterSettings(BaseModel):
@@ -35,6 +36,35 @@ class BackupTargetSettings(BaseModel):
     max_jobs: int | None = Field(default=None, ge=1)
     """Copy jobs (backups, restores, verifies) running at once against this target; the
     service-wide `max_jobs_per_target` when None."""
+
+
+class S3Credentials(BaseModel):
+    access_key: str
+    secret_key: SecretStr
+
+
+class S3Settings(BaseModel):
+    """Where an object-storage target lives. The keys come from a file (a mounted secret),
+    never from the settings themselves."""
+
+    endpoint: str
+    """e.g. https://rgw.example.net or http://127.0.0.1:31800."""
+    bucket: str
+    region: str = "us-east-1"
+    prefix: str = Field(default="cairn", pattern=r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
+    """Every key Cairn writes starts with `<prefix>/`: one bucket can hold several targets."""
+    credentials_file: Path
+    """JSON with access_key and secret_key (other fields are ignored)."""
+    connections: int = Field(default=32, ge=1, le=256)
+    """HTTP connections kept per worker process: the most uploads it can have in flight."""
+    timeout_seconds: float = Field(default=30.0, gt=0)
+
+    def credentials(self) -> S3Credentials:
+        try:
+            return S3Credentials.model_validate(json.loads(self.credentials_file.read_text()))
+        except (OSError, ValueError) as exc:
+            raise StorageUnavailable(
+                f"cannot read the S3 credentials file {self.credentials_file}: {exc}") from None
 
 
 class KeystoneSettings(BaseModel):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import rados
 
-from tests.support import ceph
+from tests.support import ceph, rgw
 from tests.support.ceph import conf_path
 from tests.support.databases import migrated_database
 from tests.support.stack import PG_PORT, REDIS_PORT, Stack, start_stack, stop_stack
@@ -31,6 +31,7 @@ def _local_stack_is_up() -> None:
     missing = [what for what, ok in [
         ("micro Ceph ceph-a", conf_path("ceph-a").exists()),
         ("micro Ceph ceph-b (CAIRN_SECOND_CLUSTER=1)", conf_path("ceph-b").exists()),
+        ("Ceph RGW on ceph-a (CAIRN_RGW=1)", rgw.CREDENTIALS.exists()),
         (f"Redis on {REDIS_PORT}", _listening(REDIS_PORT)),
         (f"PostgreSQL on {PG_PORT}", _listening(PG_PORT)),
     ] if not ok]

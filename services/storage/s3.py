@@ -1,0 +1,132 @@
+"""One S3 bucket (Ceph RGW, AWS or any S3-compatible store) under a key prefix: the driver
+of object-storage targets. It moves opaque blobs; what they hold (sealed chunks, manifests,
+the wrapped data key) is the business of its callers.
+
+Errors come out as Cairn's: unreachable or refusing credentials is StorageUnavailable (the
+job can be retried later), anything else the store rejects is StorageError with the S3
+error code in the operator's log. A missing key is None from `get`/`size`, not an error."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+
+from services.errors import StorageError, StorageUnavailable
+from services.settings import S3Settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+log = logging.getLogger(__name__)
+
+_NOT_FOUND = {"404", "NoSuchKey", "NotFound"}
+_REFUSED = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket"}
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    key: str
+    """Relative to the target's prefix."""
+    size: int
+
+
+class Bucket:
+    """Thread-safe: boto3's clients are, and a worker shares one per target between its
+    uploads (the connection pool is the in-flight limit)."""
+
+    def __init__(self, settings: S3Settings) -> None:
+        self.settings = settings
+        credentials = settings.credentials()
+        self._client: S3Client = boto3.session.Session().client(
+            "s3", endpoint_url=settings.endpoint, region_name=settings.region,
+            aws_access_key_id=credentials.access_key,
+            aws_secret_access_key=credentials.secret_key.get_secret_value(),
+            config=Config(
+                max_pool_connections=settings.connections,
+                connect_timeout=settings.timeout_seconds,
+                read_timeout=settings.timeout_seconds,
+                retries={"mode": "standard", "total_max_attempts": 4},
+                s3={"addressing_style": "path"},
+                # Newer SDKs add streaming CRC trailers that many S3 stores (RGW before
+                # Reef among them) refuse; each put carries Content-MD5 instead.
+                request_checksum_calculation="when_required",
+                response_checksum_validation="when_required",
+            ))
+
+    def _key(self, key: str) -> str:
+        return f"{self.settings.prefix}/{key}"
+
+    def _fail(self, what: str, exc: Exception) -> Exception:
+        if isinstance(exc, ClientError):
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code in _REFUSED:
+                return StorageUnavailable(
+                    f"the S3 store refused {what} in bucket {self.settings.bucket!r} "
+                    f"({code}): check the target's credentials and bucket")
+            log.warning("S3 %s failed: %s", what, exc)
+            return StorageError(f"the S3 store failed {what} ({code or 'error'})")
+        if isinstance(exc, EndpointConnectionError):
+            return StorageUnavailable(f"cannot reach the S3 endpoint {self.settings.endpoint}")
+        log.warning("S3 %s failed: %s", what, exc)
+        return StorageUnavailable(f"the S3 store did not complete {what}: {exc}")
+
+    def put(self, key: str, data: bytes) -> None:
+        md5 = base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode()
+        try:
+            self._client.put_object(Bucket=self.settings.bucket, Key=self._key(key), Body=data,
+                                    ContentMD5=md5)
+        except (ClientError, BotoCoreError) as exc:
+            raise self._fail(f"writing {key}", exc) from None
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            answer = self._client.get_object(Bucket=self.settings.bucket, Key=self._key(key))
+            return answer["Body"].read()
+        except ClientError as exc:
+            if str(exc.response.get("Error", {}).get("Code", "")) in _NOT_FOUND:
+                return None
+            raise self._fail(f"reading {key}", exc) from None
+        except BotoCoreError as exc:
+            raise self._fail(f"reading {key}", exc) from None
+
+    def size(self, key: str) -> int | None:
+        """The object's size, None when there is no such object."""
+        try:
+            return self._client.head_object(Bucket=self.settings.bucket,
+                                            Key=self._key(key))["ContentLength"]
+        except ClientError as exc:
+            if str(exc.response.get("Error", {}).get("Code", "")) in _NOT_FOUND:
+                return None
+            raise self._fail(f"looking up {key}", exc) from None
+        except BotoCoreError as exc:
+            raise self._fail(f"looking up {key}", exc) from None
+
+    def delete(self, key: str) -> None:
+        """Removes the object; one already gone is no error (S3 deletes are idempotent)."""
+        try:
+            self._client.delete_object(Bucket=self.settings.bucket, Key=self._key(key))
+        except (ClientError, BotoCoreError) as exc:
+            raise self._fail(f"deleting {key}", exc) from None
+
+    def list(self, prefix: str = "") -> Iterator[StoredObject]:
+        """Every object under `<target prefix>/<prefix>`, in key order, paged."""
+        strip = len(self.settings.prefix) + 1
+        try:
+            pages = self._client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.settings.bucket, Prefix=self._key(prefix))
+            for page in pages:
+                for item in page.get("Contents", []):
+                    yield StoredObject(item["Key"][strip:], item["Size"])
+        except (ClientError, BotoCoreError) as exc:
+            raise self._fail(f"listing {prefix or 'the target'}", exc) from None
+
+    def close(self) -> None:
+        self._client.close()

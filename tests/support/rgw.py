@@ -1,0 +1,35 @@
+"""The local stack's S3 endpoint (Ceph RGW on ceph-a, `deploy/local/rgw.sh`) for tests."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from services.settings import S3Settings
+from services.storage.s3 import Bucket
+from tests.support.ceph import STATE
+
+CREDENTIALS = STATE / "rgw-ceph-a" / "s3.json"
+
+
+def settings(prefix: str, credentials: Path = CREDENTIALS) -> S3Settings:
+    local = json.loads(CREDENTIALS.read_text())
+    return S3Settings(endpoint=local["endpoint"], bucket=local["bucket"],
+                      region=local["region"], prefix=prefix, credentials_file=credentials,
+                      timeout_seconds=10)
+
+
+@contextmanager
+def scratch_bucket() -> Iterator[Bucket]:
+    """The local bucket under a prefix of the test's own; everything under it is removed
+    afterwards."""
+    bucket = Bucket(settings(f"test-{uuid.uuid4().hex[:10]}"))
+    try:
+        yield bucket
+    finally:
+        for stored in list(bucket.list()):
+            bucket.delete(stored.key)
+        bucket.close()

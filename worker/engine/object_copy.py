@@ -1,0 +1,215 @@
+"""Moving an RBD snapshot to an object-storage target and back, `window` chunks in flight.
+
+Upload: each chunk is read from the snapshot, skipped when all zeros, named and sealed
+(`chunks.py`), and sent only when the store lacks it. Chunks the base manifest names, and
+chunks this upload already sent, are known to be there and are not even looked up; others
+cost one HEAD. So a repeated full of unchanged data reads the volume and uploads nothing,
+and a retried backup finds the chunks its failed attempt left and sends only the rest.
+
+Download: every chunk the manifest lists is fetched, authenticated and checked against its
+name before a byte is written; a mismatch fails the restore with the chunk's offset."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+import rbd
+
+from services.errors import DataCorrupt
+from worker.engine.chunk_store import ChunkStore, ObjectManifest
+from worker.engine.chunks import ChunkCodec
+from worker.engine.copy import READ_HINTS, write
+from worker.engine.extents import allocated_objects, changed_objects
+from worker.engine.qos import Pacer
+from worker.engine.zeros import data_runs
+
+DEFAULT_CHUNK = 4 << 20
+
+
+@dataclass
+class TransferStats:
+    chunks: int = 0
+    """Chunks of the plan handled (read and sealed, or fetched and written)."""
+    chunks_uploaded: int = 0
+    chunks_known: int = 0
+    """Chunks found in the store already (named by the base or looked up): not sent."""
+    chunks_zero: int = 0
+    bytes_read: int = 0
+    bytes_sent: int = 0
+    """Sealed (compressed, encrypted) bytes uploaded or downloaded."""
+    bytes_written: int = 0
+    hash_seal_seconds: float = 0.0
+    """Naming, compressing and encrypting (or opening), summed over the threads."""
+    store_seconds: float = 0.0
+    started: float = field(default_factory=time.monotonic)
+
+
+class _Window:
+    """A pool of threads with at most `size` tasks submitted and not finished, each thread
+    with a codec of its own. The first failure cancels what has not started and is raised."""
+
+    def __init__(self, store: ChunkStore, size: int) -> None:
+        self.size = size
+        self._local = threading.local()
+        self._store = store
+        self._pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix="object-copy")
+
+    def codec(self) -> ChunkCodec:
+        codec: ChunkCodec | None = getattr(self._local, "codec", None)
+        if codec is None:
+            codec = self._local.codec = self._store.codec()
+        return codec
+
+    def run(self, work: Callable[[int], None], items: Iterable[int]) -> None:
+        pending: set[Future[None]] = set()
+        try:
+            for item in items:
+                if len(pending) >= self.size:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        future.result()
+                pending.add(self._pool.submit(work, item))
+            for future in pending:
+                future.result()
+        finally:
+            for future in pending:
+                future.cancel()
+            self._pool.shutdown(wait=True)
+
+
+def _chunks_of_objects(objects: Iterable[int], object_size: int, chunk_size: int,
+                       image_size: int) -> set[int]:
+    per_object = object_size // chunk_size
+    return {index for obj in objects for index in range(obj * per_object, (obj + 1) * per_object)
+            if index * chunk_size < image_size}
+
+
+def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
+           base: ObjectManifest | None = None, since: str | None = None,
+           chunk_size: int = DEFAULT_CHUNK, window: int = 10, pacer: Pacer | None = None,
+           stats: TransferStats | None = None) -> ObjectManifest:
+    """The manifest of `source` (an image opened at its snapshot) after sending what the
+    store lacks. With `base` and `since` (the source snapshot `base` was made from), only
+    the chunks changed since then are read; the others are taken from `base`."""
+    stats = stats if stats is not None else TransferStats()
+    size = source.size()
+    object_size = 1 << source.stat()["order"]
+    if object_size % chunk_size:
+        raise ValueError(f"chunk size {chunk_size} does not divide the object size {object_size}")
+    manifest = ObjectManifest(chunk_size, size)
+    if base is not None and since is not None and base.chunk_size == chunk_size:
+        todo = _chunks_of_objects(changed_objects(source, size, object_size, since),
+                                  object_size, chunk_size, size)
+        # The last chunk of either size changed length although a diff may not list it.
+        for edge in (base.image_size, size):
+            if base.image_size != size and edge % chunk_size \
+                    and edge // chunk_size * chunk_size < size:
+                todo.add(edge // chunk_size)
+        manifest.chunks = {index: name for index, name in base.chunks.items()
+                           if index * chunk_size < size and index not in todo}
+    else:
+        todo = _chunks_of_objects(allocated_objects(source, size, object_size), object_size,
+                                  chunk_size, size)
+    known = base.names() if base is not None else set()
+    lock = threading.Lock()
+    transfer = _Window(store, window)
+
+    def one(index: int) -> None:
+        offset = index * chunk_size
+        length = min(chunk_size, size - offset)
+        if pacer is not None:
+            pacer.take(length)
+        t0 = time.monotonic()
+        data = source.read(offset, length, READ_HINTS)
+        if len(data) != length:
+            raise OSError(f"short read at offset {offset}")
+        t1 = time.monotonic()
+        if not data_runs(data):
+            with lock:
+                stats.chunks += 1
+                stats.chunks_zero += 1
+                stats.bytes_read += length
+            return
+        sealed = transfer.codec().seal_chunk(project_id, data)
+        t2 = time.monotonic()
+        with lock:
+            present = sealed.name in known
+        if not present:
+            present = store.has_chunk(project_id, sealed.name)
+            if not present:
+                store.put_chunk(project_id, sealed)
+        t3 = time.monotonic()
+        with lock:
+            manifest.chunks[index] = sealed.name
+            known.add(sealed.name)
+            stats.chunks += 1
+            stats.bytes_read += length
+            stats.hash_seal_seconds += t2 - t1
+            stats.store_seconds += t3 - t2 + (t1 - t0)
+            if present:
+                stats.chunks_known += 1
+            else:
+                stats.chunks_uploaded += 1
+                stats.bytes_sent += len(sealed.blob)
+
+    transfer.run(one, sorted(todo))
+    return manifest
+
+
+def download(store: ChunkStore, project_id: str, manifest: ObjectManifest, target: rbd.Image,
+             *, target_is_new: bool, window: int = 10, pacer: Pacer | None = None,
+             stats: TransferStats | None = None) -> None:
+    """Writes the manifest's data into `target` (at least the manifest's size). A target
+    that is not new (a restore in place) has every hole the manifest leaves zeroed."""
+    stats = stats if stats is not None else TransferStats()
+    chunk_size, size = manifest.chunk_size, manifest.image_size
+    lock = threading.Lock()
+    transfer = _Window(store, window)
+
+    def one(index: int) -> None:
+        offset = index * chunk_size
+        length = min(chunk_size, size - offset)
+        name = manifest.chunks.get(index)
+        if name is None:
+            target.write_zeroes(offset, length)
+            return
+        if pacer is not None:
+            pacer.take(length)
+        t0 = time.monotonic()
+        data = store.get_chunk(transfer.codec(), project_id, name, offset)
+        if len(data) != length:
+            raise DataCorrupt(f"the chunk at offset {offset} holds {len(data)} bytes, not "
+                              f"{length}")
+        write(target, data, offset)
+        with lock:
+            stats.chunks += 1
+            stats.bytes_written += length
+            stats.store_seconds += time.monotonic() - t0
+
+    indexes = range((size + chunk_size - 1) // chunk_size) if not target_is_new \
+        else sorted(manifest.chunks)
+    transfer.run(one, indexes)
+
+
+def verify(store: ChunkStore, project_id: str, manifest: ObjectManifest, *,
+           window: int = 10) -> list[tuple[int, str]]:
+    """Re-reads every chunk the manifest lists and checks it; (offset, reason) of each
+    corrupt or missing one, in offset order."""
+    found: list[tuple[int, str]] = []
+    lock = threading.Lock()
+    transfer = _Window(store, window)
+
+    def one(index: int) -> None:
+        offset = index * manifest.chunk_size
+        try:
+            store.get_chunk(transfer.codec(), project_id, manifest.chunks[index], offset)
+        except DataCorrupt as exc:
+            with lock:
+                found.append((offset, exc.message))
+
+    transfer.run(one, sorted(manifest.chunks))
+    return sorted(found)
