@@ -13,6 +13,7 @@ import hashlib
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import boto3
@@ -36,6 +37,8 @@ class StoredObject:
     key: str
     """Relative to the target's prefix."""
     size: int
+    modified: datetime
+    """When it was last written (the store's clock)."""
 
 
 class Bucket:
@@ -86,28 +89,29 @@ class Bucket:
         except (ClientError, BotoCoreError) as exc:
             raise self._fail(f"writing {key}", exc) from None
 
+    def _missing_or_fail(self, what: str, exc: Exception) -> None:
+        """Returns for "no such object"; raises Cairn's error for anything else."""
+        if isinstance(exc, ClientError) \
+                and str(exc.response.get("Error", {}).get("Code", "")) in _NOT_FOUND:
+            return
+        raise self._fail(what, exc) from None
+
     def get(self, key: str) -> bytes | None:
         try:
             answer = self._client.get_object(Bucket=self.settings.bucket, Key=self._key(key))
             return answer["Body"].read()
-        except ClientError as exc:
-            if str(exc.response.get("Error", {}).get("Code", "")) in _NOT_FOUND:
-                return None
-            raise self._fail(f"reading {key}", exc) from None
-        except BotoCoreError as exc:
-            raise self._fail(f"reading {key}", exc) from None
+        except (ClientError, BotoCoreError) as exc:
+            self._missing_or_fail(f"reading {key}", exc)
+            return None
 
     def size(self, key: str) -> int | None:
         """The object's size, None when there is no such object."""
         try:
             return self._client.head_object(Bucket=self.settings.bucket,
                                             Key=self._key(key))["ContentLength"]
-        except ClientError as exc:
-            if str(exc.response.get("Error", {}).get("Code", "")) in _NOT_FOUND:
-                return None
-            raise self._fail(f"looking up {key}", exc) from None
-        except BotoCoreError as exc:
-            raise self._fail(f"looking up {key}", exc) from None
+        except (ClientError, BotoCoreError) as exc:
+            self._missing_or_fail(f"looking up {key}", exc)
+            return None
 
     def delete(self, key: str) -> None:
         """Removes the object; one already gone is no error (S3 deletes are idempotent)."""
@@ -124,7 +128,8 @@ class Bucket:
                 Bucket=self.settings.bucket, Prefix=self._key(prefix))
             for page in pages:
                 for item in page.get("Contents", []):
-                    yield StoredObject(item["Key"][strip:], item["Size"])
+                    yield StoredObject(item["Key"][strip:], item["Size"],
+                                       item["LastModified"])
         except (ClientError, BotoCoreError) as exc:
             raise self._fail(f"listing {prefix or 'the target'}", exc) from None
 

@@ -13,6 +13,8 @@ from services.storage.s3 import Bucket
 from tests.support.ceph import STATE
 
 CREDENTIALS = STATE / "rgw-ceph-a" / "s3.json"
+OPERATOR_KEY = bytes(range(32))
+"""The operator's key of the tests' object targets."""
 
 
 def settings(prefix: str, credentials: Path = CREDENTIALS) -> S3Settings:

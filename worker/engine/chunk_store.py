@@ -130,6 +130,11 @@ class ChunkStore:
         key = manifest_key(project_id, restore_point_id)
         self.bucket.put(key, self.codec().seal(b"manifest", key, manifest.to_bytes()))
 
+    def delete_manifest(self, project_id: str, restore_point_id: str) -> None:
+        """The restore point's manifest goes; its chunks stay until a garbage collection
+        finds no other manifest naming them."""
+        self.bucket.delete(manifest_key(project_id, restore_point_id))
+
     def read_manifest(self, project_id: str, restore_point_id: str) -> ObjectManifest:
         key = manifest_key(project_id, restore_point_id)
         blob = self.bucket.get(key)

@@ -59,8 +59,13 @@ class ChunkCodec:
         self._compress = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
         self._decompress = zstandard.ZstdDecompressor()
 
-    def seal_chunk(self, project_id: str, plaintext: bytes) -> Sealed:
-        name = chunk_name(self.keys, project_id, plaintext)
+    def name(self, project_id: str, plaintext: bytes) -> str:
+        return chunk_name(self.keys, project_id, plaintext)
+
+    def seal_chunk(self, project_id: str, plaintext: bytes, name: str | None = None) -> Sealed:
+        """`name`: the chunk's name when the caller computed it already (to ask the store
+        whether it has the chunk before paying for compression and encryption)."""
+        name = name or chunk_name(self.keys, project_id, plaintext)
         return Sealed(name, self.seal(b"chunk", name, plaintext), len(plaintext))
 
     def open_chunk(self, project_id: str, name: str, blob: bytes) -> bytes:

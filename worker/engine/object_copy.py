@@ -134,27 +134,36 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
                 stats.chunks_zero += 1
                 stats.bytes_read += length
             return
-        sealed = transfer.codec().seal_chunk(project_id, data)
+        codec = transfer.codec()
+        # Named first, sealed only when the store lacks it: a repeated full of unchanged
+        # data pays for one keyed hash per chunk, not for compression and encryption.
+        name = codec.name(project_id, data)
         t2 = time.monotonic()
         with lock:
-            present = sealed.name in known
+            present = name in known
+        sent = 0
+        seal_s = 0.0
         if not present:
-            present = store.has_chunk(project_id, sealed.name)
+            present = store.has_chunk(project_id, name)
             if not present:
+                s0 = time.monotonic()
+                sealed = codec.seal_chunk(project_id, data, name)
+                seal_s = time.monotonic() - s0
                 store.put_chunk(project_id, sealed)
+                sent = len(sealed.blob)
         t3 = time.monotonic()
         with lock:
-            manifest.chunks[index] = sealed.name
-            known.add(sealed.name)
+            manifest.chunks[index] = name
+            known.add(name)
             stats.chunks += 1
             stats.bytes_read += length
-            stats.hash_seal_seconds += t2 - t1
-            stats.store_seconds += t3 - t2 + (t1 - t0)
+            stats.hash_seal_seconds += t2 - t1 + seal_s
+            stats.store_seconds += t3 - t2 - seal_s + (t1 - t0)
             if present:
                 stats.chunks_known += 1
             else:
                 stats.chunks_uploaded += 1
-                stats.bytes_sent += len(sealed.blob)
+                stats.bytes_sent += sent
 
     transfer.run(one, sorted(todo))
     return manifest

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
 
 import pytest
 import rados
@@ -14,19 +13,13 @@ import rbd
 
 from services.errors import DataCorrupt, StorageUnavailable, TargetKeyUnavailable
 from services.storage.s3 import Bucket
-from tests.support import ceph, rgw
+from tests.support import ceph
+from tests.support.rgw import OPERATOR_KEY
 from worker.engine import object_copy
 from worker.engine.chunk_store import DATA_KEY, ChunkStore, ObjectManifest, chunk_key
 from worker.engine.object_copy import TransferStats
 
 MiB = 1 << 20
-OPERATOR_KEY = bytes(range(32))
-
-
-@pytest.fixture
-def bucket() -> Iterator[Bucket]:
-    with rgw.scratch_bucket() as scratch:
-        yield scratch
 
 
 @pytest.fixture
@@ -47,6 +40,15 @@ def _upload(io: rados.Ioctx, name: str, snap: str, store: ChunkStore, project: s
         manifest = object_copy.upload(image, store, project, base=base, since=since,
                                       chunk_size=chunk_size, stats=stats)
     return manifest, stats
+
+
+def _snapshotted(io: rados.Ioctx, images: list[str], prefix: str, size: int,
+                 seed: int) -> str:
+    """A new image of random data with snapshot `s1`; removed after the test."""
+    name = ceph.random_image(io, prefix, size, seed=seed)
+    images.append(name)
+    _snap(io, name, "s1")
+    return name
 
 
 def _restore_sha(io: rados.Ioctx, store: ChunkStore, manifest: ObjectManifest,
@@ -105,9 +107,7 @@ def test_a_chain_of_full_and_incrementals_restores_byte_for_byte(
 
 def test_a_repeated_full_of_unchanged_data_uploads_no_chunk(
         volumes_pool: rados.Ioctx, images: list[str], store: ChunkStore) -> None:
-    name = ceph.random_image(volumes_pool, "s3-same", 24 * MiB + 4096, seed=3)
-    images.append(name)
-    _snap(volumes_pool, name, "s1")
+    name = _snapshotted(volumes_pool, images, "s3-same", 24 * MiB + 4096, seed=3)
     first, stats = _upload(volumes_pool, name, "s1", store)
     assert stats.chunks_uploaded == 7
     again, stats = _upload(volumes_pool, name, "s1", store)  # no base: finds them by name
@@ -150,9 +150,7 @@ def test_a_clone_shares_its_parents_chunks_within_a_project_and_not_across(
 def test_a_tampered_or_missing_chunk_is_found_by_verify_and_refused_by_restore(
         volumes_pool: rados.Ioctx, images: list[str], store: ChunkStore,
         bucket: Bucket) -> None:
-    name = ceph.random_image(volumes_pool, "s3-tamper", 12 * MiB, seed=8)
-    images.append(name)
-    _snap(volumes_pool, name, "s1")
+    name = _snapshotted(volumes_pool, images, "s3-tamper", 12 * MiB, seed=8)
     manifest, _ = _upload(volumes_pool, name, "s1", store)
     assert object_copy.verify(store, "p1", manifest) == []
     second, third = manifest.chunks[1], manifest.chunks[2]
@@ -187,9 +185,7 @@ def test_restore_in_place_zeroes_what_the_restore_point_does_not_hold(
 def test_without_the_operator_key_nothing_is_read(
         volumes_pool: rados.Ioctx, images: list[str], store: ChunkStore,
         bucket: Bucket) -> None:
-    name = ceph.random_image(volumes_pool, "s3-key", 4 * MiB, seed=9)
-    images.append(name)
-    _snap(volumes_pool, name, "s1")
+    name = _snapshotted(volumes_pool, images, "s3-key", 4 * MiB, seed=9)
     manifest, _ = _upload(volumes_pool, name, "s1", store)
     store.write_manifest("p1", "rp-1", manifest)
     assert store.read_manifest("p1", "rp-1").chunks == manifest.chunks
@@ -215,9 +211,7 @@ def test_an_unwritten_target_is_not_made_by_a_read(bucket: Bucket) -> None:
 def test_stored_chunks_are_sealed_not_plain(
         volumes_pool: rados.Ioctx, images: list[str], store: ChunkStore,
         bucket: Bucket) -> None:
-    name = ceph.random_image(volumes_pool, "s3-plain", 4 * MiB, seed=10)
-    images.append(name)
-    _snap(volumes_pool, name, "s1")
+    name = _snapshotted(volumes_pool, images, "s3-plain", 4 * MiB, seed=10)
     manifest, _ = _upload(volumes_pool, name, "s1", store)
     blob = bucket.get(chunk_key("p1", manifest.chunks[0]))
     assert blob is not None

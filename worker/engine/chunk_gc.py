@@ -1,0 +1,88 @@
+"""Garbage collection of an object-storage target: chunks no manifest names any more.
+
+Mark: read every manifest under the target and collect the names each project's manifests
+use. Sweep: delete every chunk of the target that is not marked and was last written before
+`cutoff`. A chunk newer than the cutoff may belong to a backup that has not written its
+manifest yet, so it stays for a later run.
+
+What this module does not decide is when a sweep may run beside backups: a backup may
+decide to reuse a chunk the mark found unreferenced (its lookup found it in the store), and
+the sweep would then delete a chunk the backup's manifest is about to name. The caller
+keeps sweeps and backups of one target apart (ADR 0007)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from worker.engine.chunk_store import ChunkStore, chunk_key
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SweepStats:
+    manifests: int = 0
+    chunks: int = 0
+    chunks_referenced: int = 0
+    chunks_too_new: int = 0
+    chunks_deleted: int = 0
+    bytes_deleted: int = 0
+    strangers: int = 0
+    """Objects under chunks/ whose names are not Cairn chunk names: left alone, reported."""
+
+
+def mark(store: ChunkStore, stats: SweepStats | None = None) -> dict[str, set[str]]:
+    """Project -> names of the chunks its manifests name, over every manifest stored."""
+    stats = stats if stats is not None else SweepStats()
+    marked: dict[str, set[str]] = {}
+    for stored in store.bucket.list("manifests/"):
+        parts = stored.key.split("/")
+        if len(parts) != 3:
+            continue
+        _, project_id, restore_point_id = parts
+        manifest = store.read_manifest(project_id, restore_point_id)
+        marked.setdefault(project_id, set()).update(manifest.names())
+        stats.manifests += 1
+    return marked
+
+
+def _is_chunk_name(name: str) -> bool:
+    return len(name) == 64 and all(c in "0123456789abcdef" for c in name)
+
+
+def sweep(store: ChunkStore, marked: dict[str, set[str]], cutoff: datetime, *,
+          stats: SweepStats | None = None) -> SweepStats:
+    """Deletes the unmarked chunks last written before `cutoff` (timezone-aware)."""
+    stats = stats if stats is not None else SweepStats()
+    for stored in store.bucket.list("chunks/"):
+        parts = stored.key.split("/")
+        if len(parts) != 4 or not _is_chunk_name(parts[3]) or parts[2] != parts[3][:2] \
+                or chunk_key(parts[1], parts[3]) != stored.key:
+            stats.strangers += 1
+            log.warning("object %s under the target's chunks is not a Cairn chunk; left alone",
+                        stored.key)
+            continue
+        _, project_id, _, name = parts
+        stats.chunks += 1
+        if name in marked.get(project_id, ()):
+            stats.chunks_referenced += 1
+        elif stored.modified >= cutoff:
+            stats.chunks_too_new += 1
+        else:
+            store.bucket.delete(stored.key)
+            stats.chunks_deleted += 1
+            stats.bytes_deleted += stored.size
+    return stats
+
+
+def collect(store: ChunkStore, cutoff: datetime,
+            extra: Iterable[tuple[str, Iterable[str]]] = ()) -> SweepStats:
+    """Mark, then sweep. `extra`: (project, names) to keep besides what manifests name."""
+    stats = SweepStats()
+    marked = mark(store, stats)
+    for project_id, names in extra:
+        marked.setdefault(project_id, set()).update(names)
+    return sweep(store, marked, cutoff, stats=stats)
