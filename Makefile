@@ -9,7 +9,7 @@ OPENSTACK ?= 0
 PROMETHEUS ?= 0
 RGW ?= 0
 
-.PHONY: help bootstrap up down status image test test-unit test-only soak lint typecheck check bench bench-instant bench-fleet bench-scheduler bench-hostile clean
+.PHONY: help bootstrap up down status image test test-unit test-only soak lint typecheck check bench bench-instant bench-fleet bench-object bench-scheduler bench-hostile clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -97,6 +97,13 @@ bench-fleet: ## nightly fleet: Cairn vs Cinder backup vs the rbd shell sequence 
 	@rm -rf $(STATE)/ceph-a
 	@CEPH_OBJECTSTORE=bluestore CEPH_STORE_BYTES=68719476736 CAIRN_OPENSTACK=1 bash deploy/local/stack.sh up infra
 	@$(PY) bench/fleet.py $(ARGS)
+
+bench-object: ## object-storage target: chunk engine to Ceph RGW at 1-20 uploads in flight, dedup, 1 vs 4 MiB chunks, against rbd export | S3 and the RBD target; restarts ceph-a anew on BlueStore with RGW (~10 min); prints figures
+	@CAIRN_RGW=1 bash deploy/local/bootstrap.sh
+	@bash deploy/local/stack.sh down
+	@rm -rf $(STATE)/ceph-a
+	@CEPH_OBJECTSTORE=bluestore CEPH_STORE_BYTES=68719476736 CAIRN_RGW=1 bash deploy/local/stack.sh up infra
+	@$(PY) bench/object_target.py $(ARGS)
 
 bench-scheduler: bootstrap ## scheduler and list-endpoint benchmark on PostgreSQL (~3 min); prints figures
 	@bash deploy/local/stack.sh up infra

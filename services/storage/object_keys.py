@@ -7,7 +7,7 @@ back except the operator's key ("no key, no read").
 
 Derived from the data key with HKDF-SHA256:
 - one AES-256-GCM key for every chunk and manifest of the target;
-- one naming key per project: a chunk's name is HMAC-SHA256(project's naming key, plaintext).
+- one naming key per project: a chunk's name is keyed BLAKE3(project's naming key, plaintext).
   Identical data of two projects therefore gets two unrelated names and is stored twice:
   dedup never crosses a project boundary, so nobody can learn whether another project holds
   a given block by uploading it and watching whether the store already has it."""

@@ -29,7 +29,7 @@ from worker.engine.chunks import ChunkCodec, Sealed
 DATA_KEY = "keys/data-key"
 _MANIFEST_MAGIC = b"CAIRNOM1"
 _MANIFEST_HEADER = struct.Struct("<8sIQQ")  # magic, chunk size, image size, entries
-_ENTRY = struct.Struct("<Q32s")  # chunk index, name (HMAC-SHA256)
+_ENTRY = struct.Struct("<Q32s")  # chunk index, name (keyed BLAKE3)
 
 
 def chunk_key(project_id: str, name: str) -> str:

@@ -90,11 +90,14 @@ def _chunks_of_objects(objects: Iterable[int], object_size: int, chunk_size: int
 
 def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
            base: ObjectManifest | None = None, since: str | None = None,
-           chunk_size: int = DEFAULT_CHUNK, window: int = 10, pacer: Pacer | None = None,
-           stats: TransferStats | None = None) -> ObjectManifest:
+           known: Iterable[str] = (), chunk_size: int = DEFAULT_CHUNK, window: int = 10,
+           pacer: Pacer | None = None, stats: TransferStats | None = None) -> ObjectManifest:
     """The manifest of `source` (an image opened at its snapshot) after sending what the
     store lacks. With `base` and `since` (the source snapshot `base` was made from), only
-    the chunks changed since then are read; the others are taken from `base`."""
+    the chunks changed since then are read; the others are taken from `base`. `known`:
+    names of chunks the store has for certain (those of a manifest the caller keeps from
+    being deleted meanwhile, e.g. the volume's last restore point when a full must be made
+    because its source snapshot is gone): they are not looked up."""
     stats = stats if stats is not None else TransferStats()
     size = source.size()
     object_size = 1 << source.stat()["order"]
@@ -114,7 +117,7 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
     else:
         todo = _chunks_of_objects(allocated_objects(source, size, object_size), object_size,
                                   chunk_size, size)
-    known = base.names() if base is not None else set()
+    known = set(known) | (base.names() if base is not None else set())
     lock = threading.Lock()
     transfer = _Window(store, window)
 

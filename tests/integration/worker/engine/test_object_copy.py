@@ -113,6 +113,13 @@ def test_a_repeated_full_of_unchanged_data_uploads_no_chunk(
     again, stats = _upload(volumes_pool, name, "s1", store)  # no base: finds them by name
     assert (stats.chunks_uploaded, stats.chunks_known, stats.bytes_sent) == (0, 7, 0)
     assert again.chunks == first.chunks
+    # A chunk the caller says is there is not looked up: one deleted behind the engine's
+    # back shows that it was trusted, not sent again.
+    store.bucket.delete(chunk_key("p1", first.chunks[0]))
+    trusted = TransferStats()
+    with rbd.Image(volumes_pool, name, snapshot="s1", read_only=True) as image:
+        object_copy.upload(image, store, "p1", known=first.names(), stats=trusted)
+    assert (trusted.chunks_uploaded, trusted.chunks_known) == (0, 7)
 
 
 def test_a_clone_shares_its_parents_chunks_within_a_project_and_not_across(

@@ -1,0 +1,323 @@
+"""Object-storage target (issue 18): Cairn's chunk engine to a real Ceph RGW, on the same
+images, against two anchors measured in the same run:
+
+- naive: `rbd export <snap> - | <one S3 multipart upload>` (one stream, no dedup);
+- Cairn's RBD target: the copy engine's full copy of the same snapshot into the backup pool.
+
+It prints, for 4 MiB chunks at 1, 4, 10 and 20 uploads in flight, and for 1 MiB chunks at
+the best of those: the first full, a repeated full of unchanged data (no base: every chunk
+is looked up by name), an incremental after 5 % of the objects changed, the bytes stored;
+the bytes two clones of one image store together; and the CPU per GiB split into hashing
+(keyed BLAKE3), compression (zstd), encryption (AES-256-GCM) and the rest (reads, uploads),
+with the alternatives measured for the record (HMAC-SHA256, zstd 3, MD5).
+
+Needs ceph-a and its RGW (`make bench-object` restarts them on BlueStore). The image holds
+data that compresses about 2:1 (half random, half text-like), except the one of the
+clones, which is random.
+
+    .venv/bin/python bench/object_target.py [--size-gib 1] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import os
+import platform
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import blake3
+import rados
+import rbd
+import zstandard
+from boto3.s3.transfer import TransferConfig
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from services.storage.s3 import Bucket
+from tests.support import ceph, rgw
+from worker.engine import object_copy
+from worker.engine.chunk_store import ChunkStore, ObjectManifest
+from worker.engine.chunks import ZSTD_LEVEL
+from worker.engine.copy import CopyEngine
+from worker.engine.extents import allocated_objects, plan_chunks
+from worker.engine.object_copy import TransferStats
+
+MiB = 1 << 20
+GiB = 1 << 30
+OPERATOR_KEY = hashlib.sha256(b"bench operator key").digest()
+WINDOWS = (1, 4, 10, 20)
+
+
+def cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def half_compressible(rng: ceph._Random, n: int) -> bytes:
+    """Half random, half text-like bytes, per 64 KiB: compresses about 2:1 with zstd."""
+    words = [f"{w:08x} volume block record {w % 977} ".encode() for w in range(4096)]
+    out = bytearray()
+    while len(out) < n:
+        out += rng.bytes(32 * 1024)
+        seed = rng.bytes(2)
+        start = int.from_bytes(seed, "little") % 3000
+        out += b"".join(words[start:start + 1000])[:32 * 1024]
+    return bytes(out[:n])
+
+
+def make_image(io: rados.Ioctx, name: str, size: int, *, random: bool, seed: int) -> None:
+    rbd.RBD().create(io, name, size)
+    rng = ceph._Random(seed)
+    with rbd.Image(io, name) as image:
+        for offset in range(0, size, 64 * MiB):
+            n = min(64 * MiB, size - offset)
+            image.write(rng.bytes(n) if random else half_compressible(rng, n), offset)
+        image.create_snap("s1")
+
+
+def change(io: rados.Ioctx, name: str, fraction: float, seed: int) -> None:
+    """Rewrites 64 KiB in `fraction` of the image's 4 MiB objects, then snapshots `s2`."""
+    rng = ceph._Random(seed)
+    with rbd.Image(io, name) as image:
+        objects = image.size() // (4 * MiB)
+        step = max(1, round(1 / fraction))
+        for index in range(0, objects, step):
+            image.write(rng.bytes(64 * 1024), index * 4 * MiB + 123 * 4096)
+        image.create_snap("s2")
+
+
+@contextmanager
+def fresh_store(prefix_tag: str) -> Iterator[ChunkStore]:
+    bucket = Bucket(rgw.settings(f"bench-{prefix_tag}-{uuid.uuid4().hex[:8]}"))
+    try:
+        yield ChunkStore.open(bucket, "bench", OPERATOR_KEY, create=True)
+    finally:
+        keys = [stored.key for stored in bucket.list()]
+        for key in keys:
+            bucket.delete(key)
+        bucket.close()
+
+
+def stored_bytes(store: ChunkStore) -> int:
+    return sum(stored.size for stored in store.bucket.list("chunks/"))
+
+
+@dataclass
+class Run:
+    seconds: float
+    cpu: float
+    stats: TransferStats
+
+
+def upload(io: rados.Ioctx, name: str, snap: str, store: ChunkStore, *, window: int,
+           chunk: int, base: ObjectManifest | None = None, since: str | None = None,
+           known: set[str] | frozenset[str] = frozenset()) -> tuple[ObjectManifest, Run]:
+    stats = TransferStats()
+    c0, t0 = cpu(), time.monotonic()
+    with rbd.Image(io, name, snapshot=snap, read_only=True) as image:
+        manifest = object_copy.upload(image, store, "bench", base=base, since=since,
+                                      known=known, chunk_size=chunk, window=window,
+                                      stats=stats)
+    return manifest, Run(time.monotonic() - t0, cpu() - c0, stats)
+
+
+def rbd_target_full(io: rados.Ioctx, backups: rados.Ioctx, name: str) -> Run:
+    """Cairn's copy engine: the snapshot into a new image in the backup pool (the full
+    copy of an RBD target), at production's window."""
+    target = ceph.unique_name("bench-rbd-target")
+    c0, t0 = cpu(), time.monotonic()
+    with rbd.Image(io, name, snapshot="s1", read_only=True) as source:
+        size = source.size()
+        rbd.RBD().create(backups, target, size)
+        with rbd.Image(backups, target) as image:
+            chunks = plan_chunks(size, 4 * MiB, allocated_objects(source, size, 4 * MiB))
+            CopyEngine(window=16).run(source, image, chunks, record={},
+                                      new_target_pool=backups)
+    run = Run(time.monotonic() - t0, cpu() - c0, TransferStats())
+    ceph.remove_image(backups, target)
+    return run
+
+
+def naive_export_upload(name: str, size: int) -> Run:
+    """`rbd export | one S3 upload`: one stream, the whole image as one object."""
+    settings = rgw.settings("bench-naive")
+    bucket = Bucket(settings)
+    key = f"naive-{uuid.uuid4().hex[:8]}.img"
+    conf = str(ceph.conf_path("ceph-a"))
+    export = subprocess.Popen(shlex.split(f"rbd -c {conf} export volumes/{name}@s1 -"),
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    c0, cc0, t0 = cpu(), children_cpu(), time.monotonic()
+    assert export.stdout is not None
+    client = bucket._client  # one managed upload, one part in flight: the naive pipe
+    client.upload_fileobj(export.stdout, settings.bucket, f"{settings.prefix}/{key}",
+                          Config=TransferConfig(max_concurrency=1, use_threads=False,
+                                                multipart_chunksize=8 * MiB))
+    export.wait()
+    seconds = time.monotonic() - t0
+    run = Run(seconds, cpu() - c0 + children_cpu() - cc0, TransferStats(bytes_read=size))
+    bucket.delete(key)
+    bucket.close()
+    return run
+
+
+def cpu_split(sample: bytes) -> dict[str, float]:
+    """CPU-s per GiB of plaintext for each step of sealing, on one core."""
+    key = os.urandom(32)
+    steps: dict[str, Callable[[bytes], object]] = {
+        "name (keyed BLAKE3)": lambda chunk: blake3.blake3(chunk, key=key,
+                                                           max_threads=1).digest(),
+        f"compress (zstd {ZSTD_LEVEL})": zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress,
+        "encrypt (AES-256-GCM)": lambda chunk: AESGCM(key).encrypt(b"\0" * 12, chunk, b""),
+        "not used: HMAC-SHA256": lambda chunk: hmac.new(key, chunk, hashlib.sha256).digest(),
+        "not used: zstd 3": zstandard.ZstdCompressor(level=3).compress,
+        "not used: MD5 (Content-MD5)": lambda chunk: hashlib.md5(chunk).digest(),
+    }
+    out = {}
+    pieces = [sample[i:i + 4 * MiB] for i in range(0, len(sample), 4 * MiB)]
+    for label, step in steps.items():
+        c0 = cpu()
+        for piece in pieces:
+            step(piece)
+        out[label] = (cpu() - c0) * GiB / len(sample)
+    return out
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size-gib", type=float, default=1.0)
+    parser.add_argument("--runs", type=int, default=3, help="runs of each first full")
+    args = parser.parse_args()
+    if not rgw.CREDENTIALS.exists():
+        sys.exit("the local RGW is not running: `make bench-object` starts it")
+    size = int(args.size_gib * GiB) // (4 * MiB) * (4 * MiB)
+    print(f"# object target: {size / GiB:g} GiB images, RGW and one BlueStore OSD on ceph-a; "
+          f"{platform.node()}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}", flush=True)
+    with ceph.ioctx("ceph-a", "volumes") as io, ceph.ioctx("ceph-a", "backups") as backups:
+        name = ceph.unique_name("bench-object")
+        make_image(io, name, size, random=False, seed=1)
+        try:
+            report(io, backups, name, size, args.runs)
+        finally:
+            ceph.remove_image(io, name)
+
+
+def line(label: str, run: Run, size: int, anchor: float | None = None) -> str:
+    rate = size / run.seconds / MiB
+    ratio = f"  {rate / anchor:5.2f}x naive" if anchor else ""
+    return (f"{label:44s} {run.seconds:7.2f} s {rate:8.1f} MiB/s  CPU {run.cpu * GiB / size:5.2f} "
+            f"s/GiB  sent {run.stats.chunks_uploaded:5d} chunks "
+            f"{run.stats.bytes_sent / MiB:8.1f} MiB{ratio}")
+
+
+def report(io: rados.Ioctx, backups: rados.Ioctx, name: str, size: int, runs: int) -> None:
+    naive = [naive_export_upload(name, size) for _ in range(runs)]
+    naive_rate = median([size / r.seconds for r in naive]) / MiB
+    rbd_runs = [rbd_target_full(io, backups, name) for _ in range(runs)]
+    rbd_rate = median([size / r.seconds for r in rbd_runs]) / MiB
+    print(f"\nanchors (median of {runs}):")
+    print(f"{'rbd export | one S3 upload (naive)':44s} {size / naive_rate / MiB:7.2f} s "
+          f"{naive_rate:8.1f} MiB/s")
+    print(f"{'Cairn RBD target, full copy':44s} {size / rbd_rate / MiB:7.2f} s "
+          f"{rbd_rate:8.1f} MiB/s")
+
+    print(f"\nfirst full, 4 MiB chunks (median of {runs}):")
+    best_window, best_rate = 1, 0.0
+    rates: dict[int, float] = {}
+    for window in WINDOWS:
+        results = []
+        for _ in range(runs):
+            with fresh_store(f"w{window}") as store:
+                _, run = upload(io, name, "s1", store, window=window, chunk=4 * MiB)
+                results.append(run)
+        run = sorted(results, key=lambda r: r.seconds)[len(results) // 2]
+        rates[window] = size / run.seconds / MiB
+        print(line(f"window {window}", run, size, naive_rate))
+        if rates[window] > best_rate:
+            best_window, best_rate = window, rates[window]
+    print(f"window 10 / window 1: {rates[10] / rates[1]:.2f}x (goal >= 3x); best (window "
+          f"{best_window}) / RBD target: {best_rate / rbd_rate:.2f}x (goal >= 0.8x)")
+
+    change(io, name, 0.05, seed=2)
+    for chunk in (4 * MiB, 1 * MiB):
+        print(f"\n{chunk // MiB} MiB chunks, window {best_window}:")
+        with fresh_store(f"c{chunk // MiB}") as store:
+            first_manifest, first = upload(io, name, "s1", store, window=best_window,
+                                           chunk=chunk)
+            print(line("first full", first, size))
+            stored = stored_bytes(store)
+            _, lookup = upload(io, name, "s1", store, window=best_window, chunk=chunk)
+            print(line("repeated full, unchanged data, looked up", lookup, size))
+            _, repeat = upload(io, name, "s1", store, window=best_window, chunk=chunk,
+                               known=first_manifest.names())
+            print(line("repeated full, the last manifest known", repeat, size))
+            print(f"{'':44s} first / repeated = {first.seconds / repeat.seconds:.1f}x "
+                  f"(goal >= 5x); looked up: {first.seconds / lookup.seconds:.1f}x")
+            _, incremental = upload(io, name, "s2", store, window=best_window, chunk=chunk,
+                                    base=first_manifest, since="s1")
+            print(line("incremental after 5 % of objects changed", incremental, size))
+            print(f"{'':44s} stored after the full: {stored / MiB:.1f} MiB "
+                  f"({stored / size:.2f} of the data), incremental added "
+                  f"{(stored_bytes(store) - stored) / MiB:.1f} MiB")
+    clones(io, size, best_window)
+    sample = half_compressible(ceph._Random(9), 256 * MiB)
+    print("\nCPU per GiB of plaintext, one core, on the half-compressible data:")
+    for label, seconds in cpu_split(sample).items():
+        print(f"  {label:24s} {seconds:6.2f} s/GiB")
+    print("  (the rest of a full's CPU is the RBD read, the zero scan and the upload)")
+
+
+def clones(io: rados.Ioctx, size: int, window: int) -> None:
+    """Two clones of one random image, each with 2 % of its objects rewritten: what both
+    store together."""
+    parent = ceph.unique_name("bench-object-parent")
+    make_image(io, parent, size, random=True, seed=3)
+    names = [ceph.unique_name("bench-object-clone") for _ in range(2)]
+    with rbd.Image(io, parent) as image:
+        image.protect_snap("s1")
+    try:
+        for seed, clone in enumerate(names, start=10):
+            rbd.RBD().clone(io, parent, "s1", io, clone)
+            rng = ceph._Random(seed)
+            with rbd.Image(io, clone) as image:
+                for index in range(0, size // (4 * MiB), 50):
+                    image.write(rng.bytes(4 * MiB), index * 4 * MiB)
+                image.create_snap("s1")
+        with fresh_store("clones") as store:
+            for clone in names:
+                upload(io, clone, "s1", store, window=window, chunk=4 * MiB)
+            together = stored_bytes(store)
+        print(f"\ntwo clones of one {size / GiB:g} GiB random image, 2 % rewritten in each: "
+              f"{together / GiB:.3f} GiB stored together (goal <= 1.1 GiB per GiB of image: "
+              f"{together / size:.3f})")
+    finally:
+        for clone in names:
+            ceph.remove_image(io, clone)
+        with rbd.Image(io, parent) as image:
+            image.unprotect_snap("s1")
+        ceph.remove_image(io, parent)
+
+
+if __name__ == "__main__":
+    main()
