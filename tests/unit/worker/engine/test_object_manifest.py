@@ -1,0 +1,38 @@
+"""An object target's manifest as bytes: what comes back, and what is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.errors import DataCorrupt
+from worker.engine.chunk_store import ObjectManifest, chunk_key, manifest_key
+
+NAME_A, NAME_B = "ab" * 32, "0f" * 32
+
+
+def test_a_manifest_comes_back_as_it_was_written_in_index_order() -> None:
+    manifest = ObjectManifest(4 << 20, 10 * (4 << 20) + 12345, {9: NAME_B, 0: NAME_A, 3: NAME_A})
+    again = ObjectManifest.from_bytes(manifest.to_bytes(), "test")
+    assert (again.chunk_size, again.image_size, again.chunks) == (
+        manifest.chunk_size, manifest.image_size, manifest.chunks)
+    assert list(again.chunks) == [0, 3, 9]
+    assert again.names() == {NAME_A, NAME_B}
+
+
+def test_an_empty_volume_has_an_empty_manifest() -> None:
+    empty = ObjectManifest.from_bytes(ObjectManifest(1 << 20, 0).to_bytes(), "test")
+    assert (empty.image_size, empty.chunks) == (0, {})
+
+
+@pytest.mark.parametrize("damage", ["truncated", "longer", "magic", "short header"])
+def test_a_damaged_manifest_is_corruption_not_a_shorter_restore(damage: str) -> None:
+    data = ObjectManifest(4 << 20, 8 << 20, {0: NAME_A, 1: NAME_B}).to_bytes()
+    damaged = {"truncated": data[:-1], "longer": data + b"\0" * 40,
+               "magic": b"X" + data[1:], "short header": data[:10]}[damage]
+    with pytest.raises(DataCorrupt, match="restore point rp-1"):
+        ObjectManifest.from_bytes(damaged, "the manifest of restore point rp-1")
+
+
+def test_object_names_lead_back_to_their_project_and_restore_point() -> None:
+    assert chunk_key("p1", NAME_A) == f"chunks/p1/ab/{NAME_A}"
+    assert manifest_key("p1", "rp-1") == "manifests/p1/rp-1"
