@@ -13,7 +13,6 @@ keeps sweeps and backups of one target apart (ADR 0007)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -59,7 +58,7 @@ def sweep(store: ChunkStore, marked: dict[str, set[str]], cutoff: datetime, *,
     stats = stats if stats is not None else SweepStats()
     for stored in store.bucket.list("chunks/"):
         parts = stored.key.split("/")
-        if len(parts) != 4 or not _is_chunk_name(parts[3]) or parts[2] != parts[3][:2] \
+        if len(parts) != 4 or not _is_chunk_name(parts[3]) \
                 or chunk_key(parts[1], parts[3]) != stored.key:
             stats.strangers += 1
             log.warning("object %s under the target's chunks is not a Cairn chunk; left alone",
@@ -78,11 +77,7 @@ def sweep(store: ChunkStore, marked: dict[str, set[str]], cutoff: datetime, *,
     return stats
 
 
-def collect(store: ChunkStore, cutoff: datetime,
-            extra: Iterable[tuple[str, Iterable[str]]] = ()) -> SweepStats:
-    """Mark, then sweep. `extra`: (project, names) to keep besides what manifests name."""
+def collect(store: ChunkStore, cutoff: datetime) -> SweepStats:
+    """Mark, then sweep."""
     stats = SweepStats()
-    marked = mark(store, stats)
-    for project_id, names in extra:
-        marked.setdefault(project_id, set()).update(names)
-    return sweep(store, marked, cutoff, stats=stats)
+    return sweep(store, mark(store, stats), cutoff, stats=stats)

@@ -87,8 +87,8 @@ class ChunkStore:
         `create` (its first backup), and refuses otherwise."""
         if operator_key is None:
             raise TargetKeyUnavailable(
-                f"target {target!r} is encrypted and no operator key is configured "
-                "(CAIRN_OBJECT_KEY_FILE): nothing on it can be read or written")
+                f"target {target!r} is encrypted and no operator key is configured: "
+                "nothing on it can be read or written")
         wrapped = bucket.get(DATA_KEY)
         if wrapped is None:
             if not create:

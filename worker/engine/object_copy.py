@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import rbd
 
@@ -23,7 +23,7 @@ from services.errors import DataCorrupt
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.chunks import ChunkCodec
 from worker.engine.copy import READ_HINTS, write
-from worker.engine.extents import allocated_objects, changed_objects
+from worker.engine.extents import allocated_objects, changed_objects, resized_objects
 from worker.engine.qos import Pacer
 from worker.engine.zeros import data_runs
 
@@ -45,7 +45,6 @@ class TransferStats:
     hash_seal_seconds: float = 0.0
     """Naming, compressing and encrypting (or opening), summed over the threads."""
     store_seconds: float = 0.0
-    started: float = field(default_factory=time.monotonic)
 
 
 class _Window:
@@ -108,10 +107,7 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
         todo = _chunks_of_objects(changed_objects(source, size, object_size, since),
                                   object_size, chunk_size, size)
         # The last chunk of either size changed length although a diff may not list it.
-        for edge in (base.image_size, size):
-            if base.image_size != size and edge % chunk_size \
-                    and edge // chunk_size * chunk_size < size:
-                todo.add(edge // chunk_size)
+        todo |= resized_objects(base.image_size, size, chunk_size)
         manifest.chunks = {index: name for index, name in base.chunks.items()
                            if index * chunk_size < size and index not in todo}
     else:
