@@ -222,6 +222,13 @@ class InstantRestoreSteps(JobSteps):
             stats = CopyStats(bytes_total=len(data) * object_size)
             self.reporter.start_copy(stats.bytes_total, 0, 1)
             progress = FlattenProgress(self.reporter, stats, data, object_size)
+            if self.job.attempt > 1:
+                # librbd marks an object as existing in the object map before its copy-up
+                # is written, and flatten skips every object the map says exists. A worker
+                # killed between the two leaves an object the map claims and the image
+                # lacks: flattened over, it would read as zeros once the parent is gone.
+                # The rebuild stats every object and makes the map true again.
+                image.rebuild_object_map()
             try:
                 image.flatten(on_progress=progress)
             except Exception:
