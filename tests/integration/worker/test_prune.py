@@ -113,3 +113,29 @@ def test_prune_racing_an_incremental_never_deletes_what_it_builds_on(
     restore(stack, new["id"], target)
     assert ceph.sha256_of(volumes_pool, target) == ceph.sha256_of(volumes_pool, volume,
                                                                   new["source_snapshot"])
+
+
+def test_a_prune_leaves_alone_the_volumes_it_has_nothing_to_delete_on(
+        stack: Stack, volume: str, volumes_pool: rados.Ioctx, database_url: str) -> None:
+    """A plan-wide prune follows every backup: it must not lock (nor wait for, nor report
+    busy) the volumes whose restore points the retention keeps anyway."""
+    plan = stack.post("/v1/plans", {
+        "name": ceph.unique_name("quiet"), "volumes": [f"ceph-a/volumes/{volume}"],
+        "rules": [{"cron": "0 3 * * *"}], "retention": {"keep_last": 2}}).json()
+    assert stack.wait_job(run_plan(stack, plan["id"], "full")["id"])["status"] == "succeeded"
+    wait_no_prune_pending(stack, plan["id"])
+    running = stack.post("/v1/backups", {"volume": f"ceph-a/volumes/{volume}", "kind": "full",
+                                         "qos_bytes_per_second": 2 * MiB}).json()
+    wait_for_progress(stack, running["id"], MiB)  # it holds the volume's lock now
+    db = Database(database_url)
+    with db.session() as session:
+        request_prune(session, plan["id"], PROJECT, utcnow(), max_attempts=3)
+    db.dispose()
+    wait_no_prune_pending(stack, plan["id"])
+    prunes = stack.get("/v1/jobs", plan_id=plan["id"], kind="prune").json()["jobs"]
+    assert prunes, "no prune ran"
+    assert all(p["status"] == "succeeded" for p in prunes), prunes
+    assert not any("being backed up" in (p["summary"] or "") for p in prunes), prunes
+    assert stack.get(f"/v1/jobs/{running['id']}").json()["status"] == "running"
+    stack.client.post(f"/v1/jobs/{running['id']}/cancel", headers=HEADERS)
+    stack.wait_job(running["id"])
