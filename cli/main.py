@@ -142,12 +142,20 @@ def plan_show(state: State, plan_id: str, fmt: str) -> None:
 @click.option("--group", "group", is_flag=True,
               help="Crash-consistent together: one RBD group snapshot over all the volumes "
                    "per run (an application spread over several volumes)")
+@click.option("--offsite", metavar="TARGET",
+              help="Copy restore points off site to this object target, from the backup pool")
+@click.option("--offsite-every", type=click.Choice(["backup", "day", "week", "month"]),
+              default="week", show_default=True,
+              help="Copy the first restore point of each period (or every one)")
+@click.option("--offsite-keep-last", type=int, default=None,
+              help="Copies kept off site (default: the plan's retention)")
 @FORMAT
 @pass_state
 def plan_create(state: State, name: str, volumes: tuple[str, ...], incrementals: tuple[str, ...],
                 fulls: tuple[str, ...], timezone: str, window: str | None, keep_last: int,
                 keep_daily: int, keep_weekly: int, keep_monthly: int, keep_yearly: int,
-                target: str | None, group: bool, fmt: str) -> None:
+                target: str | None, group: bool, offsite: str | None, offsite_every: str,
+                offsite_keep_last: int | None, fmt: str) -> None:
     rules = ([{"cron": c, "kind": "incremental"} for c in incrementals]
              + [{"cron": c, "kind": "full"} for c in fulls])
     if not rules:
@@ -165,6 +173,11 @@ def plan_create(state: State, name: str, volumes: tuple[str, ...], incrementals:
         body["target"] = target
     if group:
         body["consistency"] = "group"
+    if offsite:
+        body["offsite"] = {"target": offsite, "every": offsite_every, "retention": None
+                           if offsite_keep_last is None else {"keep_last": offsite_keep_last}}
+    elif offsite_keep_last is not None:
+        raise click.UsageError("--offsite-keep-last needs --offsite TARGET")
     show(state.api.call("POST", "/v1/plans", json=body), fmt)
 
 
@@ -292,6 +305,20 @@ def restore_point_verify(state: State, rp_id: str, sample: float | None, wait: b
     """Re-read a restore point and compare it with its checksums."""
     body: dict[str, Any] = {} if sample is None else {"sample_fraction": sample}
     _finish_job(state, state.api.call("POST", f"/v1/restore-points/{rp_id}/verify",
+                                      json=body), wait, fmt)
+
+
+@restore_point.command("copy")
+@click.argument("rp_id")
+@click.option("--target", help="Object target to copy to (default: the service's)")
+@WAIT
+@FORMAT
+@pass_state
+def restore_point_copy(state: State, rp_id: str, target: str | None, wait: bool,
+                       fmt: str) -> None:
+    """Copy a restore point off site, to an object target, from the backup pool."""
+    body: dict[str, Any] = {} if target is None else {"target": target}
+    _finish_job(state, state.api.call("POST", f"/v1/restore-points/{rp_id}/copy",
                                       json=body), wait, fmt)
 
 

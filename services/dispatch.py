@@ -29,6 +29,7 @@ TASK_FOR_KIND = {
     JobKind.DELETE: "restore_point.delete",
     JobKind.VERIFY: "restore_point.verify",
     JobKind.PRUNE: "plan.prune",
+    JobKind.COPY: "restore_point.copy",
 }
 
 
@@ -74,6 +75,11 @@ class Dispatcher:
         return sent
 
 
+    def send_collect(self, target: str) -> None:
+        """Ask a worker to collect an object target's garbage (no job row: a lost message
+        only delays it to the next interval, and the target's lease keeps two apart)."""
+        self.celery.send_task(COLLECT_TASK, args=[target], queue=QUEUE)
+
     def send_deliveries(self, delivery_ids: list[str]) -> list[str]:
         """Hand webhook deliveries to the workers; returns the ids the broker took."""
         sent: list[str] = []
@@ -90,6 +96,7 @@ class Dispatcher:
 
 
 DELIVER_TASK = "webhook.deliver"
+COLLECT_TASK = "object_target.collect"
 
 _OUTBOX = "cairn_outbox"
 

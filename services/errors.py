@@ -136,6 +136,19 @@ class TargetKeyUnavailable(StorageUnavailable):
     code = "target_key_unavailable"
 
 
+class TargetNeverWritten(StorageUnavailable):
+    """An object target's bucket holds no data key: nothing was ever written there (or the
+    bucket or prefix is not the one it was made with)."""
+
+    code = "target_never_written"
+
+
+class LeaseLost(StorageUnavailable):
+    """A job's lease on an object target lapsed: a garbage collection may have run."""
+
+    code = "target_lease_lost"
+
+
 class StorageError(CairnError):
     """Ceph failed an operation; librbd's own error stays in the operator's log."""
 
@@ -153,6 +166,12 @@ class DataCorrupt(CairnError):
 
     status_code = 500
     code = "data_corrupt"
+
+
+class LeaseBusy(Conflict):
+    """An object target stayed held by leases that exclude the one asked for."""
+
+    code = "target_busy"
 
 
 class SnapshotsLeft(Conflict):

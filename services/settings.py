@@ -67,6 +67,27 @@ class S3Settings(BaseModel):
                 f"cannot read the S3 credentials file {self.credentials_file}: {exc}") from None
 
 
+class ObjectTargetSettings(S3Settings):
+    """A named object-storage target: restore points kept as sealed, deduplicated chunks
+    in a bucket (ADR 0007)."""
+
+    max_jobs: int | None = Field(default=None, ge=1)
+    """Copy jobs running at once against this target; `max_jobs_per_target` when None."""
+    chunk_size_mib: Literal[1, 2, 4] = 4
+    """Chunk size: 4 MiB sends fewer, larger objects (the faster first full here); 1 MiB
+    sends less for small incrementals (bench/README.md). Fixed once a target holds data
+    would be wise: a change makes the next backup of every volume a full upload."""
+    uploads_in_flight: int = Field(default=10, ge=1, le=256)
+    """Chunks one job reads, seals and sends at once (at most `connections`)."""
+
+    @model_validator(mode="after")
+    def _window_fits(self) -> ObjectTargetSettings:
+        if self.uploads_in_flight > self.connections:
+            raise ValueError(f"uploads_in_flight {self.uploads_in_flight} exceeds the "
+                             f"target's connections {self.connections}")
+        return self
+
+
 class KeystoneSettings(BaseModel):
     """Cairn's service credentials in Keystone: they validate users' tokens and act on
     Cinder volumes for the workers."""
@@ -127,6 +148,23 @@ class Settings(BaseSettings):
 
     backup_targets: dict[str, BackupTargetSettings] = Field(default_factory=dict)
     """Backup targets by name, as JSON: {"local": {"cluster": "ceph-a", "pool": "backups"}}."""
+
+    object_targets: dict[str, ObjectTargetSettings] = Field(default_factory=dict)
+    """Object-storage (S3) targets by name, as JSON: {"offsite": {"endpoint":
+    "https://s3.example.net", "bucket": "backups", "credentials_file": "/secrets/s3.json"}}.
+    Their names share one namespace with `backup_targets`."""
+
+    object_key_file: Path | None = None
+    """The operator's key of the object targets: a file (a mounted secret) holding 32 random
+    bytes as 64 hex digits. It wraps each target's data key; without it nothing on an
+    object target can be written or read."""
+
+    object_gc_interval_seconds: float = Field(default=86400.0, gt=0)
+    """How often each object target's unreferenced chunks are collected."""
+
+    object_gc_grace_seconds: float = Field(default=3600.0, ge=0)
+    """A chunk no manifest names is deleted only once it is this old: the margin for a
+    backup whose lease on the target lapsed (a worker stalled) without its job ending."""
 
     default_backup_target: str | None = None
     """Target used when a backup request names none."""
@@ -330,10 +368,13 @@ class Settings(BaseSettings):
                     f"backup target {name!r} names cluster {target.cluster!r}, "
                     f"which is not in CAIRN_CLUSTERS ({sorted(self.clusters)})"
                 )
-        if self.default_backup_target and self.default_backup_target not in self.backup_targets:
+        if both := sorted(set(self.backup_targets) & set(self.object_targets)):
+            raise ValueError(f"targets {both} are named both in CAIRN_BACKUP_TARGETS and in "
+                             "CAIRN_OBJECT_TARGETS; a target's name must say which one it is")
+        if self.default_backup_target and self.default_backup_target not in target_names(self):
             raise ValueError(
                 f"CAIRN_DEFAULT_BACKUP_TARGET {self.default_backup_target!r} is not a "
-                f"configured backup target ({sorted(self.backup_targets)})"
+                f"configured backup target ({target_names(self)})"
             )
         if self.notification_driver in ("messaging", "messagingv2") \
                 and self.notification_transport_url is None:
@@ -362,19 +403,47 @@ def get_settings() -> Settings:
     return Settings()
 
 
+def target_names(settings: Settings) -> list[str]:
+    """Every configured target, RBD pools and object stores."""
+    return sorted([*settings.backup_targets, *settings.object_targets])
+
+
+def is_object_target(settings: Settings, name: str) -> bool:
+    return name in settings.object_targets
+
+
 def target_job_limit(settings: Settings, target: str) -> int:
-    configured = settings.backup_targets.get(target)
+    configured = settings.backup_targets.get(target) or settings.object_targets.get(target)
     if configured is not None and configured.max_jobs is not None:
         return configured.max_jobs
     return settings.max_jobs_per_target
+
+
+def operator_key(settings: Settings) -> bytes | None:
+    """The operator's key of the object targets, or None when none is configured."""
+    if settings.object_key_file is None:
+        return None
+    try:
+        text = settings.object_key_file.read_text().strip()
+    except OSError as exc:
+        raise StorageUnavailable(f"cannot read the object targets' key file "
+                                 f"{settings.object_key_file}: {exc}") from None
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != 32:
+        raise StorageUnavailable(f"the object targets' key file {settings.object_key_file} "
+                                 "must hold 64 hex digits (32 random bytes)")
+    return key
 
 
 def resolve_target(settings: Settings, name: str | None) -> str:
     """The backup target a request means: the one it names, or the default; refused with
     the configured ones listed when it is unknown."""
     target = name or settings.default_backup_target
-    if target is None or target not in settings.backup_targets:
-        known = ", ".join(sorted(settings.backup_targets)) or "none"
+    if target is None or target not in target_names(settings):
+        known = ", ".join(target_names(settings)) or "none"
         what = f"unknown backup target {target!r}" if target else "no backup target given"
         raise UnknownTarget(f"{what}; configured targets: {known}", field="target")
     return target

@@ -21,6 +21,8 @@ class JobKind(enum.StrEnum):
     DELETE = "delete"
     VERIFY = "verify"
     PRUNE = "prune"
+    COPY = "copy"
+    """An available restore point sent from its RBD target to an object target."""
 
 
 class RestoreMode(enum.StrEnum):

@@ -3,11 +3,13 @@ hands it to its manager."""
 
 from __future__ import annotations
 
-from services.dispatch import DELIVER_TASK, make_celery
+from services.dispatch import COLLECT_TASK, DELIVER_TASK, make_celery
 from services.settings import get_settings
 from worker import senders
+from worker.managers import object_gc
 from worker.managers.backup import run_backup
 from worker.managers.delete import run_delete
+from worker.managers.offsite_copy import run_copy
 from worker.managers.prune import run_prune
 from worker.managers.restore import run_restore
 from worker.managers.verify import run_verify
@@ -36,6 +38,11 @@ def restore_point_verify(job_id: str) -> None:
     run_verify(get_runtime(), job_id)
 
 
+@app.task(name="restore_point.copy")
+def restore_point_copy(job_id: str) -> None:
+    run_copy(get_runtime(), job_id)
+
+
 @app.task(name="plan.prune")
 def plan_prune(job_id: str) -> None:
     run_prune(get_runtime(), job_id)
@@ -44,3 +51,8 @@ def plan_prune(job_id: str) -> None:
 @app.task(name=DELIVER_TASK)
 def event_deliver(delivery_id: str) -> None:
     senders.submit(get_runtime(), delivery_id)
+
+
+@app.task(name=COLLECT_TASK)
+def object_target_collect(target: str) -> None:
+    object_gc.collect(get_runtime(), target)

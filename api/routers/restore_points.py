@@ -19,8 +19,9 @@ from api.idempotency import OnceDep
 from api.params import Marker, PlanFilter, RestorePointId, VolumeFilter
 from api.responses import json_from_thread
 from services.jobs.schemas import JobPublic
-from services.restore_points import repository, service
+from services.restore_points import copies, repository, service
 from services.restore_points.schemas import (
+    CopyCreate,
     RestoreCreate,
     RestorePointList,
     RestorePointPublic,
@@ -115,3 +116,17 @@ def verify(restore_point_id: RestorePointId, session: SessionDep, ctx: ContextDe
     at, corrupt objects) is recorded on the restore point; a corrupt one fails the job."""
     return once.answer(202, lambda: JobPublic.of(service.start_verify(
         session, ctx, settings, restore_point_id, body or VerifyCreate())))
+
+
+@router.post("/{restore_point_id}/copy", status_code=202, response_model=JobPublic,
+             responses=error_responses(401, 404, 409, 422),
+             summary="Copy a restore point off site",
+             dependencies=[allowed("restore_point:copy")])
+def copy(restore_point_id: RestorePointId, body: CopyCreate, session: SessionDep,
+         ctx: ContextDep, settings: SettingsDep, once: OnceDep) -> JobPublic | Response:
+    """Queue a copy of the restore point, read from its backup pool (not from the volume), to
+    an object target. The copy is a restore point of its own (`copied_from_restore_point_id`)
+    at the same instant; the job's `restore_point_id` names it. It sends only the chunks
+    the target lacks: after a first copy of the volume, little more than what changed."""
+    return once.answer(202, lambda: JobPublic.of(copies.start_copy(
+        session, ctx, settings, restore_point_id, body)))

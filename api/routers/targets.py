@@ -1,17 +1,22 @@
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from api.deps import SettingsDep, allowed
 from api.errors import error_responses
-from services.settings import target_job_limit
+from services.settings import is_object_target, target_job_limit, target_names
 
 router = APIRouter(prefix="/v1/targets", tags=["targets"])
 
 
 class TargetPublic(BaseModel):
     name: str
+    kind: Literal["rbd", "s3"] = Field(
+        description="rbd: an RBD pool on a Ceph cluster (instant restores possible); s3: an "
+        "object store holding deduplicated, encrypted chunks (off site)")
     default: bool = Field(description="Used when a plan or backup names no target")
     max_jobs: int = Field(description="Copy jobs running at once against this target")
 
@@ -24,8 +29,10 @@ class TargetList(BaseModel):
             summary="Backup targets a plan or backup may name",
             dependencies=[allowed("target:list")])
 def list_targets(settings: SettingsDep) -> TargetList:
-    """Targets are configured by the operator (`CAIRN_BACKUP_TARGETS`)."""
+    """Targets are configured by the operator (`CAIRN_BACKUP_TARGETS`,
+    `CAIRN_OBJECT_TARGETS`)."""
     return TargetList(targets=[
-        TargetPublic(name=name, default=name == settings.default_backup_target,
+        TargetPublic(name=name, kind="s3" if is_object_target(settings, name) else "rbd",
+                     default=name == settings.default_backup_target,
                      max_jobs=target_job_limit(settings, name))
-        for name in sorted(settings.backup_targets)])
+        for name in target_names(settings)])

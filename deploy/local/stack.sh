@@ -105,6 +105,19 @@ ENV
     else
         echo "CAIRN_AUTH_STRATEGY=noauth" >>"$env_file"
     fi
+    if [ "$rgw" = 1 ]; then
+        # An object target on the local RGW, with an operator key made once for this stack.
+        local s3="$state/rgw-ceph-a/s3.json" key="$state/object-target.key"
+        [ -s "$key" ] || (umask 077 && od -An -vtx1 -N32 /dev/urandom | tr -d ' \n' >"$key")
+        "$venv/bin/python" - "$s3" "$key" >>"$env_file" <<'PY'
+import json, sys
+s3 = json.load(open(sys.argv[1]))
+target = {"endpoint": s3["endpoint"], "bucket": s3["bucket"], "region": s3["region"],
+          "prefix": "cairn", "credentials_file": sys.argv[1]}
+print(f"CAIRN_OBJECT_TARGETS='{json.dumps({'s3': target})}'")
+print(f"CAIRN_OBJECT_KEY_FILE={sys.argv[2]}")
+PY
+    fi
 }
 cairn_password=cairn-service
 # run_cairn NAME CMD...: start a Cairn process unless it runs with this very configuration

@@ -43,6 +43,7 @@ DEFAULT_RULES: dict[str, str] = {
     "restore_point:delete": "rule:member",
     "restore_point:restore": "rule:member",
     "restore_point:verify": "rule:member",
+    "restore_point:copy": "rule:member",
     "restore_point_group:get": "rule:reader",
     "restore_point_group:restore": "rule:member",
     "job:list": "rule:reader",

@@ -60,6 +60,15 @@ def verify(rp: RestorePoint, *, max_attempts: int, fraction: float | None,
                 verify_fraction=fraction, plan_id=plan_id)
 
 
+def copy(rp: RestorePoint, *, max_attempts: int, qos: Qos = NO_QOS,
+         plan_id: str | None = None, now: datetime | None = None) -> JobValues:
+    """A copy into `rp` (a new restore point on an object target, `creating`) of the
+    restore point it names in `copied_from_restore_point_id`."""
+    return _row(JobKind.COPY, rp.project_id, max_attempts, qos, now,
+                volume_id=rp.volume_id, restore_point_id=rp.id, target=rp.target,
+                plan_id=plan_id)
+
+
 def prune(*, project_id: str, plan_id: str, max_attempts: int,
           now: datetime | None = None) -> JobValues:
     return _row(JobKind.PRUNE, project_id, max_attempts, NO_QOS, now, plan_id=plan_id)

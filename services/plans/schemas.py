@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field, WithJsonSchema, field_validator, model_va
 from services.jobs.schemas import JobPublic
 from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
 from services.plans.retention import Policy
-from services.records.plans import Plan, Retention, StoredRule, VerifyPolicy
+from services.records.plans import CopyPolicy, Plan, Retention, StoredRule, VerifyPolicy
 from services.status import Consistency, PlanStatus, RestorePointKind
 
 WallClockTime = Annotated[datetime, WithJsonSchema({
@@ -75,6 +75,10 @@ class PlanCreate(BaseModel):
     target: str | None = Field(default=None, max_length=64,
                                description="Backup target; the service's default when omitted")
     enabled: bool = True
+    offsite: CopyPolicy | None = Field(
+        default=None, description="Off-site copies of the plan's restore points to an object "
+                                  "target, read from the backup pool (e.g. the first of each "
+                                  "week, kept 12 months)")
     consistency: Consistency = Field(
         default=Consistency.VOLUME,
         description="`volume`: each volume's backup takes its own snapshot when it starts. "
@@ -101,6 +105,7 @@ class PlanUpdate(BaseModel):
     qos_ops_per_second: OpsPerSecond | None = None
     target: str | None = Field(default=None, max_length=64)
     consistency: Consistency | None = None
+    offsite: CopyPolicy | None = Field(default=None, description="null stops the copies")
 
     _check_volumes = field_validator("volumes")(_volumes_not_empty)
 
@@ -137,6 +142,7 @@ class PlanPublic(BaseModel):
     qos_ops_per_second: int | None
     target: str
     consistency: Consistency
+    offsite: CopyPolicy | None
     next_run_at: datetime | None = Field(description="The next slot (UTC); None when paused "
                                                      "or the rules have no future slot")
     created_at: datetime
@@ -155,13 +161,21 @@ class PlanPublic(BaseModel):
             verify=verify_policy_of(plan),
             qos_bytes_per_second=plan.qos_bytes_per_second,
             qos_ops_per_second=plan.qos_ops_per_second, target=plan.target,
-            consistency=plan.consistency,
+            consistency=plan.consistency, offsite=plan.copy_policy,
             next_run_at=plan.next_slot_at if plan.status == PlanStatus.ENABLED else None,
             created_at=plan.created_at, updated_at=plan.updated_at)
 
 
 def verify_policy_of(plan: Plan) -> VerifyPolicy:
     return plan.verify_policy or VerifyPolicy()
+
+
+def retention_for(plan: Plan, target: str) -> Retention:
+    """The retention of the plan's restore points on `target`: its copies' own, if set."""
+    if plan.copy_policy is not None and target == plan.copy_policy.target \
+            and plan.copy_policy.retention is not None:
+        return plan.copy_policy.retention
+    return plan.retention
 
 
 def policy_of(retention: Retention) -> Policy:

@@ -33,7 +33,8 @@ from services.records.jobs import Job
 from services.records.plans import Plan, PlanVolume, StoredRule
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
-from services.settings import Settings, resolve_target
+from services.restore_points import copies
+from services.settings import Settings, is_object_target, resolve_target
 from services.status import (
     ACTIVE_JOB_STATUSES,
     JOB_TRANSITIONS,
@@ -62,7 +63,9 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
                 qos_bytes_per_second=request.qos_bytes_per_second,
                 qos_ops_per_second=request.qos_ops_per_second,
                 status=PlanStatus.ENABLED if request.enabled else PlanStatus.PAUSED,
-                consistency=request.consistency, created_at=now, updated_at=now)
+                consistency=request.consistency, copy_policy=request.offsite,
+                created_at=now, updated_at=now)
+    _check_copy_policy(settings, plan)
     timing.window_of(plan)  # validates the window's times
     quotas.require_room(session, ctx.project_id, len(request.volumes))
     plan.volumes = _volumes(session, ctx, volumes_from, request.volumes, plan.project_id)
@@ -102,6 +105,10 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
                                 change.volumes, plan.project_id)
     if "consistency" in given and change.consistency is not None:
         plan.consistency = change.consistency
+    if "offsite" in given:
+        plan.copy_policy = change.offsite
+    if given & {"offsite", "target"}:
+        _check_copy_policy(settings, plan)
     if given & {"volumes", "consistency"}:
         _check_consistency(session, plan)
     if given & {"rules", "timezone"}:  # a new timezone must still suit every rule
@@ -114,6 +121,21 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
     _save(session, plan)
     _announce(session, settings, plan, "plan.update.end", now)
     return plan
+
+
+def _check_copy_policy(settings: Settings, plan: Plan) -> None:
+    policy = plan.copy_policy
+    if policy is None:
+        return
+    target = resolve_target(settings, policy.target)
+    if not is_object_target(settings, target):
+        raise InvalidInput(f"offsite.target {target!r} is an RBD pool; off-site copies go to an "
+                           "object target: " + (", ".join(sorted(settings.object_targets))
+                                                or "none is configured"), field="offsite.target")
+    if is_object_target(settings, plan.target):
+        raise InvalidInput(f"the plan backs up to object target {plan.target!r} already; "
+                           "copies are made from an RBD target's backup pool",
+                           field="offsite")
 
 
 def delete_plan(session: Session, ctx: RequestContext, settings: Settings, plan_id: str,
@@ -232,6 +254,7 @@ def plan_restore_points(session: Session, plan_id: str, volume_id: str | None = 
             Job.restore_point_id.in_([r.id for r in rows]),
             Job.kind.in_([JobKind.RESTORE, JobKind.VERIFY]),
             Job.status.in_(ACTIVE_JOB_STATUSES)))) if rows else set()
+    in_use |= set(copies.copying_from(session, [r.id for r in rows]))
     groups: dict[tuple[str, str], list[tuple[Point, RestorePoint]]] = {}
     for rp in rows:
         point = Point(rp.id, rp.created_at, rp.locked_until, rp.id in in_use)

@@ -7,6 +7,7 @@ from services.records.jobs import Job
 from services.records.plans import Plan, PlanVolume
 from services.records.quotas import ProjectQuota
 from services.records.restore_points import RestorePoint
+from services.records.target_leases import TargetLease, TargetLeaseGate
 from services.records.volumes import Volume, VolumeLock
 from services.records.webhooks import EventDelivery, Webhook
 
@@ -20,6 +21,8 @@ __all__ = [
            "ProjectQuota",
            "RestorePoint",
            "RestorePointGroup",
+           "TargetLease",
+           "TargetLeaseGate",
            "Volume",
            "VolumeLock",
            "Webhook",

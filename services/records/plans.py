@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
@@ -53,6 +53,21 @@ class VerifyPolicy(BaseModel):
     full_every_days: float | None = Field(default=30, gt=0, le=3660)
 
 
+class CopyPolicy(BaseModel):
+    """Off-site copies of the plan's restore points: after a backup, its restore point is
+    copied from the backup pool to `target` (an object target) unless the volume already
+    has a copy there from the same period (`every`, in the plan's timezone)."""
+
+    target: str = Field(min_length=1, max_length=64, examples=["s3"],
+                        description="The object target the copies go to")
+    every: Literal["backup", "day", "week", "month"] = Field(
+        default="week", description="Copy the first restore point of each day, ISO week or "
+                                    "month, or every one (`backup`)")
+    retention: Retention | None = Field(
+        default=None, description="How long the copies are kept; the plan's retention when "
+                                  "null")
+
+
 class ModelJSON(TypeDecorator[Any]):
     """A JSON column holding typed values: validated when written and when read, so code
     gets the model, never a dict to pick apart."""
@@ -82,7 +97,9 @@ class ModelJSON(TypeDecorator[Any]):
 RULES = ModelJSON(list[StoredRule], exclude_none=True)
 RETENTION = ModelJSON(Retention)
 VERIFY_POLICY = ModelJSON(VerifyPolicy)
-_TYPED_COLUMNS = {"rules": RULES, "retention": RETENTION, "verify_policy": VERIFY_POLICY}
+COPY_POLICY = ModelJSON(CopyPolicy)
+_TYPED_COLUMNS = {"rules": RULES, "retention": RETENTION, "verify_policy": VERIFY_POLICY,
+                  "copy_policy": COPY_POLICY}
 
 
 class PlanVolume(Base):
@@ -118,6 +135,8 @@ class Plan(Base):
     retention: Mapped[Retention] = mapped_column(RETENTION)
     verify_policy: Mapped[VerifyPolicy | None] = mapped_column(VERIFY_POLICY)
     """How the plan's restore points are verified; None: the default."""
+    copy_policy: Mapped[CopyPolicy | None] = mapped_column(COPY_POLICY)
+    """Off-site copies of its restore points; None: none."""
     qos_bytes_per_second: Mapped[int | None] = mapped_column(BigInteger)
     qos_ops_per_second: Mapped[int | None] = mapped_column(Integer)
     status: Mapped[PlanStatus] = mapped_column(String(16), default=PlanStatus.ENABLED)
@@ -132,7 +151,7 @@ class Plan(Base):
     volumes: Mapped[list[Volume]] = relationship(secondary="plan_volumes", lazy="selectin",
                                                  order_by=Volume.image)
 
-    @validates("rules", "retention", "verify_policy")
+    @validates("rules", "retention", "verify_policy", "copy_policy")
     def _typed(self, key: str, value: Any) -> Any:
         # Typed as soon as assigned, not only once written and read back.
         return _TYPED_COLUMNS[key].coerce(value)

@@ -85,6 +85,9 @@ class RestorePoint(Base):
     corrupt_objects: Mapped[str | None] = mapped_column(Text)
     """JSON list of the first corrupt object indexes found by the last verify."""
     plan_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    copied_from_restore_point_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    """The restore point (on an RBD target) this one is a copy of, made by a copy job from
+    the backup pool: it holds the volume at that restore point's instant."""
     group_id: Mapped[str | None] = mapped_column(String(36), index=True)
     """The group restore point (a plan's run with `consistency: group`) it belongs to."""
     """The plan whose job made it; its retention applies. None for on-demand backups,

@@ -106,6 +106,15 @@ class VerifyCreate(BaseModel):
                     "earlier finding of corruption: only a full verify does")
 
 
+class CopyCreate(BaseModel):
+    target: str | None = Field(
+        default=None, min_length=1, max_length=64,
+        description="Object target to copy to (off site); the service's default when omitted")
+    qos_bytes_per_second: BytesPerSecond | None = Field(
+        default=None, description="Upper bound on the copy's read rate")
+    qos_ops_per_second: OpsPerSecond | None = None
+
+
 class Checksum(BaseModel):
     algorithm: str
     objects: int = Field(description="Non-zero objects checksummed")
@@ -153,6 +162,10 @@ class RestorePointPublic(BaseModel):
     group_id: str | None = Field(
         default=None, description="The group restore point it belongs to (a run of a plan "
                                   "with consistency group): its volumes at the same instant")
+    copied_from_restore_point_id: str | None = Field(
+        default=None, description="The restore point this one is a copy of (sent from the "
+                                  "backup pool to an object target): it holds the volume at "
+                                  "that restore point's instant")
     locked_until: datetime | None = Field(description="No prune or delete before this time")
     created_at: datetime
     completed_at: datetime | None
@@ -185,6 +198,7 @@ class RestorePointPublic(BaseModel):
             backup_image=backup_image_name(rp.volume_id), backup_snapshot=snapshot_name(rp.id),
             checksum=checksum,
             plan_id=rp.plan_id, group_id=rp.group_id, locked_until=rp.locked_until,
+            copied_from_restore_point_id=rp.copied_from_restore_point_id,
             created_at=rp.created_at, completed_at=rp.completed_at,
         )
 

@@ -23,7 +23,7 @@ from services.jobs import repository as jobs
 from services.openstack.cinder import CinderGateway
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
-from services.restore_points import cinder_restores
+from services.restore_points import cinder_restores, copies
 from services.restore_points import repository as restore_points
 from services.restore_points.instant import instant_image_name, pinned_by_instant_restore
 from services.restore_points.schemas import RestoreCreate, VerifyCreate
@@ -109,6 +109,11 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
 
 
 def _check_same_cluster(settings: Settings, rp: RestorePoint, dest_cluster: str) -> None:
+    if rp.target not in settings.backup_targets:
+        raise Conflict(
+            f"restore point {rp.id} is kept on object target {rp.target!r}: an instant "
+            "restore clones an RBD snapshot, which an object store does not hold; use a "
+            "normal restore (mode copy)", restore_point_id=rp.id, target=rp.target)
     held_on = settings.backup_targets[rp.target].cluster
     if held_on != dest_cluster:
         raise Conflict(
@@ -121,6 +126,11 @@ def _check_same_cluster(settings: Settings, rp: RestorePoint, dest_cluster: str)
 def delete_restore_point(session: Session, ctx: RequestContext, settings: Settings,
                          rp_id: str, now: datetime) -> Job:
     rp = restore_points.get(session, ctx, rp_id)
+    copier = copies.copying_from(session, [rp.id]).get(rp.id)
+    if copier is not None:
+        raise RestorePointBusy(f"restore point {rp.id} is being copied to target "
+                               f"{copier.target!r} by job {copier.id}; delete it after that "
+                               "job finishes", restore_point_id=rp.id, job_id=copier.id)
     for kind, doing in ((JobKind.RESTORE, "restored"), (JobKind.VERIFY, "verified")):
         reader = jobs.active_for_restore_point(session, rp.id, kind)
         if reader is not None and reader.restore_method == RestoreMethod.INSTANT:

@@ -46,6 +46,7 @@ class Scheduler:
         self._last_verify = 0.0
         self._last_keys = 0.0
         self._last_orphans = time.monotonic()  # not at start: replicas restart together
+        self._last_collect = time.monotonic()
         self.clusters = CephClusters(settings)
         self.orphans = OrphanReconciler(self.db, self.clusters, settings)
         self.prober = TargetProber(settings, self.clusters)
@@ -59,7 +60,7 @@ class Scheduler:
             ("schedule", self._schedule), ("reconcile", self._reconcile),
             ("verify", self._verify), ("orphans", self._orphans), ("admit", self._admit),
             ("idempotency keys", self._forget_keys),
-            ("webhooks", self._webhooks)]
+            ("webhooks", self._webhooks), ("object gc", self._collect)]
         for name, step in steps:
             try:
                 step(now)
@@ -132,6 +133,13 @@ class Scheduler:
         sent = webhook_delivery.dispatch_due(self.db, self.dispatcher, utcnow())
         if sent:
             log.info("handed %d webhook deliveries to the workers", sent)
+
+    def _collect(self, _now: datetime) -> None:
+        if time.monotonic() - self._last_collect < self.settings.object_gc_interval_seconds:
+            return
+        self._last_collect = time.monotonic()
+        for target in sorted(self.settings.object_targets):
+            self.dispatcher.send_collect(target)
 
     def close(self) -> None:
         self.prober.stop()

@@ -4,6 +4,7 @@ Redis, PostgreSQL and Ceph."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -21,6 +22,8 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from services.settings import Settings
+from services.storage.s3 import Bucket
+from tests.support import rgw
 from tests.support.ceph import STATE, conf_path
 from tests.support.redis_server import free_port
 
@@ -66,8 +69,25 @@ def service_env(database_url: str, redis_db: int, **overrides: str) -> dict[str,
         "CAIRN_WEBHOOK_DISABLE_AFTER_FAILURES": "2",
         "CAIRN_WEBHOOK_TIMEOUT_SECONDS": "2",
     }
+    env.update(object_target_env(database_url))
     env.update(overrides)
     return env
+
+
+OBJECT_KEY_FILE = STATE / "tests-object-target.key"
+
+
+def object_target_env(database_url: str) -> dict[str, str]:
+    """The object target `s3` on the local RGW (when it runs), under a prefix of this
+    stack's own: the leases that keep its garbage collection safe live in its database."""
+    if not rgw.CREDENTIALS.exists():
+        return {}
+    if not OBJECT_KEY_FILE.exists():
+        OBJECT_KEY_FILE.write_text(rgw.OPERATOR_KEY.hex())
+    tag = hashlib.sha256(database_url.encode()).hexdigest()[:8]
+    target = rgw.settings(f"stack-{os.getpid()}-{tag}").model_dump(mode="json")
+    return {"CAIRN_OBJECT_TARGETS": json.dumps({"s3": {**target, "chunk_size_mib": 1}}),
+            "CAIRN_OBJECT_KEY_FILE": str(OBJECT_KEY_FILE)}
 
 
 @dataclass
@@ -215,6 +235,15 @@ def stop_stack(stack: Stack) -> None:
     stack.client.__exit__(None, None, None)
     for proc in (stack.scheduler, stack.worker, *stack.extra):
         proc.stop()
+    # The stack's object target lives under a prefix of its own in the local bucket, on
+    # the memstore OSD: give the memory back.
+    for settings in stack.settings.object_targets.values():
+        bucket = Bucket(settings)
+        try:
+            for stored in list(bucket.list()):
+                bucket.delete(stored.key)
+        finally:
+            bucket.close()
 
 
 def _parse(value: str) -> Any:

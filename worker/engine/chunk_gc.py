@@ -8,14 +8,17 @@ manifest yet, so it stays for a later run.
 What this module does not decide is when a sweep may run beside backups: a backup may
 decide to reuse a chunk the mark found unreferenced (its lookup found it in the store), and
 the sweep would then delete a chunk the backup's manifest is about to name. The caller
-keeps sweeps and backups of one target apart (ADR 0007)."""
+keeps sweeps and backups of one target apart with leases (ADR 0007,
+`worker/managers/object_gc.py`)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from services.storage.s3 import StoredObject
 from worker.engine.chunk_store import ChunkStore, chunk_key
 
 log = logging.getLogger(__name__)
@@ -33,11 +36,14 @@ class SweepStats:
     """Objects under chunks/ whose names are not Cairn chunk names: left alone, reported."""
 
 
-def mark(store: ChunkStore, stats: SweepStats | None = None) -> dict[str, set[str]]:
-    """Project -> names of the chunks its manifests name, over every manifest stored."""
+def mark(store: ChunkStore, stats: SweepStats | None = None, *,
+         manifests: Iterable[StoredObject] | None = None,
+         into: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
+    """Project -> names of the chunks its manifests name, over every manifest stored (or
+    those of `manifests`, added to `into`)."""
     stats = stats if stats is not None else SweepStats()
-    marked: dict[str, set[str]] = {}
-    for stored in store.bucket.list("manifests/"):
+    marked: dict[str, set[str]] = into if into is not None else {}
+    for stored in manifests if manifests is not None else store.bucket.list("manifests/"):
         parts = stored.key.split("/")
         if len(parts) != 3:
             continue
@@ -53,8 +59,11 @@ def _is_chunk_name(name: str) -> bool:
 
 
 def sweep(store: ChunkStore, marked: dict[str, set[str]], cutoff: datetime, *,
-          stats: SweepStats | None = None) -> SweepStats:
-    """Deletes the unmarked chunks last written before `cutoff` (timezone-aware)."""
+          stats: SweepStats | None = None,
+          before_delete: Callable[[], None] | None = None) -> SweepStats:
+    """Deletes the unmarked chunks last written before `cutoff` (timezone-aware).
+    `before_delete` is called before each deletion (a caller holding a lease checks it
+    there, and raises to stop)."""
     stats = stats if stats is not None else SweepStats()
     for stored in store.bucket.list("chunks/"):
         parts = stored.key.split("/")
@@ -71,6 +80,8 @@ def sweep(store: ChunkStore, marked: dict[str, set[str]], cutoff: datetime, *,
         elif stored.modified >= cutoff:
             stats.chunks_too_new += 1
         else:
+            if before_delete is not None:
+                before_delete()
             store.bucket.delete(stored.key)
             stats.chunks_deleted += 1
             stats.bytes_deleted += stored.size

@@ -16,7 +16,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from services.errors import DataCorrupt, StorageUnavailable, TargetKeyUnavailable
+from services.errors import (
+    DataCorrupt,
+    StorageUnavailable,
+    TargetKeyUnavailable,
+    TargetNeverWritten,
+)
 from services.storage.object_keys import (
     TargetKeys,
     new_data_key,
@@ -92,7 +97,7 @@ class ChunkStore:
         wrapped = bucket.get(DATA_KEY)
         if wrapped is None:
             if not create:
-                raise StorageUnavailable(
+                raise TargetNeverWritten(
                     f"target {target!r} holds no data key: it has never been written to, or "
                     "the bucket or prefix is not the one it was made with")
             data_key = new_data_key()

@@ -16,13 +16,14 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from typing import Protocol
 
 import rbd
 
 from services.errors import DataCorrupt
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.chunks import ChunkCodec
-from worker.engine.copy import READ_HINTS, write
+from worker.engine.copy import READ_HINTS, CopyStats, write
 from worker.engine.extents import allocated_objects, changed_objects, resized_objects
 from worker.engine.qos import Pacer
 from worker.engine.zeros import data_runs
@@ -47,6 +48,15 @@ class TransferStats:
     store_seconds: float = 0.0
 
 
+class Progress(Protocol):
+    """Told how much there is to move, then how it goes (from the calling thread, after
+    each chunk); raising stops the transfer (a cancel)."""
+
+    def begin(self, stats: CopyStats) -> None: ...
+
+    def tick(self, stats: CopyStats) -> None: ...
+
+
 class _Window:
     """A pool of threads with at most `size` tasks submitted and not finished, each thread
     with a codec of its own. The first failure cancels what has not started and is raised."""
@@ -63,7 +73,8 @@ class _Window:
             codec = self._local.codec = self._store.codec()
         return codec
 
-    def run(self, work: Callable[[int], None], items: Iterable[int]) -> None:
+    def run(self, work: Callable[[int], None], items: Iterable[int],
+            tick: Callable[[], None] | None = None) -> None:
         pending: set[Future[None]] = set()
         try:
             for item in items:
@@ -71,9 +82,15 @@ class _Window:
                     done, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for future in done:
                         future.result()
+                    if tick is not None:
+                        tick()
                 pending.add(self._pool.submit(work, item))
-            for future in pending:
-                future.result()
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    future.result()
+                if tick is not None:
+                    tick()
         finally:
             for future in pending:
                 future.cancel()
@@ -90,7 +107,8 @@ def _chunks_of_objects(objects: Iterable[int], object_size: int, chunk_size: int
 def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
            base: ObjectManifest | None = None, since: str | None = None,
            known: Iterable[str] = (), chunk_size: int = DEFAULT_CHUNK, window: int = 10,
-           pacer: Pacer | None = None, stats: TransferStats | None = None) -> ObjectManifest:
+           pacer: Pacer | None = None, stats: TransferStats | None = None,
+           progress: Progress | None = None) -> ObjectManifest:
     """The manifest of `source` (an image opened at its snapshot) after sending what the
     store lacks. With `base` and `since` (the source snapshot `base` was made from), only
     the chunks changed since then are read; the others are taken from `base`. `known`:
@@ -116,6 +134,7 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
     known = set(known) | (base.names() if base is not None else set())
     lock = threading.Lock()
     transfer = _Window(store, window)
+    moved = _begin(progress, window, sum(min(chunk_size, size - i * chunk_size) for i in todo))
 
     def one(index: int) -> None:
         offset = index * chunk_size
@@ -132,6 +151,8 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
                 stats.chunks += 1
                 stats.chunks_zero += 1
                 stats.bytes_read += length
+                moved.bytes_done += length
+                moved.bytes_read += length
             return
         codec = transfer.codec()
         # Named first, sealed only when the store lacks it: a repeated full of unchanged
@@ -158,25 +179,50 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
             stats.bytes_read += length
             stats.hash_seal_seconds += t2 - t1 + seal_s
             stats.store_seconds += t3 - t2 - seal_s + (t1 - t0)
+            moved.bytes_done += length
+            moved.bytes_read += length
+            moved.bytes_written += sent
             if present:
                 stats.chunks_known += 1
             else:
                 stats.chunks_uploaded += 1
                 stats.bytes_sent += sent
 
-    transfer.run(one, sorted(todo))
+    transfer.run(one, sorted(todo), _ticker(progress, moved, lock))
+    moved.finished = time.monotonic()
     return manifest
+
+
+def _begin(progress: Progress | None, window: int, total: int) -> CopyStats:
+    moved = CopyStats(window=window, bytes_total=total)
+    if progress is not None:
+        progress.begin(moved)
+    return moved
+
+
+def _ticker(progress: Progress | None, moved: CopyStats,
+            lock: threading.Lock) -> Callable[[], None] | None:
+    if progress is None:
+        return None
+
+    def tick() -> None:
+        with lock:
+            snapshot = CopyStats(**{k: getattr(moved, k) for k in moved.__dataclass_fields__})
+        progress.tick(snapshot)
+    return tick
 
 
 def download(store: ChunkStore, project_id: str, manifest: ObjectManifest, target: rbd.Image,
              *, target_is_new: bool, window: int = 10, pacer: Pacer | None = None,
-             stats: TransferStats | None = None) -> None:
+             stats: TransferStats | None = None, progress: Progress | None = None) -> CopyStats:
     """Writes the manifest's data into `target` (at least the manifest's size). A target
     that is not new (a restore in place) has every hole the manifest leaves zeroed."""
     stats = stats if stats is not None else TransferStats()
     chunk_size, size = manifest.chunk_size, manifest.image_size
     lock = threading.Lock()
     transfer = _Window(store, window)
+    moved = _begin(progress, window, sum(min(chunk_size, size - i * chunk_size)
+                                         for i in manifest.chunks))
 
     def one(index: int) -> None:
         offset = index * chunk_size
@@ -197,27 +243,43 @@ def download(store: ChunkStore, project_id: str, manifest: ObjectManifest, targe
             stats.chunks += 1
             stats.bytes_written += length
             stats.store_seconds += time.monotonic() - t0
+            moved.bytes_done += length
+            moved.bytes_read += length
+            moved.bytes_written += length
 
     indexes = range((size + chunk_size - 1) // chunk_size) if not target_is_new \
         else sorted(manifest.chunks)
-    transfer.run(one, indexes)
+    transfer.run(one, indexes, _ticker(progress, moved, lock))
+    moved.finished = time.monotonic()
+    return moved
 
 
 def verify(store: ChunkStore, project_id: str, manifest: ObjectManifest, *,
-           window: int = 10) -> list[tuple[int, str]]:
-    """Re-reads every chunk the manifest lists and checks it; (offset, reason) of each
-    corrupt or missing one, in offset order."""
+           window: int = 10, pacer: Pacer | None = None, progress: Progress | None = None,
+           only: Iterable[int] | None = None) -> tuple[CopyStats, list[tuple[int, str]]]:
+    """Re-reads every chunk the manifest lists (or those of `only`) and checks it; the
+    figures, and (offset, reason) of each corrupt or missing chunk, in offset order."""
     found: list[tuple[int, str]] = []
     lock = threading.Lock()
     transfer = _Window(store, window)
+    size = manifest.image_size
+    indexes = sorted(manifest.chunks if only is None else set(only) & set(manifest.chunks))
+    moved = _begin(progress, window, sum(min(manifest.chunk_size, size - i * manifest.chunk_size)
+                                         for i in indexes))
 
     def one(index: int) -> None:
         offset = index * manifest.chunk_size
+        if pacer is not None:
+            pacer.take(min(manifest.chunk_size, size - offset))
         try:
             store.get_chunk(transfer.codec(), project_id, manifest.chunks[index], offset)
         except DataCorrupt as exc:
             with lock:
                 found.append((offset, exc.message))
+        with lock:
+            moved.bytes_done += min(manifest.chunk_size, size - offset)
+            moved.bytes_read += min(manifest.chunk_size, size - offset)
 
-    transfer.run(one, sorted(manifest.chunks))
-    return sorted(found)
+    transfer.run(one, indexes, _ticker(progress, moved, lock))
+    moved.finished = time.monotonic()
+    return moved, sorted(found)

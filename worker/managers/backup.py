@@ -24,10 +24,12 @@ from services.errors import (
     SnapshotsLeft,
     VolumeBusy,
 )
+from services.plans import offsite
 from services.plans.prunes import request_prune
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import repository as restore_points
+from services.settings import is_object_target
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobStatus,
@@ -77,7 +79,14 @@ class Base:
 
 def run_backup(rt: Runtime, job_id: str) -> None:
     run_job(rt, job_id, "backup",
-            lambda job, reporter: drive(job, reporter, BackupSteps(rt, job, reporter)))
+            lambda job, reporter: drive(job, reporter, _steps(rt, job, reporter)))
+
+
+def _steps(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> BackupSteps:
+    if job.target is not None and is_object_target(rt.settings, job.target):
+        from worker.managers.object_backup import ObjectBackupSteps  # it builds on this one
+        return ObjectBackupSteps(rt, job, reporter)
+    return BackupSteps(rt, job, reporter)
 
 
 class BackupSteps(JobSteps):
@@ -93,7 +102,7 @@ class BackupSteps(JobSteps):
             self.volume = rp.volume
             session.expunge_all()
         self.rt, self.job, self.reporter, self.rp = rt, job, reporter, rp
-        self.removal: _SourceSnapshotRemoval | None = None
+        self.removal: SourceSnapshotRemoval | None = None
 
     def committed(self) -> bool:
         with self.rt.db.session() as session:
@@ -103,24 +112,34 @@ class BackupSteps(JobSteps):
 
     def work(self) -> Outcome:
         found = check_owner(self.rt.cinder, self.volume, self.job.project_id)
-        _lock_volume(self.rt, self.job, self.reporter, self.volume)
+        lock_volume(self.rt, self.job, self.reporter, self.volume)
         self.reporter.phases.lap("prepare")
         try:
             # Cinder's word on `bootable` lets a restore into a new volume say so too.
-            stats, self.removal = _copy(self.rt, self.job, self.reporter, self.rp,
-                                        self.volume, found.bootable if found else None)
+            stats, self.removal = self.copy(found.bootable if found else None)
             return Outcome(stats=stats)
         finally:
             locks.unlock(self.rt.db, self.volume.id, self.job.id)
 
-    def undo(self) -> str:
+    def copy(self, bootable: bool | None) -> tuple[CopyStats, SourceSnapshotRemoval]:
+        """Everything up to and including the commit point."""
+        return _copy(self.rt, self.job, self.reporter, self.rp, self.volume, bootable)
+
+    def clean_up(self) -> None:
+        """Remove what a failed attempt made on the target and the source."""
         _clean_up(self.rt, self.rp, self.volume)
+
+    def remove_checkpoint(self) -> None:
+        _remove_checkpoint(self.rt, self.rp)
+
+    def undo(self) -> str:
+        self.clean_up()
         group_snapshots.release(self.rt, self.job)
         return "the partial copy was removed"
 
     def _remove_older_source_snapshots(self) -> None:
         # Done beside the target snapshot already, unless an earlier attempt committed.
-        removal = self.removal or _SourceSnapshotRemoval.run(self.rt, self.volume, self.rp)
+        removal = self.removal or SourceSnapshotRemoval.run(self.rt, self.volume, self.rp)
         removal.report()
 
     def record_failure(self, status: JobStatus, code: str, message: str) -> None:
@@ -136,7 +155,7 @@ class BackupSteps(JobSteps):
     def aftercare(self, outcome: Outcome) -> Aftercare:
         rt, rp, job = self.rt, self.rp, self.job
         steps: Aftercare = [
-            ("removing the backup's checkpoint", lambda: _remove_checkpoint(rt, rp)),
+            ("removing the backup's checkpoint", self.remove_checkpoint),
             ("removing the volume's older cairn.* source snapshots",
              self._remove_older_source_snapshots),
         ]
@@ -153,10 +172,16 @@ class BackupSteps(JobSteps):
                                   max_attempts=rt.settings.job_max_attempts)
 
             steps.append(("requesting the plan's prune", prune))
+
+            def copy_off_site() -> None:
+                with rt.db.session() as session:
+                    offsite.copy_after_backup(session, rt.settings, plan_id, rp.id)
+
+            steps.append(("queueing the plan's off-site copy", copy_off_site))
         return steps
 
 
-def _lock_volume(rt: Runtime, job: ClaimedJob, reporter: JobReporter, volume: Volume) -> None:
+def lock_volume(rt: Runtime, job: ClaimedJob, reporter: JobReporter, volume: Volume) -> None:
     """Wait for the volume's lock: a prune of the volume's plan holds it for seconds."""
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while (holder := locks.try_lock(rt.db, volume.id, job.id)) is not None:
@@ -181,7 +206,7 @@ class _TargetSide:
 
 
 def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
-          volume: Volume, bootable: bool | None) -> tuple[CopyStats, _SourceSnapshotRemoval]:
+          volume: Volume, bootable: bool | None) -> tuple[CopyStats, SourceSnapshotRemoval]:
     target = rt.settings.backup_targets[rp.target]
     phases = reporter.phases
     with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
@@ -192,7 +217,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         # backup image's exclusive lock: taken by hand, librbd would refuse it to a
         # restore point's delete running at the same time.)
         (source_snapshots, snap_id, source), side = side_by_side(
-            stack, lambda here: _open_source(rt, job, reporter, src_io, volume, rp, here),
+            stack, lambda here: open_source(rt, job, reporter, src_io, volume, rp, here),
             lambda there: _open_target(rt, job, rp, dst_io, there))
         phases.lap("snapshot")
         size = source.size()
@@ -221,7 +246,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         # a mon proposal; side by side, the job waits for one.
         _, removal = side_by_side(
             stack, lambda _: rbd_images.ensure_snapshot(backup, rp.snapshot),
-            lambda _: _SourceSnapshotRemoval.run(rt, volume, rp))
+            lambda _: SourceSnapshotRemoval.run(rt, volume, rp))
         phases.lap("target_snapshot")
     with rt.db.session() as session:
         ok = guarded_update(
@@ -243,7 +268,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
     return stats, removal
 
 
-def _open_source(rt: Runtime, job: ClaimedJob, reporter: JobReporter, src_io: rados.Ioctx,
+def open_source(rt: Runtime, job: ClaimedJob, reporter: JobReporter, src_io: rados.Ioctx,
                  volume: Volume, rp: RestorePoint,
                  stack: ExitStack) -> tuple[dict[str, int] | None, int, rbd.Image]:
     """The source at the restore point's instant, open for reading: (the volume's
@@ -426,7 +451,7 @@ def _remove_unfinished_snapshot(dst_io: rados.Ioctx, rp: RestorePoint) -> None:
 
 
 @dataclass
-class _SourceSnapshotRemoval:
+class SourceSnapshotRemoval:
     """What removing the volume's older source snapshots left, for the job's warnings: a
     failed removal never fails the backup."""
 
@@ -434,7 +459,7 @@ class _SourceSnapshotRemoval:
     error: Exception | None = None
 
     @classmethod
-    def run(cls, rt: Runtime, volume: Volume, rp: RestorePoint) -> _SourceSnapshotRemoval:
+    def run(cls, rt: Runtime, volume: Volume, rp: RestorePoint) -> SourceSnapshotRemoval:
         try:
             return cls(_remove_unneeded_source_snapshots(rt, volume, rp))
         except Exception as exc:

@@ -13,10 +13,12 @@ from services.base import utcnow
 from services.errors import NotFound, RestorePointBusy
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
+from services.settings import is_object_target
 from services.status import RESTORE_POINT_TRANSITIONS, JobStatus, RestorePointStatus, guarded_update
 from services.storage import rbd_images
 from worker.engine import manifest
 from worker.managers.lifecycle import ClaimedJob, JobSteps, Outcome, drive, failure_reason, run_job
+from worker.managers.object_stores import open_store
 from worker.managers.signals import JobLost
 from worker.runtime import Runtime
 
@@ -80,6 +82,21 @@ def delete_restore_point(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
 
 
 def _delete(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
+    if is_object_target(rt.settings, rp.target):
+        # The manifest goes; its chunks stay until a garbage collection finds no other
+        # manifest naming them (ADR 0007).
+        open_store(rt.settings, rp.target).delete_manifest(rp.project_id, rp.id)
+    else:
+        _delete_from_pool(rt, rp)
+    try:
+        with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
+                rbd_images.open_image(src_io, volume.image) as head:
+            rbd_images.remove_snapshot(head, rp.snapshot)
+    except NotFound:
+        pass  # the source volume is gone: its snapshots went with it
+
+
+def _delete_from_pool(rt: Runtime, rp: RestorePoint) -> None:
     target = rt.settings.backup_targets[rp.target]
     with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
         clones = rbd_images.snapshot_children(dst_io, rp.backup_image, rp.snapshot)
@@ -100,12 +117,6 @@ def _delete(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
         manifest.remove(dst_io, rp.manifest_object)
         if not left and not _others_on_image(rt, rp):
             rbd_images.remove_image(dst_io, rp.backup_image)
-    try:
-        with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
-                rbd_images.open_image(src_io, volume.image) as head:
-            rbd_images.remove_snapshot(head, rp.snapshot)
-    except NotFound:
-        pass  # the source volume is gone: its snapshots went with it
 
 
 def _others_on_image(rt: Runtime, rp: RestorePoint) -> bool:

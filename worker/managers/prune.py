@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from services.errors import CairnError
 from services.plans import schedule, service
 from services.plans.retention import evaluate
-from services.plans.schemas import policy_of
+from services.plans.schemas import policy_of, retention_for
 from services.records.plans import Plan
 from services.records.restore_points import RestorePoint, unlocked
 from services.status import (
@@ -74,11 +74,12 @@ def _volumes_to_prune(session: Session, plan: Plan, now: datetime) -> list[str]:
     restore point. Only those are locked and evaluated again: a plan of 200 volumes whose
     backup just ended has one volume at most to prune, and locking all 200 kept a worker
     thread busy for seconds after every backup."""
-    policy = policy_of(plan.retention)
     tz = schedule.zone(plan.timezone)
     return sorted({group[0][1].volume_id
                    for group in service.plan_restore_points(session, plan.id)
-                   if any(not v.keep for v in evaluate([p for p, _ in group], policy, tz, now))})
+                   if any(not v.keep for v in evaluate(
+                       [p for p, _ in group],
+                       policy_of(retention_for(plan, group[0][1].target)), tz, now))})
 
 
 def _prune_volume(rt: Runtime, plan_id: str, volume_id: str, pruned: list[str],
@@ -88,11 +89,11 @@ def _prune_volume(rt: Runtime, plan_id: str, volume_id: str, pruned: list[str],
         plan = session.get(Plan, plan_id)
         if plan is None:
             return
-        policy = policy_of(plan.retention)
         tz = schedule.zone(plan.timezone)
         unkept: list[RestorePoint] = []
         for group in service.plan_restore_points(session, plan_id, volume_id):
             rows = {point.id: rp for point, rp in group}
+            policy = policy_of(retention_for(plan, group[0][1].target))
             unkept += [rows[v.point.id] for v in evaluate([p for p, _ in group], policy, tz, now)
                        if not v.keep]
         # Deleting is claimed like a user's delete: available -> deleting, one winner.

@@ -31,12 +31,14 @@ from services.restore_points.marks import (
     RESTORE_POINT_KEY,
     remove_if_written_by,
 )
+from services.settings import is_object_target
 from services.status import RestoreMethod, RestoreMode
 from services.storage import rbd_images
 from services.storage.refs import ImageRef, parse_image_ref
 from worker.engine import manifest
 from worker.engine.copy import CopyEngine, CopyStats
 from worker.engine.extents import allocated_objects, plan_chunks
+from worker.managers import object_restore
 from worker.managers.instant_restore import InstantRestoreSteps
 from worker.managers.lifecycle import (
     ClaimedJob,
@@ -83,8 +85,15 @@ class RestoreSteps(JobSteps):
     def work(self) -> Outcome:
         if self.cinder is not None:
             self.cinder.prepare()
-        stats = _restore(self.rt, self.job, self.reporter, self.rp, self.dest,
-                         create=self.cinder is None)
+        if is_object_target(self.rt.settings, self.rp.target):
+            stats = object_restore.restore(
+                self.rt, self.job, self.reporter, self.rp, self.dest,
+                create=self.cinder is None,
+                claim=lambda image, size: _claim_existing(image, self.dest, self.job, self.rp,
+                                                          size))
+        else:
+            stats = _restore(self.rt, self.job, self.reporter, self.rp, self.dest,
+                             create=self.cinder is None)
         if self.cinder is not None:
             self.cinder.finish(bootable=bool(self.rp.source_bootable))
         self.reporter.record(ready_at=utcnow())

@@ -17,11 +17,13 @@ from services.base import utcnow
 from services.errors import DataCorrupt, NotFound
 from services.metrics import events
 from services.records.restore_points import RestorePoint
+from services.settings import is_object_target
 from services.status import VerifyStatus
 from services.storage import rbd_images
 from worker.engine import manifest
 from worker.engine.copy import CopyEngine, CopyStats
 from worker.engine.extents import Chunk, allocated_objects, plan_chunks
+from worker.managers import object_restore
 from worker.managers.lifecycle import ClaimedJob, JobReporter, JobSteps, Outcome, drive, run_job
 from worker.runtime import Runtime
 
@@ -53,7 +55,10 @@ class VerifySteps(JobSteps):
         rt, rp = self.rt, self.rp
         fraction = self.job.verify_fraction
         try:
-            stats, corrupt = _verify(rt, self.reporter, rp, fraction)
+            if is_object_target(rt.settings, rp.target):
+                stats, corrupt = object_restore.verify(rt, self.reporter, rp, fraction)
+            else:
+                stats, corrupt = _verify(rt, self.reporter, rp, fraction)
         except DataCorrupt as exc:  # the manifest or the snapshot itself is gone or damaged
             _record(rt, rp, [], exc.message, fraction)
             raise
@@ -61,9 +66,10 @@ class VerifySteps(JobSteps):
         if not corrupt:
             return Outcome(stats=stats)
         offsets = ", ".join(str(i) for i in corrupt[:10])
+        unit = "chunk" if is_object_target(rt.settings, rp.target) else "object"
         return Outcome(stats=stats, error_code="data_corrupt",
-                       error_message=f"{len(corrupt)} object(s) of restore point {rp.id} do "
-                       f"not match their checksums (object indexes {offsets}"
+                       error_message=f"{len(corrupt)} {unit}(s) of restore point {rp.id} are "
+                       f"missing or do not match their checksums ({unit} indexes {offsets}"
                        f"{', ...' if len(corrupt) > 10 else ''}); the restore point is "
                        "marked corrupt. Restore from another restore point.")
 

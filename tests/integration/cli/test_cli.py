@@ -93,6 +93,32 @@ def test_cli_session_from_clouds_yaml(cloud: Cloud, os_cairn: OpenStackCairn) ->
         finally:
             delete_volume(member, restored)
 
+        # Off site: the restore point copied to the object target, from the backup pool;
+        # the copy restores into a new Cinder volume, and in place over the volume itself
+        # (scribbled over first: every byte, holes included, must come back).
+        copied = ok_json(cloud, "a-member", "restore-point", "copy", rp["id"], "--target",
+                         "s3", "--wait")
+        assert (copied["kind"], copied["status"]) == ("copy", "succeeded"), copied
+        copy_id = copied["restore_point_id"]
+        expected = None
+        with ceph.ioctx("ceph-a", "volumes") as io:
+            expected = ceph.sha256_of(io, image_of(volume_id), snapshot=rp["source_snapshot"])
+        job = ok_json(cloud, "a-member", "restore", "create", copy_id, "--new-volume",
+                      "cli-from-s3", "--wait")
+        assert job["status"] == "succeeded", job
+        try:
+            with ceph.ioctx("ceph-a", "volumes") as io:
+                assert ceph.sha256_of(io, image_of(job["restore_volume_id"])) == expected
+        finally:
+            delete_volume(member, job["restore_volume_id"])
+        with ceph.ioctx("ceph-a", "volumes") as io, rbd.Image(io, image_of(volume_id)) as image:
+            image.write(b"\xff" * (image.size() // 2), image.size() // 4)
+        job = ok_json(cloud, "a-member", "restore", "create", copy_id, "--volume", volume_id,
+                      "--wait")
+        assert job["status"] == "succeeded", job
+        with ceph.ioctx("ceph-a", "volumes") as io:
+            assert ceph.sha256_of(io, image_of(volume_id)) == expected
+
         jobs = ok_json(cloud, "a-member", "job", "list", "--plan", plan["id"],
                        "--kind", "backup")["jobs"]
         assert [j["kind"] for j in jobs] == ["backup"]
@@ -103,6 +129,19 @@ def test_cli_session_from_clouds_yaml(cloud: Cloud, os_cairn: OpenStackCairn) ->
 
         deleted = cairn(cloud, "a-member", "plan", "delete", plan["id"])
         assert deleted.returncode == 0, deleted.stderr
+
+        offsite = ok_json(cloud, "a-member", "plan", "create", "--name",
+                          ceph.unique_name("cli-offsite"), "--volume", volume_id,
+                          "--incremental", "0 2 * * *", "--keep-daily", "7", "--offsite", "s3",
+                          "--offsite-every", "month", "--offsite-keep-last", "12")
+        assert offsite["offsite"] == {"target": "s3", "every": "month",
+                                      "retention": {"keep_last": 12, "daily": 0, "weekly": 0,
+                                                    "monthly": 0, "yearly": 0}}, offsite
+        refused = cairn(cloud, "a-member", "plan", "create", "--name", "x", "--volume",
+                        volume_id, "--incremental", "0 2 * * *", "--offsite", "local")
+        assert refused.returncode == 1
+        assert "off-site copies go to an object target" in refused.stderr
+        assert cairn(cloud, "a-member", "plan", "delete", offsite["id"]).returncode == 0
 
 
 def test_cli_errors_exit_non_zero_with_the_api_message(cloud: Cloud, os_cairn: OpenStackCairn,

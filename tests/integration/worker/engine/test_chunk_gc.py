@@ -66,7 +66,7 @@ def test_deleting_restore_points_in_any_order_releases_exactly_the_unreferenced_
         assert stats.chunks_referenced == len(expected)
         # What is left restores byte for byte.
         for rp_left, manifest in remaining.items():
-            assert object_copy.verify(store, "p1", manifest) == [], rp_left
+            assert object_copy.verify(store, "p1", manifest)[1] == [], rp_left
     assert _stored_names(bucket) == set()
 
 

@@ -159,13 +159,13 @@ def test_a_tampered_or_missing_chunk_is_found_by_verify_and_refused_by_restore(
         bucket: Bucket) -> None:
     name = _snapshotted(volumes_pool, images, "s3-tamper", 12 * MiB, seed=8)
     manifest, _ = _upload(volumes_pool, name, "s1", store)
-    assert object_copy.verify(store, "p1", manifest) == []
+    assert object_copy.verify(store, "p1", manifest)[1] == []
     second, third = manifest.chunks[1], manifest.chunks[2]
     blob = bucket.get(chunk_key("p1", second))
     assert blob is not None
     bucket.put(chunk_key("p1", second), blob[:-1] + bytes([blob[-1] ^ 1]))  # one bit
     bucket.delete(chunk_key("p1", third))
-    found = object_copy.verify(store, "p1", manifest)
+    found = object_copy.verify(store, "p1", manifest)[1]
     assert [offset for offset, _ in found] == [4 * MiB, 8 * MiB]
     assert "authentication" in found[0][1]
     assert "missing" in found[1][1]
@@ -206,7 +206,7 @@ def test_without_the_operator_key_nothing_is_read(
     assert len(wrapped) == 8 + 12 + 32 + 16
     # Reopened with the right key (a new worker), everything reads back.
     reopened = ChunkStore.open(bucket, "offsite-s3", OPERATOR_KEY)
-    assert object_copy.verify(reopened, "p1", reopened.read_manifest("p1", "rp-1")) == []
+    assert object_copy.verify(reopened, "p1", reopened.read_manifest("p1", "rp-1"))[1] == []
 
 
 def test_an_unwritten_target_is_not_made_by_a_read(bucket: Bucket) -> None:

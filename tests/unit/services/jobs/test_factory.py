@@ -41,6 +41,7 @@ def test_each_kind_makes_a_row_the_orm_takes(db: Database) -> None:
             factory.delete(rp, max_attempts=5),
             factory.verify(rp, max_attempts=5, fraction=0.05),
             factory.prune(project_id="p", plan_id="plan1", max_attempts=5, now=NOW),
+            factory.copy(rp, max_attempts=5, qos=qos, plan_id="plan1", now=NOW),
         ]
         session.add_all([Job(**values) for values in made])
     with db.session() as session:

@@ -1,0 +1,96 @@
+"""Copies of restore points to an object target (off site), read from the backup pool, not
+from the tenant's volume again: the copy is a restore point of its own on the object target,
+holding the volume at its source's instant, with its own retention, verify and restores."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from services import dispatch
+from services.context import RequestContext
+from services.errors import Conflict, InvalidInput, RestorePointBusy
+from services.jobs import factory
+from services.records.jobs import Job
+from services.records.restore_points import RestorePoint
+from services.restore_points import repository as restore_points
+from services.restore_points.schemas import CopyCreate
+from services.settings import Settings, is_object_target, resolve_target
+from services.status import (
+    ACTIVE_JOB_STATUSES,
+    JobKind,
+    RestorePointKind,
+    RestorePointStatus,
+    VerifyStatus,
+)
+
+
+def start_copy(session: Session, ctx: RequestContext, settings: Settings, rp_id: str,
+               request: CopyCreate) -> Job:
+    source = restore_points.get(session, ctx, rp_id)
+    target = resolve_target(settings, request.target)
+    check_copyable(settings, source, target)
+    existing = copy_of(session, source.id, target)
+    if existing is not None:
+        raise Conflict(f"restore point {source.id} already has a copy on target {target!r}: "
+                       f"restore point {existing.id} ({existing.status})",
+                       restore_point_id=existing.id)
+    return queue_copy(session, settings, source, target, factory.Qos(
+        request.qos_bytes_per_second, request.qos_ops_per_second))
+
+
+def check_copyable(settings: Settings, source: RestorePoint, target: str) -> None:
+    if not is_object_target(settings, target):
+        raise InvalidInput(f"target {target!r} is an RBD pool; copies go to an object "
+                           "target (off site): " + (", ".join(sorted(settings.object_targets))
+                                                    or "none is configured"), field="target")
+    if is_object_target(settings, source.target):
+        raise InvalidInput(f"restore point {source.id} is kept on object target "
+                           f"{source.target!r}; only restore points of an RBD target are "
+                           "copied", field="target")
+    if source.status != RestorePointStatus.AVAILABLE:
+        raise RestorePointBusy(f"restore point {source.id} is {source.status}; only an "
+                               "available restore point can be copied",
+                               restore_point_id=source.id, status=source.status)
+    if source.verify_status == VerifyStatus.CORRUPT:
+        raise RestorePointBusy(f"restore point {source.id} failed verification; a copy would "
+                               "carry its corruption off site", restore_point_id=source.id)
+
+
+def queue_copy(session: Session, settings: Settings, source: RestorePoint, target: str,
+               qos: factory.Qos, plan_id: str | None = None) -> Job:
+    """The copy's restore point (`creating`, dated at its source's instant) and its job."""
+    copy = RestorePoint(project_id=source.project_id, volume_id=source.volume_id,
+                        target=target, kind=RestorePointKind.FULL,
+                        status=RestorePointStatus.CREATING,
+                        copied_from_restore_point_id=source.id, plan_id=plan_id,
+                        group_id=source.group_id, source_bootable=source.source_bootable,
+                        created_at=source.created_at)
+    session.add(copy)
+    session.flush()
+    job = Job(**factory.copy(copy, max_attempts=settings.job_max_attempts, qos=qos,
+                             plan_id=plan_id))
+    session.add(job)
+    session.flush()
+    dispatch.enqueue(session, job.id, JobKind.COPY)
+    return job
+
+
+def copy_of(session: Session, source_id: str, target: str) -> RestorePoint | None:
+    """The live copy of a restore point on a target, if any."""
+    return session.scalars(select(RestorePoint).where(
+        RestorePoint.copied_from_restore_point_id == source_id, RestorePoint.target == target,
+        RestorePoint.status.in_([RestorePointStatus.CREATING, RestorePointStatus.AVAILABLE,
+                                 RestorePointStatus.DELETING]))).first()
+
+
+def copying_from(session: Session, source_ids: list[str]) -> dict[str, Job]:
+    """Of these restore points, those a queued or running copy reads: source id -> job."""
+    if not source_ids:
+        return {}
+    rows = session.execute(
+        select(RestorePoint.copied_from_restore_point_id, Job)
+        .join(Job, Job.restore_point_id == RestorePoint.id)
+        .where(RestorePoint.copied_from_restore_point_id.in_(source_ids),
+               Job.kind == JobKind.COPY, Job.status.in_(ACTIVE_JOB_STATUSES))).all()
+    return {source_id: job for source_id, job in rows if source_id is not None}

@@ -1,0 +1,220 @@
+"""Backup of one volume to an object-storage target (ADR 0007): snapshot the source as for
+an RBD target, then send the chunks the store lacks and a manifest that lists every chunk
+of the restore point. The restore point becomes `available` only after the manifest is
+stored; a failed attempt removes its manifest and source snapshot, and leaves the chunks it
+sent for the retry to find (a garbage collection releases them if nothing names them).
+
+From its first chunk lookup to its manifest the backup holds a shared lease on the target,
+so no garbage collection sweeps meanwhile: a chunk found in the store stays there until the
+manifest naming it is written."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+import rbd
+
+from services.base import utcnow
+from services.errors import DataCorrupt, NotFound, TargetNeverWritten
+from services.limits import target_leases
+from services.records.restore_points import RestorePoint
+from services.restore_points import repository as restore_points
+from services.status import (
+    RESTORE_POINT_TRANSITIONS,
+    RestorePointKind,
+    RestorePointStatus,
+    guarded_update,
+)
+from services.storage import rbd_images
+from worker.engine import object_copy
+from worker.engine.chunk_store import ChunkStore, ObjectManifest
+from worker.engine.copy import CopyStats
+from worker.managers.backup import BackupSteps, SourceSnapshotRemoval, open_source
+from worker.managers.lifecycle import ClaimedJob, JobReporter
+from worker.managers.object_stores import open_store
+from worker.managers.progress import ReporterProgress
+from worker.managers.signals import JobLost
+from worker.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+CHECKSUM_ALGORITHM = "blake3-keyed"
+"""What an object target's manifest names chunks by (each chunk also carries its AEAD tag)."""
+
+LEASE_WAIT_SECONDS = 600.0
+"""How long a backup waits for a garbage collection's sweep of its target to end."""
+
+
+@dataclass(frozen=True)
+class ObjectBase:
+    restore_point_id: str
+    manifest: ObjectManifest
+    since: str | None
+    """The source snapshot the base was made from, when the volume still has it: changes
+    since it are read, the rest taken from the base. None: every allocated chunk is read
+    (and only the ones the store lacks are sent)."""
+
+
+@dataclass
+class Sent:
+    """What one upload stored: the manifest written, and how."""
+
+    manifest: ObjectManifest
+    transfer: object_copy.TransferStats
+    base: ObjectBase | None
+    full_reason: str | None
+    started: float
+    finished: float
+
+
+BaseFinder = Callable[[ChunkStore], tuple[ObjectBase | None, set[str], str | None]]
+"""The base of an incremental (or None and why not) and the chunk names known stored."""
+
+
+def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
+         source: rbd.Image, find_base: BaseFinder) -> Sent:
+    """Send `source` (an image open at the instant `rp` holds) to `rp`'s object target and
+    store its manifest, under the target's shared lease (ADR 0007)."""
+    phases = reporter.phases
+    settings = rt.settings.object_targets[rp.target]
+    store = open_store(rt.settings, rp.target, create=True)
+    if job.attempt > 1:  # an interrupted attempt's manifest is not trusted
+        store.delete_manifest(rp.project_id, rp.id)
+    with target_leases.held(rt.db, rp.target, job.id, exclusive=False,
+                            ttl_seconds=rt.settings.lease_seconds,
+                            wait_seconds=LEASE_WAIT_SECONDS, interrupt=reporter.check) as lease:
+        base, known, full_reason = find_base(store)
+        phases.lap("plan")
+        transfer = object_copy.TransferStats()
+        started = time.monotonic()
+        manifest = object_copy.upload(
+            source, store, rp.project_id,
+            base=base.manifest if base else None, since=base.since if base else None,
+            known=known, chunk_size=settings.chunk_size_mib << 20,
+            window=settings.uploads_in_flight, pacer=reporter.pacer, stats=transfer,
+            progress=ReporterProgress(reporter))
+        finished = time.monotonic()
+        phases.lap("copy")
+        reporter.check()
+        lease.check()  # no sweep ran meanwhile: every chunk named is stored
+        store.write_manifest(rp.project_id, rp.id, manifest)
+        phases.lap("manifest")
+    log.info("%s %s to %s: %d chunks, %d sent (%d bytes), %d known, %d zero", job.kind,
+             rp.id, rp.target, transfer.chunks, transfer.chunks_uploaded, transfer.bytes_sent,
+             transfer.chunks_known, transfer.chunks_zero)
+    return Sent(manifest, transfer, base, full_reason, started, finished)
+
+
+def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> CopyStats:
+    """The restore point turns `available`: its manifest is stored and every chunk it
+    names with it."""
+    settings = rt.settings.object_targets[rp.target]
+    transfer, base = sent.transfer, sent.base
+    stats = CopyStats(window=settings.uploads_in_flight, bytes_total=transfer.bytes_read,
+                      bytes_done=transfer.bytes_read, bytes_read=transfer.bytes_read,
+                      bytes_written=transfer.bytes_sent,
+                      engine_seconds=transfer.hash_seal_seconds,
+                      write_seconds=transfer.store_seconds, started=sent.started,
+                      finished=sent.finished)
+    with rt.db.session() as session:
+        ok = guarded_update(
+            session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
+            RestorePointStatus.AVAILABLE, expect=RestorePointStatus.CREATING,
+            extra={"size_bytes": sent.manifest.image_size, "bytes_copied": transfer.bytes_sent,
+                   "bytes_read": transfer.bytes_read,
+                   "kind": RestorePointKind.INCREMENTAL if base else RestorePointKind.FULL,
+                   "base_restore_point_id": base.restore_point_id if base else None,
+                   "full_reason": sent.full_reason, "duration_seconds": stats.elapsed,
+                   "completed_at": utcnow(), "checksum_algorithm": CHECKSUM_ALGORITHM,
+                   "objects_checksummed": len(sent.manifest.chunks), "status_reason": None,
+                   "source_bootable": bootable})
+        if not ok:
+            raise JobLost(f"restore point {rp.id} is no longer being created")
+    return stats
+
+
+def previous_manifest(rt: Runtime, rp: RestorePoint, store: ChunkStore
+                      ) -> tuple[RestorePoint | None, ObjectManifest | None, str | None]:
+    """The volume's newest available restore point on `rp`'s target before it, its manifest,
+    and why there is no usable one."""
+    with rt.db.session() as session:
+        previous = restore_points.newest_available(session, rp.volume_id, rp.target, rp)
+        session.expunge_all()
+    if previous is None:
+        return None, None, (f"no earlier available restore point of this volume on target "
+                            f"{rp.target!r}: the first backup there is a full copy")
+    try:
+        return previous, store.read_manifest(rp.project_id, previous.id), None
+    except DataCorrupt as exc:
+        return previous, None, (f"the manifest of the previous restore point {previous.id} is "
+                                f"unusable ({exc.message}): made a full copy")
+
+
+class ObjectBackupSteps(BackupSteps):
+    noun = "backup"
+
+    def copy(self, bootable: bool | None) -> tuple[CopyStats, SourceSnapshotRemoval]:
+        rt, job, rp, volume, reporter = self.rt, self.job, self.rp, self.volume, self.reporter
+        with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, ExitStack() as stack:
+            reporter.phases.lap("open")
+            source_snapshots, _snap_id, source = open_source(rt, job, reporter, src_io,
+                                                             volume, rp, stack)
+            reporter.phases.lap("snapshot")
+            sent = send(rt, job, reporter, rp, source,
+                        lambda store: self._base(store, source_snapshots))
+            removal = SourceSnapshotRemoval.run(rt, volume, rp)
+            reporter.phases.lap("target_snapshot")
+        stats = commit(rt, rp, sent, bootable)
+        reporter.phases.lap("commit")
+        return stats, removal
+
+    def _base(self, store: ChunkStore, source_snapshots: dict[str, int] | None
+              ) -> tuple[ObjectBase | None, set[str], str | None]:
+        """The base of an incremental (or None and why not), and the chunk names known to
+        be stored: those of the volume's newest restore point on the target, which this
+        backup's lease keeps from being swept even if that restore point is deleted now."""
+        rp = self.rp
+        full = rp.kind == RestorePointKind.FULL
+        previous, manifest, why_not = previous_manifest(self.rt, rp, store)
+        if previous is None or manifest is None:
+            return None, set(), None if full else why_not
+        if full:
+            return None, manifest.names(), None
+        since: str | None = None
+        if source_snapshots is not None:
+            if previous.copied_from_restore_point_id is not None:
+                return None, manifest.names(), (
+                    f"the previous restore point {previous.id} on this target is a copy "
+                    "made from the backup pool, with no source snapshot of its own: every "
+                    "chunk was read and only the missing ones sent")
+            if previous.snapshot not in source_snapshots:
+                return None, manifest.names(), (
+                    f"the source snapshot {previous.snapshot} of the previous restore point "
+                    f"{previous.id} is gone from the volume (removed outside Cairn?), so "
+                    "changes since it cannot be computed: made a full copy")
+            since = previous.snapshot
+        return ObjectBase(previous.id, manifest, since), set(), None
+
+    def clean_up(self) -> None:
+        """The manifest and the source snapshot go; the chunks sent stay for a retry to
+        find, until a garbage collection finds no manifest naming them."""
+        rp = self.rp
+        try:
+            store = open_store(self.rt.settings, rp.target)
+        except TargetNeverWritten:
+            store = None  # nothing was written
+        if store is not None:
+            store.delete_manifest(rp.project_id, rp.id)
+        with self.rt.clusters.ioctx(self.volume.cluster, self.volume.pool) as src_io:
+            try:
+                with rbd_images.open_image(src_io, self.volume.image) as head:
+                    rbd_images.remove_snapshot(head, rp.snapshot)
+            except NotFound:
+                pass  # the volume is gone: its snapshots went with it
+
+    def remove_checkpoint(self) -> None:
+        """No checkpoint object: a retry looks each chunk up and sends only the missing."""

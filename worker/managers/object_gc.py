@@ -1,0 +1,50 @@
+"""Garbage collection of one object target (ADR 0007): chunks that no manifest names any
+more are deleted, never one a backup running at the same time may name.
+
+1. Mark, without any lease: read every manifest (the expensive part; backups go on).
+2. Take the target's exclusive lease: it waits for the backups holding shared ones to
+   write their manifests, and keeps new ones from looking chunks up until the sweep ends.
+3. Mark the manifests written or rewritten since step 1.
+4. Sweep: delete the unmarked chunks written before the grace cutoff, checking the lease
+   before each deletion."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from services.base import utcnow
+from services.errors import TargetNeverWritten
+from services.limits import target_leases
+from worker.engine import chunk_gc
+from worker.managers.object_stores import open_store
+from worker.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+LEASE_WAIT_SECONDS = 1800.0
+
+
+def collect(rt: Runtime, target: str, *, grace_seconds: float | None = None,
+            wait_seconds: float = LEASE_WAIT_SECONDS) -> chunk_gc.SweepStats | None:
+    """Collect `target`'s garbage; None when the target has never been written to."""
+    try:
+        store = open_store(rt.settings, target)
+    except TargetNeverWritten:
+        return None
+    grace = rt.settings.object_gc_grace_seconds if grace_seconds is None else grace_seconds
+    stats = chunk_gc.SweepStats()
+    first = list(store.bucket.list("manifests/"))
+    marked = chunk_gc.mark(store, stats, manifests=first)
+    with target_leases.held(rt.db, target, f"gc:{rt.name}", exclusive=True,
+                            ttl_seconds=rt.settings.lease_seconds,
+                            wait_seconds=wait_seconds) as lease:
+        seen = set(first)
+        chunk_gc.mark(store, stats, into=marked,
+                      manifests=[m for m in store.bucket.list("manifests/") if m not in seen])
+        cutoff = utcnow() - timedelta(seconds=grace)
+        chunk_gc.sweep(store, marked, cutoff, stats=stats, before_delete=lease.ensure)
+    log.info("garbage collection of %s: %d manifests, %d chunks, %d deleted (%d bytes), "
+             "%d too new, %d not Cairn's", target, stats.manifests, stats.chunks,
+             stats.chunks_deleted, stats.bytes_deleted, stats.chunks_too_new, stats.strangers)
+    return stats

@@ -1,0 +1,91 @@
+"""Restore and verify of a restore point kept on an object-storage target: every chunk is
+fetched, authenticated and checked against its name before a byte of it is written (a
+corrupt or missing chunk fails the restore with its offset); holes and all-zero chunks
+are left sparse on a new image and zeroed on an existing one."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from contextlib import ExitStack
+
+import rados
+import rbd
+
+from services.errors import ImageExists, NotFound
+from services.records.restore_points import RestorePoint
+from services.restore_points.marks import JOB_KEY, RESTORE_POINT_KEY
+from services.storage import rbd_images
+from services.storage.refs import ImageRef
+from worker.engine import object_copy
+from worker.engine.copy import CopyStats
+from worker.managers.lifecycle import ClaimedJob, JobReporter
+from worker.managers.object_stores import open_store
+from worker.managers.progress import ReporterProgress
+from worker.runtime import Runtime
+
+ORDER = 22
+"""4 MiB RBD objects for a new image: every chunk size divides them."""
+
+
+def restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
+            dest: ImageRef, *, create: bool,
+            claim: Callable[[rbd.Image, int], object]) -> CopyStats:
+    """Write the restore point into `dest`: a new image when `create` (a retry finds the
+    image its earlier attempt made and writes it whole again), else the existing image
+    `claim(image, size)` accepts."""
+    settings = rt.settings.object_targets[rp.target]
+    store = open_store(rt.settings, rp.target)
+    manifest = store.read_manifest(rp.project_id, rp.id)
+    size = manifest.image_size
+    reporter.phases.restart()
+    with ExitStack() as stack:
+        dest_io = stack.enter_context(rt.clusters.ioctx(dest.cluster, dest.pool))
+        fresh = False
+        if create and not _own_image_exists(dest_io, dest.image, job):
+            rbd_images.create_image(dest_io, dest.image, size, order=ORDER,
+                                    metadata={JOB_KEY: job.id, RESTORE_POINT_KEY: rp.id},
+                                    replace_remnant=job.attempt > 1)
+            fresh = True
+        restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
+        if not create:
+            claim(restored, size)
+        reporter.phases.lap("open")
+        stats = object_copy.download(store, rp.project_id, manifest, restored,
+                                     target_is_new=fresh, window=settings.uploads_in_flight,
+                                     pacer=reporter.pacer, progress=ReporterProgress(reporter))
+        restored.flush()
+    reporter.phases.lap("copy")
+    return stats
+
+
+def _own_image_exists(ioctx: rados.Ioctx, name: str, job: ClaimedJob) -> bool:
+    try:
+        with rbd_images.open_image(ioctx, name) as image:
+            if rbd_images.metadata(image, JOB_KEY) != job.id:
+                raise ImageExists(f"an RBD image {name!r} appeared in the restore's place; "
+                                  "it is not this job's and is left alone")
+            rbd_images.break_locks(image)
+            return True
+    except NotFound:
+        return False
+
+
+def verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint,
+           fraction: float | None) -> tuple[CopyStats, list[int]]:
+    """Re-read the restore point's chunks (all, or a random `fraction`), checking each one's
+    tag and name; the indexes of the chunks found corrupt or missing. A manifest that is
+    missing or fails its own tag raises DataCorrupt."""
+    settings = rt.settings.object_targets[rp.target]
+    store = open_store(rt.settings, rp.target)
+    manifest = store.read_manifest(rp.project_id, rp.id)
+    only = None
+    if fraction is not None:
+        indexes = sorted(manifest.chunks)
+        count = max(1, math.ceil(len(indexes) * fraction)) if indexes else 0
+        only = random.sample(indexes, min(count, len(indexes)))
+    stats, found = object_copy.verify(store, rp.project_id, manifest,
+                                      window=settings.uploads_in_flight, pacer=reporter.pacer,
+                                      progress=ReporterProgress(reporter), only=only)
+    return stats, [offset // manifest.chunk_size for offset, _reason in found]
