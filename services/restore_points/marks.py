@@ -5,8 +5,9 @@ copy got."""
 from __future__ import annotations
 
 import rados
+import rbd
 
-from services.errors import NotFound
+from services.errors import ImageExists, NotFound
 from services.storage import rbd_images
 
 JOB_KEY = "cairn.restore_job"
@@ -27,3 +28,24 @@ def remove_if_written_by(ioctx: rados.Ioctx, name: str, job_id: str) -> bool:
     except NotFound:
         return False
     return ours and rbd_images.remove_image(ioctx, name)
+
+
+def resume_point(ioctx: rados.Ioctx, name: str, job_id: str) -> int | None:
+    """Where an earlier attempt of restore job `job_id` stopped, in the image it created (0:
+    at the start); None when there is no such image (the earlier attempt died before
+    creating it). An image of that name the job did not write is refused, never reused."""
+    try:
+        with rbd_images.open_image(ioctx, name) as image:
+            if rbd_images.metadata(image, JOB_KEY) != job_id:
+                raise ImageExists(f"an RBD image {name!r} appeared in the restore's place; "
+                                  "it is not this job's and is left alone")
+            rbd_images.break_locks(image)
+            return checkpoint_of(image)
+    except NotFound:
+        return None
+
+
+def checkpoint_of(image: rbd.Image) -> int:
+    """The object index an earlier attempt of the job finished before (0: none)."""
+    saved = rbd_images.metadata(image, CHECKPOINT_KEY)
+    return int(saved) if saved else 0

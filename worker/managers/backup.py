@@ -143,14 +143,7 @@ class BackupSteps(JobSteps):
         removal.report()
 
     def record_failure(self, status: JobStatus, code: str, message: str) -> None:
-        # A cancelled backup leaves nothing behind, so its restore point is gone too.
-        to = (RestorePointStatus.DELETED if status == JobStatus.CANCELLED
-              else RestorePointStatus.ERROR)
-        with self.rt.db.session() as session:
-            guarded_update(session, RestorePoint, self.rp.id, RESTORE_POINT_TRANSITIONS, to,
-                           expect=RestorePointStatus.CREATING,
-                           extra={"status_reason": message, "deleted_at": utcnow()
-                                  if to == RestorePointStatus.DELETED else None})
+        settle_unfinished(self.rt, self.rp.id, status, message)
 
     def aftercare(self, outcome: Outcome) -> Aftercare:
         rt, rp, job = self.rt, self.rp, self.job
@@ -179,6 +172,18 @@ class BackupSteps(JobSteps):
 
             steps.append(("queueing the plan's off-site copy", copy_off_site))
         return steps
+
+
+def settle_unfinished(rt: Runtime, rp_id: str, status: JobStatus, message: str) -> None:
+    """A restore point whose making failed is `error` with the reason; a cancelled one
+    leaves nothing behind, so it is gone too."""
+    to = (RestorePointStatus.DELETED if status == JobStatus.CANCELLED
+          else RestorePointStatus.ERROR)
+    with rt.db.session() as session:
+        guarded_update(session, RestorePoint, rp_id, RESTORE_POINT_TRANSITIONS, to,
+                       expect=RestorePointStatus.CREATING,
+                       extra={"status_reason": message, "deleted_at": utcnow()
+                              if to == RestorePointStatus.DELETED else None})
 
 
 def lock_volume(rt: Runtime, job: ClaimedJob, reporter: JobReporter, volume: Volume) -> None:

@@ -10,12 +10,10 @@ import random
 from collections.abc import Callable
 from contextlib import ExitStack
 
-import rados
 import rbd
 
-from services.errors import ImageExists, NotFound
 from services.records.restore_points import RestorePoint
-from services.restore_points.marks import JOB_KEY, RESTORE_POINT_KEY
+from services.restore_points.marks import JOB_KEY, RESTORE_POINT_KEY, resume_point
 from services.storage import rbd_images
 from services.storage.refs import ImageRef
 from worker.engine import object_copy
@@ -43,7 +41,8 @@ def restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoin
     with ExitStack() as stack:
         dest_io = stack.enter_context(rt.clusters.ioctx(dest.cluster, dest.pool))
         fresh = False
-        if create and not _own_image_exists(dest_io, dest.image, job):
+        if create and (job.attempt == 1
+                       or resume_point(dest_io, dest.image, job.id) is None):
             rbd_images.create_image(dest_io, dest.image, size, order=ORDER,
                                     metadata={JOB_KEY: job.id, RESTORE_POINT_KEY: rp.id},
                                     replace_remnant=job.attempt > 1)
@@ -58,18 +57,6 @@ def restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoin
         restored.flush()
     reporter.phases.lap("copy")
     return stats
-
-
-def _own_image_exists(ioctx: rados.Ioctx, name: str, job: ClaimedJob) -> bool:
-    try:
-        with rbd_images.open_image(ioctx, name) as image:
-            if rbd_images.metadata(image, JOB_KEY) != job.id:
-                raise ImageExists(f"an RBD image {name!r} appeared in the restore's place; "
-                                  "it is not this job's and is left alone")
-            rbd_images.break_locks(image)
-            return True
-    except NotFound:
-        return False
 
 
 def verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint,

@@ -13,18 +13,16 @@ from contextlib import ExitStack
 
 from sqlalchemy import select
 
-from services.base import utcnow
 from services.errors import NotFound, RestorePointBusy, TargetNeverWritten
 from services.plans.prunes import request_prune
 from services.records.restore_points import RestorePoint, backup_image_name, snapshot_name
 from services.status import (
-    RESTORE_POINT_TRANSITIONS,
     JobStatus,
     RestorePointStatus,
-    guarded_update,
 )
 from services.storage import rbd_images
 from worker.engine.chunk_store import ChunkStore
+from worker.managers.backup import settle_unfinished
 from worker.managers.lifecycle import (
     Aftercare,
     ClaimedJob,
@@ -133,10 +131,4 @@ class CopySteps(JobSteps):
         return "the partial copy's manifest was removed (its chunks stay for a retry)"
 
     def record_failure(self, status: JobStatus, code: str, message: str) -> None:
-        to = (RestorePointStatus.DELETED if status == JobStatus.CANCELLED
-              else RestorePointStatus.ERROR)
-        with self.rt.db.session() as session:
-            guarded_update(session, RestorePoint, self.rp.id, RESTORE_POINT_TRANSITIONS, to,
-                           expect=RestorePointStatus.CREATING,
-                           extra={"status_reason": message, "deleted_at": utcnow()
-                                  if to == RestorePointStatus.DELETED else None})
+        settle_unfinished(self.rt, self.rp.id, status, message)

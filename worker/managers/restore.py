@@ -12,13 +12,11 @@ from __future__ import annotations
 import logging
 from contextlib import ExitStack
 
-import rados
 import rbd
 
 from services.base import utcnow
 from services.errors import (
     CairnError,
-    ImageExists,
     InvalidInput,
     NotFound,
     VolumeInUse,
@@ -29,7 +27,9 @@ from services.restore_points.marks import (
     CHECKPOINT_KEY,
     JOB_KEY,
     RESTORE_POINT_KEY,
+    checkpoint_of,
     remove_if_written_by,
+    resume_point,
 )
 from services.settings import is_object_target
 from services.status import RestoreMethod, RestoreMode
@@ -126,7 +126,7 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
         recorded.check_shape(size, object_size)
         fresh = False
         if create:
-            start = _resume_point(dest_io, dest.image, job) if job.attempt > 1 else None
+            start = resume_point(dest_io, dest.image, job.id) if job.attempt > 1 else None
             if start is None:
                 start = 0
                 rbd_images.create_image(dest_io, dest.image, size, order=order,
@@ -171,30 +171,10 @@ def _claim_existing(image: rbd.Image, dest: ImageRef, job: ClaimedJob, rp: Resto
         raise InvalidInput(f"{dest} is {image.size()} bytes, smaller than restore point "
                            f"{rp.id} ({size} bytes); extend the volume first")
     if rbd_images.metadata(image, JOB_KEY) == job.id:
-        return _checkpoint(image)
+        return checkpoint_of(image)
     image.metadata_set(JOB_KEY, job.id)
     image.metadata_set(RESTORE_POINT_KEY, rp.id)
     return 0
-
-
-def _resume_point(ioctx: rados.Ioctx, name: str, job: ClaimedJob) -> int | None:
-    """Where an earlier attempt of this job stopped, in the image it created; None when
-    there is no such image (the earlier attempt died before creating it)."""
-    try:
-        with rbd_images.open_image(ioctx, name) as image:
-            if rbd_images.metadata(image, JOB_KEY) != job.id:
-                raise ImageExists(f"an RBD image {name!r} appeared in the restore's place; "
-                                  "it is not this job's and is left alone")
-            rbd_images.break_locks(image)
-            return _checkpoint(image)
-    except NotFound:
-        return None
-
-
-def _checkpoint(image: rbd.Image) -> int:
-    """The object index an earlier attempt of the job finished before (0: none)."""
-    saved = rbd_images.metadata(image, CHECKPOINT_KEY)
-    return int(saved) if saved else 0
 
 
 def _remove_own_image(rt: Runtime, dest: ImageRef, job_id: str) -> str:
