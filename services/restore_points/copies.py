@@ -15,6 +15,7 @@ from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
 from services.restore_points import repository as restore_points
 from services.restore_points.schemas import CopyCreate
+from services.restore_points.service import require_target
 from services.settings import Settings, is_object_target, resolve_target
 from services.status import (
     ACTIVE_JOB_STATUSES,
@@ -28,6 +29,7 @@ from services.status import (
 def start_copy(session: Session, ctx: RequestContext, settings: Settings, rp_id: str,
                request: CopyCreate) -> Job:
     source = restore_points.get(session, ctx, rp_id)
+    require_target(settings, source)
     target = resolve_target(settings, request.target)
     check_copyable(settings, source, target)
     existing = copy_of(session, source.id, target)

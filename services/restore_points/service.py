@@ -17,6 +17,7 @@ from services.errors import (
     InvalidInput,
     InvalidStatusTransition,
     RestorePointBusy,
+    StorageUnavailable,
 )
 from services.jobs import factory
 from services.jobs import repository as jobs
@@ -27,7 +28,7 @@ from services.restore_points import cinder_restores, copies
 from services.restore_points import repository as restore_points
 from services.restore_points.instant import instant_image_name, pinned_by_instant_restore
 from services.restore_points.schemas import RestoreCreate, VerifyCreate
-from services.settings import Settings
+from services.settings import Settings, target_names
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobKind,
@@ -46,6 +47,7 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
                   clusters: CephClusters, cinder: CinderGateway | None, rp_id: str,
                   request: RestoreCreate) -> Job:
     rp = _available(session, ctx, rp_id, "restored")
+    require_target(settings, rp)
     if rp.verify_status == VerifyStatus.CORRUPT:
         raise RestorePointBusy(
             f"restore point {rp.id} failed verification ({rp.corrupt_object_count} corrupt "
@@ -126,6 +128,7 @@ def _check_same_cluster(settings: Settings, rp: RestorePoint, dest_cluster: str)
 def delete_restore_point(session: Session, ctx: RequestContext, settings: Settings,
                          rp_id: str, now: datetime) -> Job:
     rp = restore_points.get(session, ctx, rp_id)
+    require_target(settings, rp)
     copier = copies.copying_from(session, [rp.id]).get(rp.id)
     if copier is not None:
         raise RestorePointBusy(f"restore point {rp.id} is being copied to target "
@@ -163,6 +166,7 @@ def delete_restore_point(session: Session, ctx: RequestContext, settings: Settin
 def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_id: str,
                  request: VerifyCreate) -> Job:
     rp = _available(session, ctx, rp_id, "verified")
+    require_target(settings, rp)
     running = jobs.active_for_restore_point(session, rp.id, JobKind.VERIFY)
     if running is not None:
         return running  # verifying twice at once would only read everything twice
@@ -173,6 +177,17 @@ def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_i
     session.flush()
     dispatch.enqueue(session, job.id, JobKind.VERIFY)
     return job
+
+
+def require_target(settings: Settings, rp: RestorePoint) -> None:
+    """A restore point whose target this service no longer configures cannot be read or
+    removed here (say, an object target dropped from the settings): refused before any job
+    is queued, not by a worker that cannot find it."""
+    if rp.target not in target_names(settings):
+        raise StorageUnavailable(
+            f"restore point {rp.id} is kept on target {rp.target!r}, which this service does "
+            "not configure (any more): ask the operator to configure it again",
+            restore_point_id=rp.id, target=rp.target)
 
 
 def _available(session: Session, ctx: RequestContext, rp_id: str, to_be: str) -> RestorePoint:

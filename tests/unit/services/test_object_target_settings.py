@@ -9,6 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from services.errors import StorageUnavailable, UnknownTarget
+from services.records.restore_points import RestorePoint
+from services.restore_points.service import require_target
 from services.settings import (
     Settings,
     is_object_target,
@@ -59,3 +61,13 @@ def test_the_operator_key_is_64_hex_digits_or_nothing_is_read(tmp_path: Path) ->
             operator_key(Settings(object_key_file=key))
     with pytest.raises(StorageUnavailable, match="cannot read"):
         operator_key(Settings(object_key_file=tmp_path / "missing"))
+
+
+def test_a_restore_point_on_a_target_no_longer_configured_is_refused_with_the_reason() -> None:
+    settings = Settings(clusters=CLUSTERS,
+                        backup_targets={"local": {"cluster": "ceph-a", "pool": "backups"}})
+    kept = RestorePoint(id="rp-1", project_id="p", volume_id="v", target="local")
+    require_target(settings, kept)
+    dropped = RestorePoint(id="rp-2", project_id="p", volume_id="v", target="s3")
+    with pytest.raises(StorageUnavailable, match="target 's3', which this service does not"):
+        require_target(settings, dropped)
