@@ -136,6 +136,12 @@ class TargetKeyUnavailable(StorageUnavailable):
     code = "target_key_unavailable"
 
 
+class TargetNotConfigured(StorageUnavailable):
+    """The restore point's target is not (any more) in this service's settings."""
+
+    code = "target_not_configured"
+
+
 class TargetNeverWritten(StorageUnavailable):
     """An object target's bucket holds no data key: nothing was ever written there (or the
     bucket or prefix is not the one it was made with)."""

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, IPvAnyNetwork, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.errors import StorageUnavailable, UnknownTarget
+from services.errors import StorageUnavailable, TargetNotConfigured, UnknownTarget
 
 
 class ClusterSettings(BaseModel):
@@ -410,6 +410,30 @@ def target_names(settings: Settings) -> list[str]:
 
 def is_object_target(settings: Settings, name: str) -> bool:
     return name in settings.object_targets
+
+
+def rbd_target(settings: Settings, name: str) -> BackupTargetSettings:
+    """The RBD pool target of this name, refused with the reason when the service does not
+    configure it (any more): its restore points wait until the operator configures it
+    again."""
+    configured = settings.backup_targets.get(name)
+    if configured is None:
+        raise _not_configured(name)
+    return configured
+
+
+def object_target(settings: Settings, name: str) -> ObjectTargetSettings:
+    """The object-store target of this name, refused like `rbd_target`."""
+    configured = settings.object_targets.get(name)
+    if configured is None:
+        raise _not_configured(name)
+    return configured
+
+
+def _not_configured(name: str) -> TargetNotConfigured:
+    return TargetNotConfigured(
+        f"target {name!r} is not configured in this service (any more); its restore points "
+        "stay until the operator configures it again", target=name)
 
 
 def target_job_limit(settings: Settings, target: str) -> int:

@@ -4,6 +4,7 @@ next slots and which restore points their retention keeps."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 from sqlalchemy import select
@@ -239,15 +240,18 @@ def retention_preview(session: Session, plan: Plan, now: datetime) -> RetentionP
                             restore_points=items)
 
 
-def plan_restore_points(session: Session, plan_id: str, volume_id: str | None = None
+def plan_restore_points(session: Session, plan_id: str, volume_id: str | None = None,
+                        targets: Collection[str] | None = None,
                         ) -> list[list[tuple[Point, RestorePoint]]]:
-    """The plan's available restore points (of one volume when given) as retention points,
-    one group per (volume, target), each marked when a queued or running restore or verify
-    reads it."""
+    """The plan's available restore points (of one volume, on these targets, when given) as
+    retention points, one group per (volume, target), each marked when a queued or running
+    restore or verify reads it."""
     stmt = select(RestorePoint).where(RestorePoint.plan_id == plan_id,
                                       RestorePoint.status == RestorePointStatus.AVAILABLE)
     if volume_id is not None:
         stmt = stmt.where(RestorePoint.volume_id == volume_id)
+    if targets is not None:
+        stmt = stmt.where(RestorePoint.target.in_(targets))
     rows = list(session.scalars(stmt))
     in_use = set(session.scalars(
         select(Job.restore_point_id).where(

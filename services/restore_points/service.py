@@ -17,7 +17,7 @@ from services.errors import (
     InvalidInput,
     InvalidStatusTransition,
     RestorePointBusy,
-    StorageUnavailable,
+    TargetNotConfigured,
 )
 from services.jobs import factory
 from services.jobs import repository as jobs
@@ -28,7 +28,7 @@ from services.restore_points import cinder_restores, copies
 from services.restore_points import repository as restore_points
 from services.restore_points.instant import instant_image_name, pinned_by_instant_restore
 from services.restore_points.schemas import RestoreCreate, VerifyCreate
-from services.settings import Settings, target_names
+from services.settings import Settings, rbd_target, target_names
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobKind,
@@ -116,7 +116,7 @@ def _check_same_cluster(settings: Settings, rp: RestorePoint, dest_cluster: str)
             f"restore point {rp.id} is kept on object target {rp.target!r}: an instant "
             "restore clones an RBD snapshot, which an object store does not hold; use a "
             "normal restore (mode copy)", restore_point_id=rp.id, target=rp.target)
-    held_on = settings.backup_targets[rp.target].cluster
+    held_on = rbd_target(settings, rp.target).cluster
     if held_on != dest_cluster:
         raise Conflict(
             f"restore point {rp.id} is kept on cluster {held_on!r} (target {rp.target!r}) and "
@@ -184,7 +184,7 @@ def require_target(settings: Settings, rp: RestorePoint) -> None:
     removed here (say, an object target dropped from the settings): refused before any job
     is queued, not by a worker that cannot find it."""
     if rp.target not in target_names(settings):
-        raise StorageUnavailable(
+        raise TargetNotConfigured(
             f"restore point {rp.id} is kept on target {rp.target!r}, which this service does "
             "not configure (any more): ask the operator to configure it again",
             restore_point_id=rp.id, target=rp.target)

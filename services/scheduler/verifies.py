@@ -19,7 +19,7 @@ from services.plans.schemas import verify_policy_of
 from services.records.jobs import Job
 from services.records.plans import Plan, VerifyPolicy
 from services.records.restore_points import RestorePoint
-from services.settings import Settings
+from services.settings import Settings, target_names
 from services.status import ACTIVE_JOB_STATUSES, JobKind, RestorePointStatus
 
 PER_ROUND = 500
@@ -53,7 +53,8 @@ def request_verifies(db: Database, settings: Settings, now: datetime,
         plans = select(Plan) if plan_ids is None else select(Plan).where(Plan.id.in_(plan_ids))
         for plan in session.scalars(plans):
             policy = verify_policy_of(plan)
-            for rp in _candidates(session, plan.id, policy, now, PER_ROUND - len(rows)):
+            for rp in _candidates(session, plan.id, policy, target_names(settings), now,
+                                  PER_ROUND - len(rows)):
                 due, fraction = due_fraction(policy, rp, now)
                 if due:
                     rows.append(factory.verify(
@@ -66,11 +67,12 @@ def request_verifies(db: Database, settings: Settings, now: datetime,
     return len(rows)
 
 
-def _candidates(session: Session, plan_id: str, policy: VerifyPolicy, now: datetime,
-                limit: int) -> list[RestorePoint]:
+def _candidates(session: Session, plan_id: str, policy: VerifyPolicy, targets: list[str],
+                now: datetime, limit: int) -> list[RestorePoint]:
     """The plan's available restore points that may be due (the database narrows them by
-    date, so a tick does not load every restore point) and have no verify queued or
-    running; `due_fraction` decides."""
+    date, so a tick does not load every restore point), have no verify queued or running,
+    and are on a target this service configures (no worker could read the others);
+    `due_fraction` decides."""
     if limit <= 0:
         return []
     done = func.coalesce(RestorePoint.completed_at, RestorePoint.created_at)
@@ -88,4 +90,5 @@ def _candidates(session: Session, plan_id: str, policy: VerifyPolicy, now: datet
                                               Job.restore_point_id.is_not(None))
     return list(session.scalars(select(RestorePoint).where(
         RestorePoint.plan_id == plan_id, RestorePoint.status == RestorePointStatus.AVAILABLE,
-        RestorePoint.id.not_in(busy), or_(*due)).limit(limit)))
+        RestorePoint.id.not_in(busy), RestorePoint.target.in_(targets),
+        or_(*due)).limit(limit)))

@@ -29,7 +29,7 @@ from services.plans.prunes import request_prune
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import repository as restore_points
-from services.settings import is_object_target
+from services.settings import is_object_target, rbd_target
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobStatus,
@@ -212,7 +212,7 @@ class _TargetSide:
 
 def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
           volume: Volume, bootable: bool | None) -> tuple[CopyStats, SourceSnapshotRemoval]:
-    target = rt.settings.backup_targets[rp.target]
+    target = rbd_target(rt.settings, rp.target)
     phases = reporter.phases
     with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
             rt.clusters.ioctx(target.cluster, target.pool) as dst_io, ExitStack() as stack:
@@ -324,7 +324,7 @@ def _open_target(rt: Runtime, job: ClaimedJob, rp: RestorePoint, dst_io: rados.I
 
 
 def _remove_checkpoint(rt: Runtime, rp: RestorePoint) -> None:
-    target = rt.settings.backup_targets[rp.target]
+    target = rbd_target(rt.settings, rp.target)
     with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
         checkpoint.remove(dst_io, rp.checkpoint_object)
 
@@ -516,7 +516,7 @@ def _clean_up(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
     and the backup image when it holds no restore point. Only ever called before the
     restore point is available (the lifecycle's rule); whatever it cannot remove carries
     the restore point's id in its name, for the orphan reconciler."""
-    target = rt.settings.backup_targets[rp.target]
+    target = rbd_target(rt.settings, rp.target)
     with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
         _remove_unfinished_snapshot(dst_io, rp)
         checkpoint.remove(dst_io, rp.checkpoint_object)

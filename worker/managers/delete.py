@@ -13,7 +13,7 @@ from services.base import utcnow
 from services.errors import NotFound, RestorePointBusy
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
-from services.settings import is_object_target
+from services.settings import is_object_target, rbd_target
 from services.status import RESTORE_POINT_TRANSITIONS, JobStatus, RestorePointStatus, guarded_update
 from services.storage import rbd_images
 from worker.engine import manifest
@@ -97,7 +97,7 @@ def _delete(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
 
 
 def _delete_from_pool(rt: Runtime, rp: RestorePoint) -> None:
-    target = rt.settings.backup_targets[rp.target]
+    target = rbd_target(rt.settings, rp.target)
     with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
         clones = rbd_images.snapshot_children(dst_io, rp.backup_image, rp.snapshot)
         if clones:

@@ -23,6 +23,7 @@ from services.errors import DataCorrupt, NotFound, TargetNeverWritten
 from services.limits import target_leases
 from services.records.restore_points import RestorePoint
 from services.restore_points import repository as restore_points
+from services.settings import object_target
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     RestorePointKind,
@@ -80,7 +81,7 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
     """Send `source` (an image open at the instant `rp` holds) to `rp`'s object target and
     store its manifest, under the target's shared lease (ADR 0007)."""
     phases = reporter.phases
-    settings = rt.settings.object_targets[rp.target]
+    settings = object_target(rt.settings, rp.target)
     store = open_store(rt.settings, rp.target, create=True)
     if job.attempt > 1:  # an interrupted attempt's manifest is not trusted
         store.delete_manifest(rp.project_id, rp.id)
@@ -112,7 +113,7 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
 def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> CopyStats:
     """The restore point turns `available`: its manifest is stored and every chunk it
     names with it."""
-    settings = rt.settings.object_targets[rp.target]
+    settings = object_target(rt.settings, rp.target)
     transfer, base = sent.transfer, sent.base
     stats = CopyStats(window=settings.uploads_in_flight, bytes_total=transfer.bytes_read,
                       bytes_done=transfer.bytes_read, bytes_read=transfer.bytes_read,

@@ -14,6 +14,7 @@ import rbd
 
 from services.records.restore_points import RestorePoint
 from services.restore_points.marks import JOB_KEY, RESTORE_POINT_KEY, resume_point
+from services.settings import object_target
 from services.storage import rbd_images
 from services.storage.refs import ImageRef
 from worker.engine import object_copy
@@ -33,7 +34,7 @@ def restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoin
     """Write the restore point into `dest`: a new image when `create` (a retry finds the
     image its earlier attempt made and writes it whole again), else the existing image
     `claim(image, size)` accepts."""
-    settings = rt.settings.object_targets[rp.target]
+    settings = object_target(rt.settings, rp.target)
     store = open_store(rt.settings, rp.target)
     manifest = store.read_manifest(rp.project_id, rp.id)
     size = manifest.image_size
@@ -64,7 +65,7 @@ def verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint,
     """Re-read the restore point's chunks (all, or a random `fraction`), checking each one's
     tag and name; the indexes of the chunks found corrupt or missing. A manifest that is
     missing or fails its own tag raises DataCorrupt."""
-    settings = rt.settings.object_targets[rp.target]
+    settings = object_target(rt.settings, rp.target)
     store = open_store(rt.settings, rp.target)
     manifest = store.read_manifest(rp.project_id, rp.id)
     only = None

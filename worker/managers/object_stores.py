@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from services.settings import Settings, operator_key
+from services.settings import Settings, object_target, operator_key
 from services.storage.s3 import Bucket
 from worker.engine.chunk_store import ChunkStore
 
@@ -23,7 +23,7 @@ def open_store(settings: Settings, target: str, *, create: bool = False) -> Chun
         store = _stores.get(key)
     if store is not None:
         return store
-    bucket = Bucket(settings.object_targets[target])
+    bucket = Bucket(object_target(settings, target))
     try:
         store = ChunkStore.open(bucket, target, operator_key(settings), create=create)
     except BaseException:

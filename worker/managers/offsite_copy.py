@@ -16,6 +16,7 @@ from sqlalchemy import select
 from services.errors import NotFound, RestorePointBusy, TargetNeverWritten
 from services.plans.prunes import request_prune
 from services.records.restore_points import RestorePoint, backup_image_name, snapshot_name
+from services.settings import rbd_target
 from services.status import (
     JobStatus,
     RestorePointStatus,
@@ -69,7 +70,7 @@ class CopySteps(JobSteps):
                 f"restore point {rp.copied_from_restore_point_id} is "
                 f"{source.status if source else 'gone'}: there is nothing to copy",
                 restore_point_id=rp.copied_from_restore_point_id)
-        pool = rt.settings.backup_targets[source.target]
+        pool = rbd_target(rt.settings, source.target)
         self.reporter.phases.restart()
         with rt.clusters.ioctx(pool.cluster, pool.pool) as backup_io, ExitStack() as stack:
             try:

@@ -16,6 +16,7 @@ from services.plans.retention import evaluate
 from services.plans.schemas import policy_of, retention_for
 from services.records.plans import Plan
 from services.records.restore_points import RestorePoint, unlocked
+from services.settings import target_names
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobStatus,
@@ -42,7 +43,7 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
         if plan is None:
             reporter.finish(JobStatus.SUCCEEDED, summary="the plan was deleted; nothing pruned")
             return
-        volume_ids = _volumes_to_prune(session, plan, rt.clock())
+        volume_ids = _volumes_to_prune(session, plan, target_names(rt.settings), rt.clock())
     pruned: list[str] = []
     busy: list[str] = []
     failed: list[str] = []
@@ -68,15 +69,18 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
     reporter.finish(JobStatus.SUCCEEDED, summary=summary)
 
 
-def _volumes_to_prune(session: Session, plan: Plan, now: datetime) -> list[str]:
+def _volumes_to_prune(session: Session, plan: Plan, targets: list[str], now: datetime
+                      ) -> list[str]:
     """The volumes (in the plan or removed from it: retention covers their restore points
     too) where the retention, evaluated once over the whole plan without any lock, drops a
     restore point. Only those are locked and evaluated again: a plan of 200 volumes whose
     backup just ended has one volume at most to prune, and locking all 200 kept a worker
-    thread busy for seconds after every backup."""
+    thread busy for seconds after every backup. Restore points on a target this service
+    no longer configures are kept: no worker could delete them, and the operator may
+    configure the target again."""
     tz = schedule.zone(plan.timezone)
     return sorted({group[0][1].volume_id
-                   for group in service.plan_restore_points(session, plan.id)
+                   for group in service.plan_restore_points(session, plan.id, targets=targets)
                    if any(not v.keep for v in evaluate(
                        [p for p, _ in group],
                        policy_of(retention_for(plan, group[0][1].target)), tz, now))})
@@ -91,7 +95,8 @@ def _prune_volume(rt: Runtime, plan_id: str, volume_id: str, pruned: list[str],
             return
         tz = schedule.zone(plan.timezone)
         unkept: list[RestorePoint] = []
-        for group in service.plan_restore_points(session, plan_id, volume_id):
+        for group in service.plan_restore_points(session, plan_id, volume_id,
+                                                 target_names(rt.settings)):
             rows = {point.id: rp for point, rp in group}
             policy = policy_of(retention_for(plan, group[0][1].target))
             unkept += [rows[v.point.id] for v in evaluate([p for p, _ in group], policy, tz, now)

@@ -31,7 +31,7 @@ from services.restore_points.marks import (
     remove_if_written_by,
     resume_point,
 )
-from services.settings import is_object_target
+from services.settings import is_object_target, rbd_target
 from services.status import RestoreMethod, RestoreMode
 from services.storage import rbd_images
 from services.storage.refs import ImageRef, parse_image_ref
@@ -107,7 +107,7 @@ class RestoreSteps(JobSteps):
 
 def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
              dest: ImageRef, *, create: bool) -> CopyStats:
-    target = rt.settings.backup_targets[rp.target]
+    target = rbd_target(rt.settings, rp.target)
     phases = reporter.phases
     phases.restart()
     with ExitStack() as stack:

@@ -17,7 +17,7 @@ from services.base import utcnow
 from services.errors import DataCorrupt, NotFound
 from services.metrics import events
 from services.records.restore_points import RestorePoint
-from services.settings import is_object_target
+from services.settings import is_object_target, rbd_target
 from services.status import VerifyStatus
 from services.storage import rbd_images
 from worker.engine import manifest
@@ -76,7 +76,7 @@ class VerifySteps(JobSteps):
 
 def _verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint,
             fraction: float | None) -> tuple[CopyStats, list[int]]:
-    target = rt.settings.backup_targets[rp.target]
+    target = rbd_target(rt.settings, rp.target)
     with rt.clusters.ioctx(target.cluster, target.pool) as backup_io:
         recorded = manifest.load(backup_io, rp.manifest_object)
         try:

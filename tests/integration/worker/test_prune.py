@@ -11,13 +11,15 @@ from typing import Any
 import pytest
 import rados
 import rbd
+from sqlalchemy import update
 
 from services.base import utcnow
 from services.db import Database
 from services.plans.prunes import request_prune
+from services.records.restore_points import RestorePoint
 from tests.support import ceph
 from tests.support.ceph import MiB
-from tests.support.flows import restore, wait_for_progress
+from tests.support.flows import restore, restore_point, wait_for_progress
 from tests.support.stack import HEADERS, PROJECT, Stack
 
 pytestmark = pytest.mark.ceph
@@ -139,3 +141,49 @@ def test_a_prune_leaves_alone_the_volumes_it_has_nothing_to_delete_on(
     assert stack.get(f"/v1/jobs/{running['id']}").json()["status"] == "running"
     stack.client.post(f"/v1/jobs/{running['id']}/cancel", headers=HEADERS)
     stack.wait_job(running["id"])
+
+
+def test_a_prune_keeps_restore_points_on_a_target_no_longer_configured(
+        stack: Stack, volume: str, database_url: str) -> None:
+    """A target dropped from the settings leaves its restore points behind: no worker can
+    delete them, so a prune must keep them available (not strand them in `deleting`) and
+    finish; they are pruned once the operator configures the target again."""
+    plan = stack.post("/v1/plans", {
+        "name": ceph.unique_name("retired"), "volumes": [f"ceph-a/volumes/{volume}"],
+        "rules": [{"cron": "0 3 * * *"}], "retention": {"keep_last": 2}}).json()
+    older = stack.wait_job(run_plan(stack, plan["id"], "full")["id"])
+    newer = stack.wait_job(run_plan(stack, plan["id"], "full")["id"])
+    wait_no_prune_pending(stack, plan["id"])
+    ids = [older["restore_point_id"], newer["restore_point_id"]]
+    db = Database(database_url)
+
+    def retarget(name: str) -> None:
+        with db.session() as session:
+            session.execute(update(RestorePoint).where(RestorePoint.id.in_(ids))
+                            .values(target=name))
+
+    def prune() -> dict[str, Any]:
+        with db.session() as session:
+            request_prune(session, plan["id"], PROJECT, utcnow(), max_attempts=3)
+        wait_no_prune_pending(stack, plan["id"])
+        newest: dict[str, Any] = stack.get("/v1/jobs", plan_id=plan["id"],
+                                           kind="prune").json()["jobs"][0]
+        return newest
+
+    try:
+        retarget("retired")
+        shrunk = stack.client.patch(f"/v1/plans/{plan['id']}", headers=HEADERS,
+                                    json={"retention": {"keep_last": 1}})
+        assert shrunk.status_code == 200, shrunk.text
+        assert prune()["status"] == "succeeded"
+        assert [restore_point(stack, i)["status"] for i in ids] == ["available", "available"]
+        deleted = stack.delete(f"/v1/restore-points/{ids[0]}")
+        assert deleted.status_code == 503, deleted.text
+        assert deleted.json()["error"]["code"] == "target_not_configured"
+        assert "'retired'" in deleted.json()["error"]["message"]
+    finally:
+        retarget("local")
+    assert prune()["status"] == "succeeded"
+    db.dispose()
+    assert status_of(stack, ids[0]) == 404
+    assert status_of(stack, ids[1]) == 200

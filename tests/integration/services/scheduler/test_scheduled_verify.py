@@ -93,3 +93,26 @@ def test_plans_verify_their_restore_points_on_schedule(
     listed = stack.get("/v1/restore-points", plan_id=plan_id).json()["restore_points"]
     assert listed[0]["verification"]["status"] == "corrupt"
     stack.delete(f"/v1/plans/{plan_id}")
+
+
+def test_no_verify_is_queued_for_a_target_no_longer_configured(
+        stack: Stack, volumes_pool: rados.Ioctx, images: list[str]) -> None:
+    """A verify of a restore point whose target the service dropped could only fail in the
+    worker: the scheduler leaves it until the target is configured again."""
+    name = ceph.random_image(volumes_pool, "unconfigured", 5 * MiB + 1, seed=72)
+    images.append(name)
+    plan = stack.post("/v1/plans", {
+        "name": ceph.unique_name("verifygone"), "volumes": [f"ceph-a/volumes/{name}"],
+        "rules": [{"cron": "0 3 * * *"}], "verify": {"sampled_every_days": 7}}).json()
+    job = stack.post(f"/v1/plans/{plan['id']}/run", {}).json()["jobs"][0]
+    assert stack.wait_job(job["id"])["status"] == "succeeded"
+    without = stack.settings.model_copy(update={"backup_targets": {},
+                                                "default_backup_target": None})
+    db = Database(stack.settings.database_url)
+    try:
+        later = utcnow() + timedelta(days=8)
+        assert request_verifies(db, without, later, plan_ids=[plan["id"]]) == 0
+        assert request_verifies(db, stack.settings, later, plan_ids=[plan["id"]]) == 1
+    finally:
+        db.dispose()
+    assert _wait_verifies(stack, plan["id"], 1)["status"] == "succeeded"
