@@ -7,7 +7,7 @@ from services.dispatch import COLLECT_TASK, DELIVER_TASK, make_celery
 from services.settings import get_settings
 from worker import senders
 from worker.managers import object_gc
-from worker.managers.backup import run_backup
+from worker.managers.backup_jobs import run_backup
 from worker.managers.delete import run_delete
 from worker.managers.offsite_copy import run_copy
 from worker.managers.prune import run_prune

@@ -35,7 +35,7 @@ from services.records.plans import Plan, PlanVolume, StoredRule
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import copies
-from services.settings import Settings, is_object_target, resolve_target
+from services.settings import Settings, resolve_target
 from services.status import (
     ACTIVE_JOB_STATUSES,
     JOB_TRANSITIONS,
@@ -128,15 +128,8 @@ def _check_copy_policy(settings: Settings, plan: Plan) -> None:
     policy = plan.copy_policy
     if policy is None:
         return
-    target = resolve_target(settings, policy.target)
-    if not is_object_target(settings, target):
-        raise InvalidInput(f"offsite.target {target!r} is an RBD pool; off-site copies go to an "
-                           "object target: " + (", ".join(sorted(settings.object_targets))
-                                                or "none is configured"), field="offsite.target")
-    if is_object_target(settings, plan.target):
-        raise InvalidInput(f"the plan backs up to object target {plan.target!r} already; "
-                           "copies are made from an RBD target's backup pool",
-                           field="offsite")
+    copies.check_copy_route(settings, plan.target, resolve_target(settings, policy.target),
+                            source="the plan's backup", field="offsite.target")
 
 
 def delete_plan(session: Session, ctx: RequestContext, settings: Settings, plan_id: str,

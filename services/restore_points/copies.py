@@ -41,15 +41,22 @@ def start_copy(session: Session, ctx: RequestContext, settings: Settings, rp_id:
         request.qos_bytes_per_second, request.qos_ops_per_second))
 
 
-def check_copyable(settings: Settings, source: RestorePoint, target: str) -> None:
+def check_copy_route(settings: Settings, source_target: str, target: str, *, source: str,
+                     field: str) -> None:
+    """Copies go from an RBD target's backup pool to an object target, the one route
+    built: refused with the reason for a copy request and an off-site plan alike."""
     if not is_object_target(settings, target):
-        raise InvalidInput(f"target {target!r} is an RBD pool; copies go to an object "
+        raise InvalidInput(f"{field} {target!r} is an RBD pool; copies go to an object "
                            "target (off site): " + (", ".join(sorted(settings.object_targets))
-                                                    or "none is configured"), field="target")
-    if is_object_target(settings, source.target):
-        raise InvalidInput(f"restore point {source.id} is kept on object target "
-                           f"{source.target!r}; only restore points of an RBD target are "
-                           "copied", field="target")
+                                                    or "none is configured"), field=field)
+    if is_object_target(settings, source_target):
+        raise InvalidInput(f"{source} is kept on object target {source_target!r}; only "
+                           "restore points of an RBD target are copied", field=field)
+
+
+def check_copyable(settings: Settings, source: RestorePoint, target: str) -> None:
+    check_copy_route(settings, source.target, target, source=f"restore point {source.id}",
+                     field="target")
     if source.status != RestorePointStatus.AVAILABLE:
         raise RestorePointBusy(f"restore point {source.id} is {source.status}; only an "
                                "available restore point can be copied",

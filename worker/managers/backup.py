@@ -29,7 +29,7 @@ from services.plans.prunes import request_prune
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import repository as restore_points
-from services.settings import is_object_target, rbd_target
+from services.settings import rbd_target
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobStatus,
@@ -55,8 +55,6 @@ from worker.managers.lifecycle import (
     JobReporter,
     JobSteps,
     Outcome,
-    drive,
-    run_job,
 )
 from worker.managers.side_by_side import side_by_side
 from worker.managers.signals import JobLost
@@ -75,18 +73,6 @@ class Base:
 
     restore_point: RestorePoint
     manifest: manifest.Manifest
-
-
-def run_backup(rt: Runtime, job_id: str) -> None:
-    run_job(rt, job_id, "backup",
-            lambda job, reporter: drive(job, reporter, _steps(rt, job, reporter)))
-
-
-def _steps(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> BackupSteps:
-    if job.target is not None and is_object_target(rt.settings, job.target):
-        from worker.managers.object_backup import ObjectBackupSteps  # it builds on this one
-        return ObjectBackupSteps(rt, job, reporter)
-    return BackupSteps(rt, job, reporter)
 
 
 class BackupSteps(JobSteps):

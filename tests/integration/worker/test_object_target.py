@@ -503,7 +503,7 @@ def test_a_plan_refuses_copies_that_cannot_be_made(stack: Stack, volumes_pool: r
             "rules": [{"cron": "0 3 * * *"}]}
     to_pool = stack.post("/v1/plans", {**body, "offsite": {"target": "offsite"}})
     assert to_pool.status_code == 422, to_pool.text
-    assert "off-site copies go to an object target" in to_pool.json()["error"]["message"]
+    assert "copies go to an object target" in to_pool.json()["error"]["message"]
     from_s3 = stack.post("/v1/plans", {**body, "target": TARGET, "offsite": {"target": TARGET}})
     assert from_s3.status_code == 422, from_s3.text
-    assert "copies are made from an RBD target" in from_s3.json()["error"]["message"]
+    assert "only restore points of an RBD target" in from_s3.json()["error"]["message"]
