@@ -16,10 +16,11 @@ from starlette.concurrency import run_in_threadpool
 
 from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
+from services.auth.portal_sessions import COOKIE, CSRF_HEADER, SAFE_METHODS, PortalSession
 from services.clock import Clock
 from services.context import RequestContext
 from services.db import Database
-from services.errors import Unauthorized
+from services.errors import Forbidden, Unauthorized
 from services.formats import PROJECT
 from services.openstack.cinder import CinderGateway
 from services.settings import Settings
@@ -64,6 +65,17 @@ async def get_context(
                                           pattern=r"^[A-Za-z0-9_., -]{0,512}$")] = None,
 ) -> RequestContext:
     validator: TokenValidator | None = request.app.state.tokens
+    if x_auth_token is None and x_project_id is None and COOKIE in request.cookies:
+        session = request.app.state.portal_seal.open(request.cookies[COOKIE],
+                                                     request.app.state.clock())
+        if session is None:
+            raise Unauthorized("your portal session has ended; sign in again")
+        require_csrf(request, session)
+        if validator is None:
+            roles = frozenset(session.roles)
+            return RequestContext(project_id=session.project_id, roles=roles,
+                                  cloud_admin="admin" in roles)
+        x_auth_token = session.token
     if validator is not None:
         if not x_auth_token:
             raise Unauthorized("missing X-Auth-Token header: authenticate with Keystone and "
@@ -82,6 +94,16 @@ async def get_context(
     roles = frozenset(r.strip() for r in x_roles.split(",") if r.strip())
     # noauth is for development: whoever says admin is the cloud's administrator.
     return RequestContext(project_id=x_project_id, roles=roles, cloud_admin="admin" in roles)
+
+
+def require_csrf(request: Request, session: PortalSession) -> None:
+    """A change made with the session cookie must carry the session's CSRF token: a page of
+    another site can make the browser send the cookie, but cannot read the token."""
+    if request.method in SAFE_METHODS:
+        return
+    if not session.csrf_matches(request.headers.get(CSRF_HEADER)):
+        raise Forbidden(f"a change made with the portal's session needs its {CSRF_HEADER} "
+                        "header (GET /v1/session gives it); reload the portal")
 
 
 async def get_policy(request: Request) -> Policy:

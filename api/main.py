@@ -12,7 +12,7 @@ import uvicorn
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
-from api import errors, links
+from api import errors, links, portal
 from api.gate import RequestGate
 from api.request_metrics import RequestMetrics
 from api.routers import (
@@ -25,12 +25,14 @@ from api.routers import (
     quotas,
     restore_point_groups,
     restore_points,
+    session,
     targets,
     volumes,
     webhooks,
 )
 from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
+from services.auth.portal_sessions import SessionSeal
 from services.clock import Clock, clock_for
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
@@ -73,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.db.on_commit(admission.admit_ids)
     app.state.clusters = CephClusters(settings)
     app.state.policy = Policy.from_file(settings.policy_file)
+    app.state.portal_seal = SessionSeal.from_settings(settings)
     app.state.tokens = None
     if settings.auth_strategy == "keystone":
         assert settings.keystone is not None  # the settings validator requires it
@@ -90,8 +93,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        body_timeout=settings.api_body_timeout_seconds)
     app.add_middleware(RequestMetrics)  # added last: outermost, it sees the door's refusals
     for module in (health, volumes, plans, backups, jobs, restore_points, restore_point_groups,
-                   quotas, targets, orphans, webhooks, metrics):
+                   quotas, targets, orphans, webhooks, metrics, session):
         app.include_router(module.router)
+    portal.install(app, settings.portal_dir)  # last: its catch-all must not hide a route
     return app
 
 

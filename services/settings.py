@@ -187,6 +187,20 @@ class Settings(BaseSettings):
     """How long a validated token is trusted without asking Keystone again (never past its
     expiry). A revoked token is refused at the latest this long after revocation."""
 
+    portal_dir: Path | None = Field(
+        default_factory=lambda: Path(__file__).resolve().parents[1] / "portal" / "dist")
+    """The web portal's built files (`make portal`), served at `/`; nothing is served there
+    when the directory holds no index.html."""
+
+    portal_session_key_file: Path | None = None
+    """A file (a mounted secret) holding 64 hex digits: the key that seals the portal's
+    session cookie. Every API process of one deployment needs the same key. Unset: a key
+    made at start, so sessions end when the process does (development)."""
+
+    portal_cookie_secure: bool | None = None
+    """Mark the session cookie Secure (sent over HTTPS only). Unset: when the request came
+    over HTTPS (or a proxy said so with X-Forwarded-Proto)."""
+
     policy_file: Path | None = None
     """OpenStack-style policy file (YAML or JSON) overriding the default rules."""
 
@@ -447,18 +461,21 @@ def operator_key(settings: Settings) -> bytes | None:
     """The operator's key of the object targets, or None when none is configured."""
     if settings.object_key_file is None:
         return None
+    return read_key_file(settings.object_key_file, "the object targets' key file")
+
+
+def read_key_file(path: Path, what: str) -> bytes:
+    """32 bytes from a file holding them as 64 hex digits (a mounted secret)."""
     try:
-        text = settings.object_key_file.read_text().strip()
+        text = path.read_text().strip()
     except OSError as exc:
-        raise StorageUnavailable(f"cannot read the object targets' key file "
-                                 f"{settings.object_key_file}: {exc}") from None
+        raise StorageUnavailable(f"cannot read {what} {path}: {exc}") from None
     try:
         key = bytes.fromhex(text)
     except ValueError:
         key = b""
     if len(key) != 32:
-        raise StorageUnavailable(f"the object targets' key file {settings.object_key_file} "
-                                 "must hold 64 hex digits (32 random bytes)")
+        raise StorageUnavailable(f"{what} {path} must hold 64 hex digits (32 random bytes)")
     return key
 
 

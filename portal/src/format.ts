@@ -1,0 +1,36 @@
+// Times in the user's own timezone; sizes in binary units, as Ceph and Cinder show them.
+const UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+
+export function bytes(n: number | null | undefined): string {
+  if (n === null || n === undefined) return "–";
+  let value = n;
+  let unit = 0;
+  while (value >= 1024 && unit < UNITS.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(unit === 0 ? 0 : 1)} ${UNITS[unit]}`;
+}
+
+export function rate(n: number | null | undefined): string {
+  return n ? `${bytes(n)}/s` : "–";
+}
+
+export function when(iso: string | null | undefined): string {
+  if (!iso) return "–";
+  return new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+export function ago(iso: string | null | undefined, now = Date.now()): string {
+  if (!iso) return "never";
+  const seconds = Math.round((now - new Date(iso).getTime()) / 1000);
+  return `${duration(Math.abs(seconds))} ${seconds >= 0 ? "ago" : "from now"}`;
+}
+
+export function duration(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined) return "–";
+  if (seconds < 60) return `${Math.round(seconds)} s`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 86400) return `${(seconds / 3600).toFixed(1)} h`;
+  return `${(seconds / 86400).toFixed(1)} days`;
+}

@@ -1,0 +1,136 @@
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState } from "react";
+import { api, type Job, type Schemas, type Volume } from "../api/client";
+import { ErrorNote } from "../components/ErrorNote";
+import { Progress } from "../components/Progress";
+import { ago, when } from "../format";
+import { ACTIVE, useJobs } from "../jobs";
+import { useRoute } from "../router";
+import { can, useSession } from "../session";
+
+export function useVolumes() {
+  return useQuery({
+    queryKey: ["volumes"],
+    queryFn: () => api<Schemas["VolumeList"]>("GET", "/v1/volumes"),
+    refetchInterval: 30_000,
+  });
+}
+
+/** The job of this Cinder volume still queued or running, if any (a job names the
+ * volume's RBD image, `volume-<id>`). */
+function activeBackup(jobs: Job[], volume: Volume): Job | undefined {
+  return jobs.find(
+    (j) => j.kind === "backup" && ACTIVE.has(j.status) && j.volume?.endsWith(`/volume-${volume.id}`),
+  );
+}
+
+export function Volumes() {
+  const { data: session } = useSession();
+  const { path, go } = useRoute();
+  const unprotectedOnly = new URLSearchParams(path.split("?")[1] ?? "").has("unprotected");
+  const volumes = useVolumes();
+  const backups = useJobs({ kind: "backup" });
+  const shown = (volumes.data?.volumes ?? []).filter((v) => !unprotectedOnly || !v.protected);
+
+  return (
+    <section>
+      <header className="page-head">
+        <h2>Volumes</h2>
+        <label className="inline">
+          <input
+            type="checkbox"
+            checked={unprotectedOnly}
+            onChange={(e) => go(e.target.checked ? "/volumes?unprotected" : "/volumes")}
+          />
+          Unprotected only
+        </label>
+      </header>
+      <ErrorNote error={volumes.error} />
+      {volumes.isLoading && <p className="muted">Loading volumes…</p>}
+      {volumes.data && shown.length === 0 && (
+        <p className="muted">{unprotectedOnly ? "Every volume is protected." : "No volumes in this project."}</p>
+      )}
+      {shown.length > 0 && (
+        <table>
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th>Size</th>
+              <th>Attached</th>
+              <th>Plans</th>
+              <th>Last backup</th>
+              <th>Restore points</th>
+              <th aria-label="Actions" />
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((volume) => (
+              <VolumeRow
+                key={volume.id}
+                volume={volume}
+                jobs={backups.data?.jobs ?? []}
+                mayBackUp={can(session, "backup:create")}
+              />
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+function VolumeRow({ volume, jobs, mayBackUp }: { volume: Volume; jobs: Job[]; mayBackUp: boolean }) {
+  const client = useQueryClient();
+  const [kind, setKind] = useState<"incremental" | "full">("incremental");
+  const backUp = useMutation({
+    mutationFn: () =>
+      api<Job>("POST", "/v1/backups", { volume: volume.id, kind }),
+    onSuccess: () => client.invalidateQueries({ queryKey: ["jobs"] }),
+  });
+  const newest = volume.newest_restore_point;
+  // Busy from the click until the job is over, even before the next poll lists it:
+  // nobody clicks Back up twice.
+  const started = backUp.data && (jobs.find((j) => j.id === backUp.data.id) ?? backUp.data);
+  const running = activeBackup(jobs, volume) ?? (started && ACTIVE.has(started.status) ? started : undefined);
+  const busy = backUp.isPending || !!running;
+  return (
+    <tr data-volume={volume.name}>
+      <td>
+        <strong>{volume.name || volume.id}</strong>
+        <div className="muted small">{volume.id}</div>
+      </td>
+      <td>{volume.size_gb} GiB</td>
+      <td>{volume.attached_to.length ? "in use" : "detached"}</td>
+      <td>
+        {volume.plans.length ? (
+          volume.plans.map((p) => <span key={p.id} className={`tag tag-${p.status}`}>{p.name}</span>)
+        ) : (
+          <span className="tag tag-warning">unprotected</span>
+        )}
+      </td>
+      <td title={when(newest?.created_at)}>
+        {newest ? `${ago(newest.created_at)} · ${newest.kind}` : "never"}
+      </td>
+      <td>{volume.restore_points}</td>
+      <td className="actions">
+        {running && <Progress job={running} />}
+        {mayBackUp && !running && (
+          <span className="backup-now">
+            <select
+              aria-label="Backup kind"
+              value={kind}
+              onChange={(e) => setKind(e.target.value as "incremental" | "full")}
+            >
+              <option value="incremental">incremental</option>
+              <option value="full">full</option>
+            </select>
+            <button type="button" disabled={busy} onClick={() => backUp.mutate()}>
+              {backUp.isPending ? "Starting…" : "Back up now"}
+            </button>
+          </span>
+        )}
+        <ErrorNote error={backUp.error} />
+      </td>
+    </tr>
+  );
+}

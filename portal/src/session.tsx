@@ -1,0 +1,74 @@
+// Who is signed in, into which project, and what they may do. The session itself lives
+// in an HttpOnly cookie the API sets; the page only ever sees this description of it.
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { api, ApiError, setCsrf, type Session } from "./api/client";
+
+export const SESSION_KEY = ["session"];
+
+export function useSession() {
+  return useQuery({
+    queryKey: SESSION_KEY,
+    queryFn: async () => {
+      try {
+        const session = await api<Session>("GET", "/v1/session");
+        setCsrf(session.csrf_token);
+        return session;
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 401) return null;
+        throw error;
+      }
+    },
+    staleTime: 60_000,
+    retry: false,
+  });
+}
+
+export type SignInForm = {
+  domain?: string;
+  username?: string;
+  password?: string;
+  project_id?: string;
+};
+
+export function useSignIn() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (form: SignInForm) => api<Session>("POST", "/v1/session", form),
+    onSuccess: (session) => {
+      setCsrf(session.csrf_token);
+      client.clear();
+      client.setQueryData(SESSION_KEY, session);
+    },
+  });
+}
+
+export function useSwitchProject() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: (projectId: string) =>
+      api<Session>("PUT", "/v1/session/project", { project_id: projectId }),
+    onSuccess: (session) => {
+      setCsrf(session.csrf_token);
+      client.clear(); // nothing of the other project's may linger on screen
+      client.setQueryData(SESSION_KEY, session);
+    },
+  });
+}
+
+export function useSignOut() {
+  const client = useQueryClient();
+  return useMutation({
+    mutationFn: () => api<void>("DELETE", "/v1/session"),
+    onSettled: () => {
+      setCsrf(null);
+      client.clear();
+      client.setQueryData(SESSION_KEY, null);
+    },
+  });
+}
+
+/** Whether the session's policy allows `action` (`backup:create`, ...): what it does not
+ * allow is not shown. The API decides again on every request. */
+export function can(session: Session | null | undefined, action: string): boolean {
+  return !!session && session.allowed.includes(action);
+}

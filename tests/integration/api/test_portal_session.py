@@ -1,0 +1,101 @@
+"""The portal's session on the real app (noauth): the cookie is HttpOnly and
+SameSite=Strict, scopes every request to its project, lets reads through, and lets a change
+through only with the session's CSRF token; a forged cookie is no session. The built portal
+is served at `/` with its own routes, while unknown API paths stay JSON 404s."""
+
+from __future__ import annotations
+
+import pytest
+import rados
+import rbd
+from fastapi.testclient import TestClient
+
+from tests.support import ceph
+from tests.support.ceph import MiB
+from tests.support.stack import Stack
+
+pytestmark = pytest.mark.ceph
+
+
+def _browser(stack: Stack) -> TestClient:
+    """A client of its own: the stack's shared one must not carry a session cookie."""
+    return TestClient(stack.client.app)
+
+
+def test_a_noauth_session_scopes_reads_and_needs_its_csrf_token_for_changes(
+        stack: Stack, volumes_pool: rados.Ioctx, images: list[str]) -> None:
+    volume = ceph.unique_name("portal")
+    images.append(volume)
+    rbd.RBD().create(volumes_pool, volume, MiB)
+    browser = _browser(stack)
+    assert browser.get("/v1/session/options").json() == {"auth_strategy": "noauth"}
+    assert browser.get("/v1/session").status_code == 401
+    missing = browser.post("/v1/session", json={})
+    assert missing.status_code == 422
+    assert "name the project" in missing.json()["error"]["message"]
+
+    signed = browser.post("/v1/session", json={"project_id": "portal-a"})
+    assert signed.status_code == 200, signed.text
+    cookie = signed.headers["set-cookie"]
+    assert "cairn_session=" in cookie
+    assert "httponly" in cookie.lower()
+    assert "samesite=strict" in cookie.lower()
+    body = signed.json()
+    assert body["project_id"] == "portal-a"
+    assert "backup:create" in body["allowed"]
+    assert "quota:update" not in body["allowed"]
+    csrf = body["csrf_token"]
+
+    assert browser.get("/v1/session").json()["csrf_token"] == csrf
+    jobs = browser.get("/v1/jobs")
+    assert jobs.status_code == 200, jobs.text
+    plan = {"name": "portal-plan", "volumes": [f"ceph-a/volumes/{volume}"],
+            "rules": [{"cron": "0 3 * * *"}]}
+    refused = browser.post("/v1/plans", json=plan)
+    assert refused.status_code == 403, refused.text
+    assert "X-CSRF-Token" in refused.json()["error"]["message"]
+    wrong = browser.post("/v1/plans", json=plan, headers={"X-CSRF-Token": csrf + "x"})
+    assert wrong.status_code == 403
+    made = browser.post("/v1/plans", json=plan, headers={"X-CSRF-Token": csrf})
+    assert made.status_code == 201, made.text
+    assert browser.get(f"/v1/plans/{made.json()['id']}").status_code == 200
+    # Scoped to its project: another project's caller does not see the plan.
+    other = stack.get(f"/v1/plans/{made.json()['id']}")
+    assert other.status_code == 404
+
+    switched = browser.put("/v1/session/project", json={"project_id": "portal-b"},
+                           headers={"X-CSRF-Token": csrf})
+    assert switched.status_code == 200, switched.text
+    assert browser.get(f"/v1/plans/{made.json()['id']}").status_code == 404
+    csrf = switched.json()["csrf_token"]
+
+    assert browser.delete("/v1/session").status_code == 403  # signing out is a change too
+    assert browser.delete("/v1/session", headers={"X-CSRF-Token": csrf}).status_code == 204
+    assert browser.get("/v1/session").status_code == 401
+    assert stack.client.delete(f"/v1/plans/{made.json()['id']}",
+                               headers={"X-Project-Id": "portal-a"}).status_code == 204
+
+
+def test_a_forged_session_cookie_is_refused(stack: Stack) -> None:
+    browser = _browser(stack)
+    browser.cookies.set("cairn_session", "eyJwcm9qZWN0X2lkIjogImFkbWluIn0")
+    refused = browser.get("/v1/jobs")
+    assert refused.status_code == 401
+    assert "sign in again" in refused.json()["error"]["message"]
+
+
+def test_the_portal_is_served_at_the_root_and_the_api_keeps_its_paths(stack: Stack) -> None:
+    browser = _browser(stack)
+    for path in ("/", "/volumes", "/volumes?unprotected", "/jobs/123"):
+        page = browser.get(path)
+        assert page.status_code == 200, (path, page.text[:200])
+        assert '<div id="root">' in page.text, "portal/dist is missing: run `make portal`"
+        assert "default-src 'self'" in page.headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    asset = next(p for p in page.text.split('"') if p.startswith("/assets/"))
+    assert browser.get(asset).status_code == 200
+    for path in ("/v1/nothing-here", "/openapi.json/x", "/docs/../v1/x"):
+        missing = browser.get(path)
+        assert missing.status_code == 404, path
+        assert missing.headers["content-type"].startswith("application/json")
+    assert browser.get("/../../etc/passwd").text.find("root:") == -1
