@@ -73,7 +73,7 @@ test-unit: bootstrap ## the unit tier: every test that needs no server (seconds;
 	@$(PY) -m pytest -p no:cacheprovider -q tests/unit
 
 test-only: ## run both tiers against an already running stack
-	@$(PY) -m pytest -p no:cacheprovider
+	@$(PY) -m pytest -p no:cacheprovider --durations=25
 
 SEED ?= $(shell date +%s)
 CASES ?= 300

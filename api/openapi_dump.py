@@ -5,6 +5,7 @@ started."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from services.settings import Settings
 
 
 def document() -> str:
+    # The app is only described, never serves a session: its key does not matter here.
+    logging.getLogger("services.auth.portal_sessions").setLevel(logging.ERROR)
     app = create_app(Settings(database_url="sqlite://", portal_dir=None))
     return json.dumps(app.openapi(), indent=1, sort_keys=True) + "\n"
 

@@ -1,9 +1,16 @@
 // Who is signed in, into which project, and what they may do. The session itself lives
 // in an HttpOnly cookie the API sets; the page only ever sees this description of it.
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { QueryClient, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, ApiError, setCsrf, type Session } from "./api/client";
 
 export const SESSION_KEY = ["session"];
+
+/** Forget every other project's or user's data, keeping the session query itself (its
+ * observers stay attached: clearing the whole cache would leave the screen behind). */
+function startOver(client: QueryClient, session: Session | null) {
+  client.removeQueries({ predicate: (q) => q.queryKey[0] !== SESSION_KEY[0] });
+  client.setQueryData(SESSION_KEY, session);
+}
 
 export function useSession() {
   return useQuery({
@@ -36,8 +43,7 @@ export function useSignIn() {
     mutationFn: (form: SignInForm) => api<Session>("POST", "/v1/session", form),
     onSuccess: (session) => {
       setCsrf(session.csrf_token);
-      client.clear();
-      client.setQueryData(SESSION_KEY, session);
+      startOver(client, session);
     },
   });
 }
@@ -49,8 +55,7 @@ export function useSwitchProject() {
       api<Session>("PUT", "/v1/session/project", { project_id: projectId }),
     onSuccess: (session) => {
       setCsrf(session.csrf_token);
-      client.clear(); // nothing of the other project's may linger on screen
-      client.setQueryData(SESSION_KEY, session);
+      startOver(client, session); // nothing of the other project's may linger on screen
     },
   });
 }
@@ -61,8 +66,7 @@ export function useSignOut() {
     mutationFn: () => api<void>("DELETE", "/v1/session"),
     onSettled: () => {
       setCsrf(null);
-      client.clear();
-      client.setQueryData(SESSION_KEY, null);
+      startOver(client, null);
     },
   });
 }

@@ -1,0 +1,113 @@
+"""The portal in a real browser (Debian's Chromium, driven by Playwright) on a real Cairn
+with Keystone, Cinder and Ceph: project A's member signs in, backs a Cinder volume up from
+the volume list and watches it finish; a reader sees no write button; signing out ends the
+session. The screenshots the run takes are the README's (docs/portal/). The session's
+Keystone side (wrong password, another user's project, revocation on sign-out) is checked
+here too, through the API."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import rbd
+
+from tests.support import ceph
+from tests.support.openstack import PASSWORD, Cloud, OpenStackCairn, cinder_volume, image_of
+
+REPO = Path(__file__).resolve().parents[3]
+PORTAL = REPO / "portal"
+SCREENSHOTS = REPO / "docs" / "portal"
+CHROMIUM = os.environ.get("CAIRN_CHROMIUM", "/usr/bin/chromium")
+
+
+def _sign_in(cairn: OpenStackCairn, user: str, **extra: str) -> httpx.Client:
+    browser = httpx.Client(base_url=cairn.url, timeout=60)
+    response = browser.post("/v1/session", json={"domain": "Default", "username": user,
+                                                  "password": PASSWORD, **extra})
+    assert response.status_code == 200, response.text
+    return browser
+
+
+def test_the_keystone_session_is_the_users_and_ends_at_sign_out(
+        cloud: Cloud, os_cairn: OpenStackCairn) -> None:
+    anonymous = httpx.Client(base_url=os_cairn.url, timeout=60)
+    assert anonymous.get("/v1/session/options").json() == {"auth_strategy": "keystone"}
+    wrong = anonymous.post("/v1/session", json={"username": "a-member", "password": "nope"})
+    assert wrong.status_code == 401
+    assert "user name or password is wrong" in wrong.json()["error"]["message"]
+    no_password = anonymous.post("/v1/session", json={"username": "a-member"})
+    assert no_password.status_code == 422
+
+    browser = _sign_in(os_cairn, "a-member")
+    session = browser.get("/v1/session").json()
+    assert session["project_id"] == cloud["a-member"].project_id
+    assert [p["id"] for p in session["projects"]] == [cloud["a-member"].project_id]
+    assert "backup:create" in session["allowed"]
+    assert "quota:update" not in session["allowed"]
+    assert "token" not in str(session).lower().replace("csrf_token", "")
+    csrf = session["csrf_token"]
+    # Keystone decides which projects are the user's: B is not A's member's.
+    other = browser.put("/v1/session/project",
+                        json={"project_id": cloud["b-member"].project_id},
+                        headers={"X-CSRF-Token": csrf})
+    assert other.status_code == 403, other.text
+    assert browser.get("/v1/jobs").status_code == 200
+    assert "plan:create" not in _sign_in(os_cairn, "a-reader").get(
+        "/v1/session").json()["allowed"]
+
+    cookie = browser.cookies["cairn_session"]
+    assert browser.delete("/v1/session", headers={"X-CSRF-Token": csrf}).status_code == 204
+    # The cookie a thief kept is no use either: its tokens were revoked at Keystone (the
+    # token cache of these tests is 1 s).
+    time.sleep(1.5)
+    replay = httpx.get(f"{os_cairn.url}/v1/jobs", cookies={"cairn_session": cookie},
+                       timeout=60)
+    assert replay.status_code == 401, replay.text
+
+
+def test_a_member_protects_a_volume_in_the_browser(cloud: Cloud,
+                                                   os_cairn: OpenStackCairn) -> None:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium")
+    if not (PORTAL / "node_modules" / "@playwright" / "test").is_dir() or not (
+            PORTAL / "dist" / "index.html").is_file():
+        pytest.fail("the portal is not built: run `make portal` (make test does)")
+    member = cloud["a-member"]
+    name = ceph.unique_name("portal")
+    with cinder_volume(member, name) as volume_id:
+        with ceph.ioctx("ceph-a", "volumes") as io, rbd.Image(io, image_of(volume_id)) as image:
+            ceph.write_mixed(image, size=8 * ceph.MiB + 4096 * 3, seed=14)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        node_bin = Path(sys.executable).parent
+        run = subprocess.run(
+            [str(node_bin / "npx"), "playwright", "test"], cwd=PORTAL, text=True,
+            capture_output=True, timeout=600, check=False,
+            env={**os.environ, "PATH": f"{node_bin}:{os.environ['PATH']}",
+                 "CAIRN_PORTAL_URL": os_cairn.url, "CAIRN_CHROMIUM": CHROMIUM,
+                 "CAIRN_E2E_MEMBER": "a-member", "CAIRN_E2E_READER": "a-reader",
+                 "CAIRN_E2E_PASSWORD": PASSWORD, "CAIRN_E2E_VOLUME": name,
+                 "CAIRN_E2E_SCREENSHOTS": str(SCREENSHOTS)})
+        assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+
+        # What the browser started is a real, exact backup of the volume.
+        token = member.token()
+        jobs = os_cairn.call("GET", "/v1/jobs", token,
+                             params={"volume": volume_id, "kind": "backup"}).json()["jobs"]
+        assert [j["status"] for j in jobs] == ["succeeded"], jobs
+        rp = os_cairn.call("GET", f"/v1/restore-points/{jobs[0]['restore_point_id']}",
+                           token).json()
+        assert rp["kind"] == "full"
+        with ceph.ioctx("ceph-a", "volumes") as volumes, \
+                ceph.ioctx("ceph-a", "backups") as backups:
+            assert ceph.sha256_of(backups, rp["backup_image"],
+                                  snapshot=rp["backup_snapshot"]) == ceph.sha256_of(
+                volumes, image_of(volume_id), snapshot=rp["source_snapshot"])
+        os_cairn.call("DELETE", f"/v1/restore-points/{rp['id']}", token)
+    shutil.rmtree(PORTAL / "test-results", ignore_errors=True)
