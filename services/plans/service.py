@@ -13,11 +13,12 @@ from sqlalchemy.orm import Session
 
 from services import dispatch
 from services.context import RequestContext
-from services.errors import Conflict, InvalidInput, InvalidSchedule, PlanNameTaken
+from services.errors import Conflict, InvalidInput, PlanNameTaken
 from services.jobs import factory
 from services.jobs import repository as jobs_repository
 from services.plans import repository, schedule, timing
 from services.plans.retention import Point, evaluate
+from services.plans.rules import stored_rules
 from services.plans.schemas import (
     NextRun,
     PlanCreate,
@@ -25,13 +26,12 @@ from services.plans.schemas import (
     RetentionItem,
     RetentionPreview,
     RunNow,
-    ScheduleRule,
     policy_of,
 )
 from services.quotas import service as quotas
 from services.records.groups import RestorePointGroup
 from services.records.jobs import Job
-from services.records.plans import Plan, PlanVolume, StoredRule
+from services.records.plans import Plan, PlanVolume
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import copies
@@ -55,7 +55,7 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
                 volumes_from: VolumeResolver, request: PlanCreate, now: datetime) -> Plan:
     target = resolve_target(settings, request.target)
     schedule.zone(request.timezone)
-    rules = _rules(request.rules, request.timezone, now, settings)
+    rules = stored_rules(request.rules, request.timezone, now, settings)
     plan = Plan(project_id=ctx.project_id, name=request.name, description=request.description,
                 target=target, timezone=request.timezone, rules=rules,
                 window_start=request.window.start if request.window else None,
@@ -88,7 +88,7 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
         schedule.zone(change.timezone)
         plan.timezone = change.timezone
     if "rules" in given and change.rules is not None:
-        plan.rules = _rules(change.rules, plan.timezone, now, settings)
+        plan.rules = stored_rules(change.rules, plan.timezone, now, settings)
     if "window" in given:
         plan.window_start = change.window.start if change.window else None
         plan.window_end = change.window.end if change.window else None
@@ -257,36 +257,6 @@ def plan_restore_points(session: Session, plan_id: str, volume_id: str | None = 
         point = Point(rp.id, rp.created_at, rp.locked_until, rp.id in in_use)
         groups.setdefault((rp.volume_id, rp.target), []).append((point, rp))
     return list(groups.values())
-
-
-def _rules(rules: list[ScheduleRule], plan_tz: str, now: datetime,
-           settings: Settings) -> list[StoredRule]:
-    stored = []
-    for i, rule in enumerate(rules):
-        start = None
-        if rule.start is not None:
-            # A start far back makes every evaluation walk from it; far ahead, it overflows.
-            local_now = schedule.local_wall(now, schedule.zone(rule.timezone or plan_tz))
-            earliest = local_now - settings.schedule_max_start_age
-            start = rule.start.replace(tzinfo=None)
-            if not earliest <= start <= local_now + schedule.HORIZON:
-                raise InvalidSchedule(
-                    f"rules.{i}.start must lie between {earliest.date().isoformat()} and "
-                    f"{(local_now + schedule.HORIZON).date().isoformat()}; a rule's INTERVAL "
-                    "counts from it, so a recent day in the same phase works the same",
-                    field=f"rules.{i}.start")
-        if rule.rrule is not None and rule.start is None:
-            # Pin the start so INTERVAL counts from a fixed day, not from each evaluation.
-            tz = schedule.zone(rule.timezone or plan_tz)
-            start = schedule.local_wall(now, tz).replace(
-                hour=0, minute=0, second=0, microsecond=0)
-        elif rule.start is not None:
-            start = rule.start.replace(tzinfo=None)
-        stored.append(StoredRule(kind=rule.kind, cron=rule.cron, rrule=rule.rrule,
-                                 timezone=rule.timezone, start=start))
-    schedule.check_rules(timing.compile_rules(stored, plan_tz), now,
-                         settings.schedule_min_interval)
-    return stored
 
 
 def _check_consistency(session: Session, plan: Plan) -> None:

@@ -158,6 +158,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/plans/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What a plan being written would do
+         * @description Its rules in words, its next runs, and what its retention would keep of the backups
+         *     its schedule makes (simulated over the last 400 days, fewer for schedules of many runs a
+         *     day). The rules are checked as saving the plan checks them; nothing is stored.
+         */
+        post: operations["preview_plan_v1_plans_preview_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/plans/{plan_id}": {
         parameters: {
             query?: never;
@@ -845,6 +867,17 @@ export interface components {
              */
             status: string;
         };
+        /** DraftPreview */
+        DraftPreview: {
+            retention: components["schemas"]["RetentionSimulation"];
+            /**
+             * Rules
+             * @description Each rule in words, in the order given
+             */
+            rules: string[];
+            /** Runs */
+            runs: components["schemas"]["NextRun"][];
+        };
         /** ErrorBody */
         ErrorBody: {
             /** Code */
@@ -1300,6 +1333,25 @@ export interface components {
             volumes: string[];
             window?: components["schemas"]["BackupWindow"] | null;
         };
+        /** PlanDraft */
+        PlanDraft: {
+            /**
+             * Count
+             * @description Next runs to list
+             * @default 10
+             */
+            count: number;
+            retention?: components["schemas"]["Retention"];
+            /** Rules */
+            rules: components["schemas"]["ScheduleRule"][];
+            /**
+             * Timezone
+             * @default UTC
+             * @example Europe/Berlin
+             */
+            timezone: string;
+            window?: components["schemas"]["BackupWindow"] | null;
+        };
         /** PlanList */
         PlanList: {
             /** Next Marker */
@@ -1689,6 +1741,24 @@ export interface components {
             restore_points: components["schemas"]["RetentionItem"][];
             retention: components["schemas"]["Retention"];
         };
+        /** RetentionSimulation */
+        RetentionSimulation: {
+            /**
+             * Days
+             * @description The simulated span: backups at every slot of the last `days` days
+             */
+            days: number;
+            /**
+             * Kept
+             * @description Those the retention keeps, newest first, with the rules keeping each
+             */
+            kept: components["schemas"]["SimulatedPoint"][];
+            /**
+             * Made
+             * @description Backups the schedule made in that span
+             */
+            made: number;
+        };
         /** RunNow */
         RunNow: {
             /** @default incremental */
@@ -1808,6 +1878,19 @@ export interface components {
              * @enum {string}
              */
             auth_strategy: "noauth" | "keystone";
+        };
+        /** SimulatedPoint */
+        SimulatedPoint: {
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            /** Kept By */
+            kept_by: string[];
+            kind: components["schemas"]["RestorePointKind"];
+            /** Local Date */
+            local_date: string;
         };
         /** TargetList */
         TargetList: {
@@ -2711,6 +2794,64 @@ export interface operations {
             };
             /** @description A Ceph cluster, Keystone or Cinder is unreachable */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    preview_plan_v1_plans_preview_post: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Keystone token */
+                "x-auth-token"?: string | null;
+                /** @description Project (noauth) */
+                "x-project-id"?: string | null;
+                /** @description Comma-separated roles (noauth) */
+                "x-roles"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PlanDraft"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DraftPreview"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
