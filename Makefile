@@ -49,7 +49,7 @@ down: ## stop the local stack
 status: ## show what of the local stack is running
 	@bash deploy/local/stack.sh status
 
-image: ## build the one Cairn image (Containerfile) with buildah, no registry needed: make image TAG=...
+image: portal ## build the one Cairn image (Containerfile) with buildah, no registry needed: make image TAG=...
 	@CAIRN_IMAGE=1 bash deploy/local/bootstrap.sh
 	@bash deploy/image/build.sh $(or $(TAG),localhost/cairn:dev)
 

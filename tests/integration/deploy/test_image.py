@@ -68,3 +68,12 @@ def test_every_entry_point_starts_and_migrations_run(container: str) -> None:
                  "print(rbd.RBD().version())")
     assert found.returncode == 0, found.stdout + found.stderr
     assert found.stdout.strip().startswith("(")
+
+
+def test_the_image_serves_the_portal(container: str) -> None:
+    found = _run(container, "python", "-c",
+                 "from services.settings import Settings; "
+                 "d = Settings(database_url='sqlite://').portal_dir; "
+                 "print(d, (d / 'index.html').is_file())")
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert found.stdout.split() == ["/opt/cairn/portal", "True"]
