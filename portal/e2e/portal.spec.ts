@@ -10,6 +10,7 @@ const env = (name: string): string => {
 const PASSWORD = env("CAIRN_E2E_PASSWORD");
 const VOLUME = env("CAIRN_E2E_VOLUME");
 const SHOTS = env("CAIRN_E2E_SCREENSHOTS");
+const VOLUME_IMAGE_PREFIX = "ceph-a/volumes/volume-";
 
 async function signIn(page: Page, user: string) {
   await page.goto("/");
@@ -60,6 +61,11 @@ test("a member backs a volume up from the list and watches it finish", async ({ 
   // Nothing of the session is readable by a script in the page.
   expect(await page.evaluate(() => document.cookie)).toBe("");
   expect(await page.evaluate(() => JSON.stringify(window.localStorage))).toBe("{}");
+  // The job's own page: its facts, and nothing left to cancel.
+  await page.locator("tr[data-job]").filter({ hasText: "backup" }).first().getByRole("link", { name: "backup" }).click();
+  await expect(page.locator("table.facts")).toContainText(VOLUME_IMAGE_PREFIX);
+  await expect(page.getByRole("progressbar")).toHaveAttribute("aria-valuenow", "100");
+  await expect(page.getByRole("button", { name: "Cancel" })).toHaveCount(0);
 });
 
 test("a reader sees the volumes but no button that changes anything", async ({ page }) => {
@@ -68,6 +74,9 @@ test("a reader sees the volumes but no button that changes anything", async ({ p
   const row = page.locator(`tr[data-volume="${VOLUME}"]`);
   await expect(row).toBeVisible();
   await expect(page.getByRole("button", { name: "Back up now" })).toHaveCount(0);
+  await nav(page, "Usage").click();
+  await expect(page.locator("table.facts")).toContainText("restore points of");
+  await expect(page.getByRole("button", { name: "Set quota" })).toHaveCount(0);
 });
 
 test("signing out ends the session", async ({ page }) => {
@@ -77,4 +86,52 @@ test("signing out ends the session", async ({ page }) => {
   expect((await page.request.get("/v1/session")).status()).toBe(401);
   await page.goto("/volumes");
   await expect(page.getByRole("button", { name: "Sign in" })).toBeVisible();
+});
+
+test("a member protects a volume with a plan, restores it into a new volume and verifies it", async ({ page }) => {
+  await signIn(page, env("CAIRN_E2E_MEMBER"));
+  await nav(page, "Plans").click();
+  await page.getByRole("button", { name: "New plan" }).click();
+  const editor = page.getByRole("form", { name: "New plan" });
+  await editor.getByLabel("Name").fill(env("CAIRN_E2E_PLAN"));
+  await editor.getByLabel("Timezone").fill("Europe/Berlin");
+  // The preview follows what is typed: rules in words, next runs, what retention keeps.
+  const preview = page.getByRole("complementary", { name: "Preview" });
+  await expect(preview).toContainText("incremental every day at 02:00 (Europe/Berlin)");
+  await expect(preview).toContainText("full every Sunday at 02:00 (Europe/Berlin)");
+  await expect(preview.locator("ol.next-runs li")).toHaveCount(5);
+  await expect(preview.locator(".retention-summary")).toContainText("it keeps");
+  await editor.getByLabel("Incremental backups (cron)").fill("0 3 * * 1");
+  await expect(preview).toContainText("incremental every Monday at 03:00 (Europe/Berlin)");
+  await editor.getByLabel("Incremental backups (cron)").fill("0 3 * * *");
+  await editor.getByLabel(VOLUME, { exact: true }).check();
+  await page.screenshot({ path: `${SHOTS}/plan-editor.png` });
+  await editor.getByRole("button", { name: "Save plan" }).click();
+  const plan = page.locator(`tr[data-plan="${env("CAIRN_E2E_PLAN")}"]`);
+  await expect(plan).toContainText("enabled");
+  await plan.getByRole("button", { name: "Run now" }).click();
+
+  await nav(page, "Volumes").click();
+  await page.getByRole("link", { name: VOLUME, exact: true }).click();
+  const backup = page.locator("tr[data-job]").filter({ hasText: "backup" }).first();
+  await expect(backup.getByRole("progressbar")).toHaveAttribute("aria-valuenow", "100", { timeout: 120_000 });
+  const points = page.locator("tr[data-restore-point]");
+  await expect(points).toHaveCount(2, { timeout: 30_000 }); // the one from the list, the plan's
+  const newest = points.first();
+  await expect(newest).toContainText("plan");
+  await page.screenshot({ path: `${SHOTS}/volume-detail.png` });
+
+  await newest.getByRole("button", { name: "Restore…" }).click();
+  const wizard = page.getByRole("dialog", { name: "Restore" });
+  await wizard.getByLabel("Name").fill(`${VOLUME}-restored`);
+  await wizard.getByRole("button", { name: "Next" }).click();
+  await expect(wizard).toContainText(`Into a new Cinder volume "${VOLUME}-restored"`);
+  await page.screenshot({ path: `${SHOTS}/restore-wizard.png` });
+  await wizard.getByRole("button", { name: "Restore", exact: true }).click();
+  await expect(wizard.locator(".done")).toContainText("Restored into volume", { timeout: 150_000 });
+  await expect(wizard.getByRole("progressbar")).toHaveAttribute("aria-valuenow", "100");
+  await wizard.getByRole("button", { name: "Close" }).click();
+
+  await newest.getByRole("button", { name: "Verify" }).click();
+  await expect(newest.locator(".verification")).toContainText("ok", { timeout: 60_000 });
 });

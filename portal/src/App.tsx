@@ -1,6 +1,10 @@
 import { ErrorNote } from "./components/ErrorNote";
+import { JobDetail } from "./pages/JobDetail";
 import { Jobs } from "./pages/Jobs";
 import { Overview } from "./pages/Overview";
+import { Plans } from "./pages/Plans";
+import { Usage } from "./pages/Usage";
+import { VolumeDetail } from "./pages/VolumeDetail";
 import { SignIn } from "./pages/SignIn";
 import { Volumes } from "./pages/Volumes";
 import { Link, useRoute } from "./router";
@@ -27,7 +31,9 @@ function Shell() {
         <span className="brand">Cairn</span>
         <Link to="/">Overview</Link>
         <Link to="/volumes">Volumes</Link>
+        <Link to="/plans">Plans</Link>
         <Link to="/jobs">Jobs</Link>
+        <Link to="/usage">Usage</Link>
         <span className="spacer" />
         {session.projects.length > 1 ? (
           <select
@@ -56,11 +62,29 @@ function Shell() {
       </nav>
       <ErrorNote error={switchProject.error ?? signOut.error} />
       <main>
-        {route === "/" && <Overview />}
-        {route === "/volumes" && <Volumes />}
-        {route === "/jobs" && <Jobs />}
-        {!["/", "/volumes", "/jobs"].includes(route) && <p>No such page: {route}</p>}
+        <Page route={route} />
       </main>
     </div>
   );
+}
+
+function Page({ route }: { route: string }) {
+  const volume = /^\/volumes\/([^/]+)$/.exec(route);
+  if (volume?.[1]) return <VolumeDetail volumeId={decodeURIComponent(volume[1])} />;
+  const job = /^\/jobs\/([^/]+)$/.exec(route);
+  if (job?.[1]) return <JobDetail jobId={decodeURIComponent(job[1])} />;
+  switch (route) {
+    case "/":
+      return <Overview />;
+    case "/volumes":
+      return <Volumes />;
+    case "/plans":
+      return <Plans />;
+    case "/jobs":
+      return <Jobs />;
+    case "/usage":
+      return <Usage />;
+    default:
+      return <p>No such page: {route}</p>;
+  }
 }

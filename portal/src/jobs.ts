@@ -22,3 +22,13 @@ export function eta(job: Job): number | null {
   if (!ACTIVE.has(job.status) || !p.bytes_total || !speed) return null;
   return Math.max(0, (p.bytes_total - p.bytes_done) / speed);
 }
+
+/** One job, polled every 2 s until it ends (nothing when `id` is undefined). */
+export function useJob(id: string | undefined) {
+  return useQuery({
+    queryKey: ["job", id],
+    queryFn: () => api<Job>("GET", `/v1/jobs/${id}`),
+    enabled: !!id,
+    refetchInterval: (q) => (q.state.data && !ACTIVE.has(q.state.data.status) ? false : 2_000),
+  });
+}

@@ -2,8 +2,9 @@ import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { App } from "./App";
-import { ApiError } from "./api/client";
+import { ApiError, setCsrf, whenSignedOut } from "./api/client";
 import { Router } from "./router";
+import { SESSION_KEY } from "./session";
 import "./styles.css";
 
 const client = new QueryClient({
@@ -14,6 +15,11 @@ const client = new QueryClient({
       refetchOnWindowFocus: true,
     },
   },
+});
+
+whenSignedOut(() => {
+  setCsrf(null);
+  client.setQueryData(SESSION_KEY, null);
 });
 
 const root = document.getElementById("root");

@@ -19,6 +19,13 @@ export class ApiError extends Error {
 }
 
 let csrfToken: string | null = null;
+let onSignedOut: () => void = () => undefined;
+
+/** What to do when the API says the session is over (expired or revoked token): the
+ * portal shows the sign-in form rather than an error on every screen. */
+export function whenSignedOut(handler: () => void): void {
+  onSignedOut = handler;
+}
 
 /** The session's CSRF token, set when the session is read or made. */
 export function setCsrf(token: string | null): void {
@@ -45,6 +52,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   const data: unknown = text ? safeJson(text) : undefined;
   if (!response.ok) {
     const error = (data as { error?: { code?: string; message?: string } } | undefined)?.error;
+    if (response.status === 401 && !path.startsWith("/v1/session")) onSignedOut();
     throw new ApiError(
       response.status,
       error?.code ?? "error",

@@ -3,6 +3,7 @@ import { ErrorNote } from "../components/ErrorNote";
 import { Progress } from "../components/Progress";
 import { bytes, duration, when } from "../format";
 import { useJobs } from "../jobs";
+import { Link } from "../router";
 
 export function Jobs() {
   const jobs = useJobs();
@@ -35,7 +36,9 @@ export function JobTable({ jobs }: { jobs: Job[] }) {
       <tbody>
         {jobs.map((job) => (
           <tr key={job.id} data-job={job.id}>
-            <td>{job.kind}</td>
+            <td>
+              <Link to={`/jobs/${job.id}`}>{job.kind}</Link>
+            </td>
             <td className="small">{job.volume ?? "–"}</td>
             <td>
               <span className={`tag tag-${job.status}`}>{job.status}</span>

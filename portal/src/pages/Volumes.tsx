@@ -5,7 +5,7 @@ import { ErrorNote } from "../components/ErrorNote";
 import { Progress } from "../components/Progress";
 import { ago, when } from "../format";
 import { ACTIVE, useJobs } from "../jobs";
-import { useRoute } from "../router";
+import { Link, useRoute } from "../router";
 import { can, useSession } from "../session";
 
 export function useVolumes() {
@@ -31,6 +31,8 @@ export function Volumes() {
   const volumes = useVolumes();
   const backups = useJobs({ kind: "backup" });
   const shown = (volumes.data?.volumes ?? []).filter((v) => !unprotectedOnly || !v.protected);
+  const [selected, setSelected] = useState<string[]>([]);
+  const mayChangePlans = can(session, "plan:update");
 
   return (
     <section>
@@ -45,6 +47,7 @@ export function Volumes() {
           Unprotected only
         </label>
       </header>
+      {mayChangePlans && <AddToPlan selected={selected} onDone={() => setSelected([])} />}
       <ErrorNote error={volumes.error} />
       {volumes.isLoading && <p className="muted">Loading volumes…</p>}
       {volumes.data && shown.length === 0 && (
@@ -54,6 +57,7 @@ export function Volumes() {
         <table>
           <thead>
             <tr>
+              {mayChangePlans && <th aria-label="Select" />}
               <th>Name</th>
               <th>Size</th>
               <th>Attached</th>
@@ -70,6 +74,9 @@ export function Volumes() {
                 volume={volume}
                 jobs={backups.data?.jobs ?? []}
                 mayBackUp={can(session, "backup:create")}
+                mayRestore={can(session, "restore_point:restore")}
+                selected={mayChangePlans ? selected.includes(volume.id) : undefined}
+                onSelect={(on) => setSelected(on ? [...selected, volume.id] : selected.filter((id) => id !== volume.id))}
               />
             ))}
           </tbody>
@@ -79,8 +86,18 @@ export function Volumes() {
   );
 }
 
-function VolumeRow({ volume, jobs, mayBackUp }: { volume: Volume; jobs: Job[]; mayBackUp: boolean }) {
+type RowProps = {
+  volume: Volume;
+  jobs: Job[];
+  mayBackUp: boolean;
+  mayRestore: boolean;
+  selected?: boolean;
+  onSelect: (on: boolean) => void;
+};
+
+function VolumeRow({ volume, jobs, mayBackUp, mayRestore, selected, onSelect }: RowProps) {
   const client = useQueryClient();
+  const { go } = useRoute();
   const [kind, setKind] = useState<"incremental" | "full">("incremental");
   const backUp = useMutation({
     mutationFn: () =>
@@ -95,8 +112,15 @@ function VolumeRow({ volume, jobs, mayBackUp }: { volume: Volume; jobs: Job[]; m
   const busy = backUp.isPending || !!running;
   return (
     <tr data-volume={volume.name}>
+      {selected !== undefined && (
+        <td>
+          <input type="checkbox" aria-label={`Select ${volume.name || volume.id}`} checked={selected} onChange={(e) => onSelect(e.target.checked)} />
+        </td>
+      )}
       <td>
-        <strong>{volume.name || volume.id}</strong>
+        <Link to={`/volumes/${volume.id}`}>
+          <strong>{volume.name || volume.id}</strong>
+        </Link>
         <div className="muted small">{volume.id}</div>
       </td>
       <td>{volume.size_gb} GiB</td>
@@ -129,8 +153,53 @@ function VolumeRow({ volume, jobs, mayBackUp }: { volume: Volume; jobs: Job[]; m
             </button>
           </span>
         )}
+        {mayRestore && newest && (
+          <button type="button" onClick={() => go(`/volumes/${volume.id}?restore=${newest.id}`)}>
+            Restore newest
+          </button>
+        )}
         <ErrorNote error={backUp.error} />
       </td>
     </tr>
+  );
+}
+
+/** Adds the selected volumes to a plan at once (the plan keeps the ones it had). */
+function AddToPlan({ selected, onDone }: { selected: string[]; onDone: () => void }) {
+  const client = useQueryClient();
+  const [planId, setPlanId] = useState("");
+  const plans = useQuery({
+    queryKey: ["plans"],
+    queryFn: () => api<Schemas["PlanList"]>("GET", "/v1/plans?limit=1000"),
+  });
+  const add = useMutation({
+    mutationFn: () => {
+      const plan = plans.data?.plans.find((p) => p.id === planId);
+      const volumes = [...new Set([...(plan?.volumes ?? []), ...selected])];
+      return api<Schemas["PlanPublic"]>("PATCH", `/v1/plans/${planId}`, { volumes });
+    },
+    onSuccess: () => {
+      client.invalidateQueries({ queryKey: ["plans"] });
+      client.invalidateQueries({ queryKey: ["volumes"] });
+      onDone();
+    },
+  });
+  if (!selected.length) return null;
+  return (
+    <div className="toolbar">
+      <span>{selected.length} selected</span>
+      <select aria-label="Plan" value={planId} onChange={(e) => setPlanId(e.target.value)}>
+        <option value="">Choose a plan…</option>
+        {(plans.data?.plans ?? []).map((p) => (
+          <option key={p.id} value={p.id}>
+            {p.name}
+          </option>
+        ))}
+      </select>
+      <button type="button" disabled={!planId || add.isPending} onClick={() => add.mutate()}>
+        Add to plan
+      </button>
+      <ErrorNote error={add.error} />
+    </div>
   );
 }

@@ -19,7 +19,14 @@ import pytest
 import rbd
 
 from tests.support import ceph
-from tests.support.openstack import PASSWORD, Cloud, OpenStackCairn, cinder_volume, image_of
+from tests.support.openstack import (
+    PASSWORD,
+    Cloud,
+    OpenStackCairn,
+    cinder_volume,
+    delete_volume,
+    image_of,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 PORTAL = REPO / "portal"
@@ -81,6 +88,7 @@ def test_a_member_protects_a_volume_in_the_browser(cloud: Cloud,
         pytest.fail("the portal is not built: run `make portal` (make test does)")
     member = cloud["a-member"]
     name = ceph.unique_name("portal")
+    plan_name = ceph.unique_name("portal-plan")
     with cinder_volume(member, name) as volume_id:
         with ceph.ioctx("ceph-a", "volumes") as io, rbd.Image(io, image_of(volume_id)) as image:
             ceph.write_mixed(image, size=8 * ceph.MiB + 4096 * 3, seed=14)
@@ -93,21 +101,38 @@ def test_a_member_protects_a_volume_in_the_browser(cloud: Cloud,
                  "CAIRN_PORTAL_URL": os_cairn.url, "CAIRN_CHROMIUM": CHROMIUM,
                  "CAIRN_E2E_MEMBER": "a-member", "CAIRN_E2E_READER": "a-reader",
                  "CAIRN_E2E_PASSWORD": PASSWORD, "CAIRN_E2E_VOLUME": name,
+                 "CAIRN_E2E_PLAN": plan_name,
                  "CAIRN_E2E_SCREENSHOTS": str(SCREENSHOTS)})
-        assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
-
-        # What the browser started is a real, exact backup of the volume.
         token = member.token()
-        jobs = os_cairn.call("GET", "/v1/jobs", token,
-                             params={"volume": volume_id, "kind": "backup"}).json()["jobs"]
-        assert [j["status"] for j in jobs] == ["succeeded"], jobs
-        rp = os_cairn.call("GET", f"/v1/restore-points/{jobs[0]['restore_point_id']}",
-                           token).json()
-        assert rp["kind"] == "full"
-        with ceph.ioctx("ceph-a", "volumes") as volumes, \
-                ceph.ioctx("ceph-a", "backups") as backups:
-            assert ceph.sha256_of(backups, rp["backup_image"],
-                                  snapshot=rp["backup_snapshot"]) == ceph.sha256_of(
-                volumes, image_of(volume_id), snapshot=rp["source_snapshot"])
-        os_cairn.call("DELETE", f"/v1/restore-points/{rp['id']}", token)
+        try:
+            assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+            _check_what_the_browser_did(os_cairn, token, volume_id)
+        finally:
+            for plan in os_cairn.call("GET", "/v1/plans", token).json()["plans"]:
+                if plan["name"] == plan_name:
+                    os_cairn.call("DELETE", f"/v1/plans/{plan['id']}", token)
+            for job in os_cairn.call("GET", "/v1/jobs", token, params={
+                    "volume": volume_id, "kind": "restore"}).json()["jobs"]:
+                if job.get("restore_volume_id"):
+                    delete_volume(member, job["restore_volume_id"])
     shutil.rmtree(PORTAL / "test-results", ignore_errors=True)
+
+
+def _check_what_the_browser_did(cairn: OpenStackCairn, token: str, volume_id: str) -> None:
+    """Both backups the browser started succeeded; the restore it made through the wizard
+    holds exactly the bytes of the plan's restore point's source snapshot; the verify it
+    asked for found the restore point intact."""
+    backups = cairn.call("GET", "/v1/jobs", token,
+                         params={"volume": volume_id, "kind": "backup"}).json()["jobs"]
+    assert [j["status"] for j in backups] == ["succeeded", "succeeded"], backups
+    restores = cairn.call("GET", "/v1/jobs", token,
+                          params={"volume": volume_id, "kind": "restore"}).json()["jobs"]
+    assert [j["status"] for j in restores] == ["succeeded"], restores
+    rp = cairn.call("GET", f"/v1/restore-points/{restores[0]['restore_point_id']}",
+                    token).json()
+    assert rp["plan_id"] is not None
+    assert rp["verification"]["status"] == "ok", rp["verification"]
+    with ceph.ioctx("ceph-a", "volumes") as volumes:
+        source = ceph.sha256_of(volumes, image_of(volume_id), snapshot=rp["source_snapshot"])
+        restored = ceph.sha256_of(volumes, image_of(restores[0]["restore_volume_id"]))
+    assert restored == source

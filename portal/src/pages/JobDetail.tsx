@@ -1,0 +1,120 @@
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useState } from "react";
+import { api, type Job } from "../api/client";
+import { ErrorNote } from "../components/ErrorNote";
+import { Progress } from "../components/Progress";
+import { RateChart } from "../components/RateChart";
+import { confirmed } from "../confirm";
+import { bytes, duration, rate, when } from "../format";
+import { ACTIVE, eta, useJob } from "../jobs";
+import { Link } from "../router";
+import { can, useSession } from "../session";
+
+const MiB = 1024 * 1024;
+
+export function JobDetail({ jobId }: { jobId: string }) {
+  const { data: session } = useSession();
+  const client = useQueryClient();
+  const job = useJob(jobId);
+  const [samples, setSamples] = useState<{ t: number; rate: number }[]>([]);
+  const [limit, setLimit] = useState("");
+  const data = job.data;
+  useEffect(() => {
+    if (data && data.status === "running") {
+      const value = data.progress.rate_bytes_per_second ?? 0;
+      setSamples((old) => [...old.slice(-300), { t: Date.now(), rate: value }]);
+    }
+  }, [data]);
+  const refresh = (updated: Job) => client.setQueryData(["job", jobId], updated);
+  const cancel = useMutation({
+    mutationFn: () => api<Job>("POST", `/v1/jobs/${jobId}/cancel`),
+    onSuccess: refresh,
+  });
+  const qos = useMutation({
+    mutationFn: () =>
+      api<Job>("PATCH", `/v1/jobs/${jobId}`, { qos_bytes_per_second: limit ? Math.round(Number(limit) * MiB) : null }),
+    onSuccess: refresh,
+  });
+  if (!data) return <ErrorNote error={job.error} />;
+  const left = eta(data);
+  const active = ACTIVE.has(data.status);
+  return (
+    <section>
+      <header className="page-head">
+        <h2>
+          <Link to="/jobs">Jobs</Link> / {data.kind} {data.id.slice(0, 8)}
+        </h2>
+        <span className={`tag tag-${data.status}`}>{data.status}</span>
+      </header>
+      <div className="cards">
+        <div className="card wide">
+          <Progress job={data} />
+          <div className="small">
+            {bytes(data.progress.bytes_done)} of {bytes(data.progress.bytes_total)}
+            {left !== null && ` · ${duration(left)} left`}
+          </div>
+        </div>
+        <div className="card">
+          <div className="figure">{rate(data.progress.rate_bytes_per_second ?? data.average_bytes_per_second)}</div>
+          <div>{active ? "now" : "on average"}</div>
+        </div>
+        {data.load && (
+          <div className="card">
+            <div className="figure">{data.load.bottleneck}</div>
+            <div className="small">{data.load.summary}</div>
+          </div>
+        )}
+      </div>
+      {active && <RateChart samples={samples} />}
+      {data.error && (
+        <p className="error" role="alert">
+          {data.error.message} <span className="muted">({data.error.code})</span>
+        </p>
+      )}
+      <table className="facts">
+        <tbody>
+          <tr><th>Volume</th><td>{data.volume ?? "–"}</td></tr>
+          <tr><th>Target</th><td>{data.target ?? "–"}</td></tr>
+          <tr><th>Queued</th><td>{when(data.timings.created_at)}</td></tr>
+          <tr><th>Started</th><td>{when(data.timings.started_at)}</td></tr>
+          {data.timings.ready_at && <tr><th>Usable</th><td>{when(data.timings.ready_at)}</td></tr>}
+          <tr><th>Finished</th><td>{when(data.timings.finished_at)}</td></tr>
+          <tr><th>Took</th><td>{duration(data.timings.duration_seconds)}</td></tr>
+          <tr><th>QoS</th><td>{data.qos.bytes_per_second ? rate(data.qos.bytes_per_second) : "no limit"}</td></tr>
+          {data.restore_volume_id && <tr><th>Restored into</th><td>{data.restore_volume_id}</td></tr>}
+          {data.summary && <tr><th>Summary</th><td>{data.summary}</td></tr>}
+        </tbody>
+      </table>
+      {active && (
+        <div className="row">
+          {can(session, "job:update") && (
+            <>
+              <input
+                type="number"
+                min={1}
+                placeholder="MiB/s"
+                aria-label="Limit (MiB/s)"
+                value={limit}
+                onChange={(e) => setLimit(e.target.value)}
+              />
+              <button type="button" disabled={qos.isPending} onClick={() => qos.mutate()}>
+                {limit ? "Limit" : "Remove limit"}
+              </button>
+            </>
+          )}
+          {can(session, "job:cancel") && (
+            <button
+              type="button"
+              className="danger"
+              disabled={cancel.isPending || data.cancel_requested}
+              onClick={() => confirmed(`Cancel this ${data.kind}? What it made so far is removed.`) && cancel.mutate()}
+            >
+              {data.cancel_requested ? "Cancelling…" : "Cancel"}
+            </button>
+          )}
+        </div>
+      )}
+      <ErrorNote error={cancel.error ?? qos.error} />
+    </section>
+  );
+}

@@ -1,0 +1,119 @@
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useState, type FormEvent } from "react";
+import { api, type Schemas } from "../api/client";
+import { ErrorNote } from "../components/ErrorNote";
+import { can, useSession } from "../session";
+
+type Quota = Schemas["ProjectQuotaPublic"];
+
+function Meter({ used, limit, unit }: { used: number; limit: number | null | undefined; unit: string }) {
+  const share = limit ? Math.min(100, (used / limit) * 100) : 0;
+  return (
+    <div className="meter-cell">
+      <div className="progress" role="meter" aria-valuemin={0} aria-valuemax={limit ?? undefined} aria-valuenow={used} aria-label={unit}>
+        <div className={`bar ${share >= 90 ? "full" : ""}`} style={{ width: `${share}%` }} />
+      </div>
+      <span className="small">
+        {Number.isInteger(used) ? used : used.toFixed(2)} {unit} of {limit ?? "no limit"}
+      </span>
+    </div>
+  );
+}
+
+/** The project's restore points and stored gigabytes against its quota; the cloud's
+ * administrators look up any project and set its quota. */
+export function Usage() {
+  const { data: session } = useSession();
+  const own = useQuery({ queryKey: ["usage"], queryFn: () => api<Quota>("GET", "/v1/usage") });
+  return (
+    <section>
+      <header className="page-head">
+        <h2>Usage and quota</h2>
+      </header>
+      <ErrorNote error={own.error} />
+      {own.data && <QuotaTable quota={own.data} />}
+      {can(session, "quota:update") && <AdminQuota />}
+    </section>
+  );
+}
+
+function QuotaTable({ quota }: { quota: Quota }) {
+  return (
+    <table className="facts">
+      <tbody>
+        <tr>
+          <th>Project</th>
+          <td>{quota.project_id}</td>
+        </tr>
+        <tr>
+          <th>Restore points</th>
+          <td>
+            <Meter used={quota.usage.restore_points} limit={quota.limits.restore_points} unit="restore points" />
+          </td>
+        </tr>
+        <tr>
+          <th>Stored</th>
+          <td>
+            <Meter used={quota.usage.gigabytes_stored} limit={quota.limits.gigabytes} unit="GiB" />
+          </td>
+        </tr>
+      </tbody>
+    </table>
+  );
+}
+
+function AdminQuota() {
+  const client = useQueryClient();
+  const [project, setProject] = useState("");
+  const [asked, setAsked] = useState("");
+  const [limits, setLimits] = useState({ restore_points: "", gigabytes: "" });
+  const quota = useQuery({
+    queryKey: ["quota", asked],
+    queryFn: () => api<Quota>("GET", `/v1/quotas/${encodeURIComponent(asked)}`),
+    enabled: !!asked,
+  });
+  const save = useMutation({
+    mutationFn: () =>
+      api<Quota>("PUT", `/v1/quotas/${encodeURIComponent(asked)}`, {
+        restore_points: limits.restore_points === "" ? null : Number(limits.restore_points),
+        gigabytes: limits.gigabytes === "" ? null : Number(limits.gigabytes),
+      }),
+    onSuccess: (saved) => {
+      client.setQueryData(["quota", asked], saved);
+      client.invalidateQueries({ queryKey: ["usage"] });
+    },
+  });
+  const look = (event: FormEvent) => {
+    event.preventDefault();
+    setAsked(project.trim());
+  };
+  return (
+    <>
+      <h3>Any project (administrators)</h3>
+      <form className="row" onSubmit={look}>
+        <input aria-label="Project id" placeholder="project id" value={project} onChange={(e) => setProject(e.target.value)} />
+        <button type="submit">Show</button>
+      </form>
+      <ErrorNote error={quota.error} />
+      {quota.data && (
+        <>
+          <QuotaTable quota={quota.data} />
+          <form
+            className="row"
+            onSubmit={(e) => {
+              e.preventDefault();
+              save.mutate();
+            }}
+          >
+            <input type="number" min={0} aria-label="Restore point limit" placeholder="restore points (empty: no limit)" value={limits.restore_points} onChange={(e) => setLimits({ ...limits, restore_points: e.target.value })} />
+            <input type="number" min={0} aria-label="Gigabyte limit" placeholder="GiB (empty: no limit)" value={limits.gigabytes} onChange={(e) => setLimits({ ...limits, gigabytes: e.target.value })} />
+            <button type="submit" disabled={save.isPending}>
+              Set quota
+            </button>
+          </form>
+          <ErrorNote error={save.error} />
+        </>
+      )}
+    </>
+  );
+}
