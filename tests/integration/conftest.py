@@ -40,6 +40,18 @@ def _local_stack_is_up() -> None:
                     "which starts it", returncode=3)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked production_database_only run on PostgreSQL alone."""
+    kept, dropped = [], []
+    for item in items:
+        param = getattr(getattr(item, "callspec", None), "params", {}).get("database_url")
+        only = item.get_closest_marker("production_database_only") is not None
+        (dropped if only and param == "sqlite" else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest,
                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

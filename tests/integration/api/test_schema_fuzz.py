@@ -24,7 +24,9 @@ from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.stack import Stack, api_process
 
-pytestmark = pytest.mark.ceph
+# The answers it checks are the API's, whichever database holds the rows; PostgreSQL is
+# production's (and the stricter about integer ranges). Two minutes saved per run.
+pytestmark = [pytest.mark.ceph, pytest.mark.production_database_only]
 
 EXAMPLES = 60
 """Per operation: with the API's 28 operations, well over 1000 requests per database."""
