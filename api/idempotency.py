@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Annotated, TypeVar
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, FastAPI, Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from api.deps import ContextDep, SessionDep
+from api.deps import ContextDep, DatabaseDep, SessionDep
 from services.base import utcnow
+from services.db import Database
+from services.errors import CairnError
 from services.idempotency import service
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -27,9 +30,19 @@ KEY_HEADER = Header(
                 "it is refused (422). A UUID per request is a good key.")
 
 
+class AnsweredMeanwhile(Exception):
+    """Raised through the route's unit of work (which rolls back, undoing what this attempt
+    made) to answer with the first answer instead."""
+
+    def __init__(self, replay: service.Replay) -> None:
+        super().__init__("answered by a racing request with the same key")
+        self.replay = replay
+
+
 @dataclass(frozen=True)
 class Once:
     session: Session
+    db: Database
     project_id: str
     key: str | None
     fingerprint: str
@@ -41,18 +54,44 @@ class Once:
         replay = service.previous(self.session, self.project_id, self.key, self.fingerprint,
                                   now)
         if replay is not None:
-            return JSONResponse(replay.body, status_code=replay.status_code,
-                                headers={"Idempotent-Replayed": "true"})
-        model = make()
+            return _replayed(replay)
+        try:
+            model = make()
+        except CairnError:
+            # A retry racing the request that made the work: that one committed while this
+            # one ran, and its work now refuses this one's (the image it restores into
+            # exists). The client asked once, so it gets the first answer.
+            raced = self._committed_meanwhile(now)
+            if raced is None:
+                raise
+            raise AnsweredMeanwhile(raced) from None
         service.remember(self.session, self.project_id, self.key, self.fingerprint,
                          status_code, model.model_dump(mode="json"), now)
         return model
 
+    def _committed_meanwhile(self, now: datetime) -> service.Replay | None:
+        """The key's answer as committed since this request began (its own unit of work
+        may still see the database as it was then)."""
+        with self.db.session() as fresh:
+            return service.previous(fresh, self.project_id, self.key or "", self.fingerprint,
+                                    now)
 
-async def once(request: Request, session: SessionDep, ctx: ContextDep,
+
+def _replayed(replay: service.Replay) -> JSONResponse:
+    return JSONResponse(replay.body, status_code=replay.status_code,
+                        headers={"Idempotent-Replayed": "true"})
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(AnsweredMeanwhile)
+    async def answered_meanwhile(_request: Request, exc: AnsweredMeanwhile) -> JSONResponse:
+        return _replayed(exc.replay)
+
+
+async def once(request: Request, session: SessionDep, db: DatabaseDep, ctx: ContextDep,
                key: Annotated[str | None, KEY_HEADER] = None) -> Once:
     body = await request.body() if key is not None else b""
-    return Once(session, ctx.project_id, key,
+    return Once(session, db, ctx.project_id, key,
                 service.fingerprint(request.method, request.url.path, body))
 
 

@@ -12,7 +12,7 @@ import uvicorn
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
-from api import errors, links, portal
+from api import errors, idempotency, links, portal
 from api.gate import RequestGate
 from api.request_metrics import RequestMetrics
 from api.routers import (
@@ -86,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.cinder = gateway_for(settings.keystone, settings.cinder)
     app.state.fleet = fleet_registry(app.state.db, settings, app.state.clock)
     errors.install(app)
+    idempotency.install(app)
     links.install(app)
     app.add_middleware(RequestGate, limit=settings.api_threads,
                        per_client=settings.api_client_threads,

@@ -4,7 +4,9 @@ project:
 - the same key with the same request answers the first answer again, and makes nothing;
 - the same key with another request (body or path) is refused (422);
 - two requests racing with one key: one makes the work, the other is refused (409) by the
-  primary key, and its own work rolls back with it."""
+  primary key, and its own work rolls back with it; when the first one's work, committed
+  meanwhile, refuses the second's (a restore's image exists now), the second rolls back and
+  answers the first answer (`api/idempotency.py`)."""
 
 from __future__ import annotations
 
