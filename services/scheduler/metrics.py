@@ -18,5 +18,6 @@ step_failures = Counter(
     "cairn_scheduler_step_failures", "Steps of the scheduler's loop that failed (retried the "
     "next round).", ["step"])
 target_up = Gauge(
-    "cairn_target_up", "Whether the scheduler's last probe reached the backup target's pool "
-    "(1) or not (0).", ["target"], multiprocess_mode="min")
+    "cairn_target_up", "Whether the scheduler's last probe reached the backup target (1) or "
+    "not (0): an RBD target's pool, an object target's bucket.", ["target"],
+    multiprocess_mode="min")

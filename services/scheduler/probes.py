@@ -1,4 +1,5 @@
-"""Whether each backup target's pool answers (`cairn_target_up`), asked from a thread of
+"""Whether each backup target answers (`cairn_target_up`): an RBD target's pool, an object
+target's bucket (with the target's own credentials). Asked from a thread of
 its own: a cluster that does not answer holds a probe for the connect or op timeout (10 to
 30 s), and the scheduler's round (admission, webhooks, the schedule) must not wait for it.
 On a stack whose second cluster was down, a probe inside the round delayed every job's start
@@ -12,6 +13,7 @@ import threading
 from services.scheduler import metrics
 from services.settings import Settings
 from services.storage.ceph import CephClusters
+from services.storage.s3 import Bucket
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +22,7 @@ class TargetProber:
     def __init__(self, settings: Settings, clusters: CephClusters) -> None:
         self.settings = settings
         self.clusters = clusters
+        self._buckets: dict[str, Bucket] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="target-probes", daemon=True)
 
@@ -46,5 +49,19 @@ class TargetProber:
             except Exception as exc:
                 log.warning("backup target %s (%s/%s) did not answer: %s", name,
                             target.cluster, target.pool, exc)
+                up = False
+            metrics.target_up.labels(name).set(1 if up else 0)
+        for name, store in self.settings.object_targets.items():
+            if self._stop.is_set():
+                return
+            try:
+                if name not in self._buckets:
+                    self._buckets[name] = Bucket(store)
+                self._buckets[name].check()
+                up = True
+            except Exception as exc:
+                log.warning("object target %s (%s, bucket %s) did not answer: %s", name,
+                            store.endpoint, store.bucket, exc)
+                self._buckets.pop(name, None)  # its credentials may have been replaced
                 up = False
             metrics.target_up.labels(name).set(1 if up else 0)

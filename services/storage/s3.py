@@ -133,5 +133,12 @@ class Bucket:
         except (ClientError, BotoCoreError) as exc:
             raise self._fail(f"listing {prefix or 'the target'}", exc) from None
 
+    def check(self) -> None:
+        """Raises Cairn's error unless the bucket answers to these credentials."""
+        try:
+            self._client.head_bucket(Bucket=self.settings.bucket)
+        except (ClientError, BotoCoreError) as exc:
+            raise self._fail("a check of the bucket", exc) from None
+
     def close(self) -> None:
         self._client.close()

@@ -44,7 +44,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Tests marked production_database_only run on PostgreSQL alone."""
     kept, dropped = [], []
     for item in items:
-        param = getattr(getattr(item, "callspec", None), "params", {}).get("database_url")
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        param = params.get("database_url", params.get("fresh_database_url"))
         only = item.get_closest_marker("production_database_only") is not None
         (dropped if only and param == "sqlite" else kept).append(item)
     if dropped:

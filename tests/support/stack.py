@@ -236,8 +236,13 @@ def stop_stack(stack: Stack) -> None:
     for proc in (stack.scheduler, stack.worker, *stack.extra):
         proc.stop()
     # The stack's object target lives under a prefix of its own in the local bucket, on
-    # the memstore OSD: give the memory back.
+    # the memstore OSD: give the memory back. (Only the local RGW's: a test may add a
+    # target on an endpoint nothing listens on.)
+    local = json.loads(rgw.CREDENTIALS.read_text())["endpoint"] \
+        if rgw.CREDENTIALS.exists() else None
     for settings in stack.settings.object_targets.values():
+        if settings.endpoint != local:
+            continue
         bucket = Bucket(settings)
         try:
             for stored in list(bucket.list()):

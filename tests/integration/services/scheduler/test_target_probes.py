@@ -18,7 +18,7 @@ from tests.support import ceph
 from tests.support.ceph import MiB, conf_path
 from tests.support.flows import start_backup
 from tests.support.redis_server import free_port
-from tests.support.stack import Stack, start_stack, stop_stack
+from tests.support.stack import Stack, object_target_env, start_stack, stop_stack
 
 pytestmark = pytest.mark.ceph
 
@@ -35,9 +35,14 @@ def stack_with_a_dead_target(fresh_database_url: str, tmp_path: Path) -> Iterato
     clusters = {"ceph-a": {"conf": str(conf_path("ceph-a"))}, "dead": {"conf": str(dead)}}
     targets = {"local": {"cluster": "ceph-a", "pool": "backups"},
                "away": {"cluster": "dead", "pool": "backups"}}
+    # The local RGW's bucket, and an S3 endpoint nothing listens on.
+    stores = json.loads(object_target_env(fresh_database_url)["CAIRN_OBJECT_TARGETS"])
+    stores["gone"] = {**stores["s3"], "endpoint": f"http://127.0.0.1:{free_port()}",
+                      "timeout_seconds": 2}
     stack = start_stack(fresh_database_url, REDIS_DB, tmp_path / "logs",
                         CAIRN_CLUSTERS=json.dumps(clusters),
                         CAIRN_BACKUP_TARGETS=json.dumps(targets),
+                        CAIRN_OBJECT_TARGETS=json.dumps(stores),
                         CAIRN_CEPH_CONNECT_TIMEOUT_SECONDS="5",
                         # One job at a time on `local`: the others wait for admission.
                         CAIRN_MAX_JOBS_PER_TARGET="1")
@@ -79,3 +84,22 @@ def _tick_buckets(stack: Stack) -> dict[str, float]:
     prefix = "cairn_scheduler_tick_seconds_bucket{le=\""
     return {line[len(prefix):].split("\"")[0]: float(line.rsplit(" ", 1)[1])
             for line in text.splitlines() if line.startswith(prefix)}
+
+
+@pytest.mark.production_database_only  # the probes touch no database
+def test_every_target_reports_whether_it_answers(stack_with_a_dead_target: Stack) -> None:
+    """cairn_target_up for RBD pools and object stores alike: the alert on a target that
+    stopped answering (deploy/prometheus/) covers the off-site bucket too."""
+    port = stack_with_a_dead_target.env["CAIRN_SCHEDULER_METRICS_PORT"]
+    wanted = {"local": 1.0, "away": 0.0, "s3": 1.0, "gone": 0.0}
+    deadline = time.monotonic() + 40
+    while True:
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+        found = {line.split('"')[1]: float(line.rsplit(" ", 1)[1])
+                 for line in text.splitlines() if line.startswith("cairn_target_up{")}
+        if found == wanted:
+            break
+        assert time.monotonic() < deadline, found
+        time.sleep(0.5)
+    assert "object target gone (http://127.0.0.1:" in stack_with_a_dead_target.scheduler.log \
+        .read_text()
