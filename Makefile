@@ -9,7 +9,7 @@ OPENSTACK ?= 0
 PROMETHEUS ?= 0
 RGW ?= 0
 
-.PHONY: help bootstrap portal up down status image test test-unit test-only soak lint typecheck check bench bench-instant bench-fleet bench-object bench-scheduler bench-hostile clean
+.PHONY: help bootstrap portal test-portal up down status image test test-unit test-only soak lint typecheck check bench bench-instant bench-fleet bench-object bench-scheduler bench-hostile clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -19,6 +19,9 @@ bootstrap: ## install what is missing: Debian packages, the venv, locked Python 
 
 portal: bootstrap ## build the web portal into portal/dist (cairn-api serves it at /)
 	@bash deploy/local/portal.sh
+
+test-portal: portal ## the portal's unit tests (Vitest, seconds; its browser tests run in `make test`)
+	@cd portal && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npm test --silent
 
 up: bootstrap portal ## start the whole local stack with a demo volume and print where the API and portal are (OPENSTACK=1: with Keystone and Cinder; PROMETHEUS=1: with Prometheus; RGW=1: with Ceph RGW, an S3 endpoint)
 	@CAIRN_OPENSTACK=$(OPENSTACK) CAIRN_PROMETHEUS=$(PROMETHEUS) CAIRN_RGW=$(RGW) CAIRN_API_PORT=$(API_PORT) bash deploy/local/stack.sh up all
@@ -65,6 +68,7 @@ check: lint typecheck ## lint and type check
 test: ## install what is missing, build the portal, start the stack's servers (Keystone and Cinder too; tests run their own Prometheus), lint, type check, run both tiers (the portal's in Chromium too)
 	@CAIRN_OPENSTACK=1 CAIRN_PROMETHEUS=1 CAIRN_HELM=1 CAIRN_IMAGE=1 CAIRN_RGW=1 CAIRN_PORTAL_TESTS=1 bash deploy/local/bootstrap.sh
 	@bash deploy/local/portal.sh
+	@cd portal && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npm test --silent
 	@CAIRN_SECOND_CLUSTER=1 CAIRN_OPENSTACK=1 CAIRN_RGW=1 bash deploy/local/stack.sh up infra
 	@$(MAKE) --no-print-directory check
 	@$(MAKE) --no-print-directory test-only

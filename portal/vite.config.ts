@@ -1,3 +1,4 @@
+/// <reference types="vitest/config" />
 import react from "@vitejs/plugin-react";
 import { defineConfig } from "vite";
 
@@ -7,4 +8,6 @@ export default defineConfig({
   plugins: [react()],
   build: { outDir: "dist", emptyOutDir: true, sourcemap: false },
   server: { proxy: { "/v1": "http://127.0.0.1:8787" } },
+  // Unit tests only: e2e/ is Playwright's, run against the real stack.
+  test: { include: ["src/**/*.test.ts"] },
 });

@@ -55,7 +55,7 @@ export function Plans() {
   );
 }
 
-function retentionText(r: Schemas["Retention"]): string {
+export function retentionText(r: Schemas["Retention"]): string {
   const parts = [
     r.keep_last && `last ${r.keep_last}`,
     r.daily && `${r.daily} daily`,
@@ -267,7 +267,8 @@ export function PlanEditor({ onDone, volumeIds = [] }: { onDone: () => void; vol
                   `, the oldest from ${preview.data.retention.kept.at(-1)?.local_date}`}
                 .
               </p>
-              <ul className="kept small">
+              {/* Focusable: it scrolls, and a keyboard must be able to scroll it too. */}
+              <ul className="kept small" tabIndex={0} aria-label="Restore points kept">
                 {preview.data.retention.kept.slice(0, 30).map((k) => (
                   <li key={k.at}>
                     {k.local_date} <span className="muted">{k.kind} · {k.kept_by.join(", ")}</span>

@@ -101,7 +101,8 @@ def test_a_member_protects_a_volume_in_the_browser(cloud: Cloud,
                  "CAIRN_PORTAL_URL": os_cairn.url, "CAIRN_CHROMIUM": CHROMIUM,
                  "CAIRN_E2E_MEMBER": "a-member", "CAIRN_E2E_READER": "a-reader",
                  "CAIRN_E2E_PASSWORD": PASSWORD, "CAIRN_E2E_VOLUME": name,
-                 "CAIRN_E2E_PLAN": plan_name,
+                 "CAIRN_E2E_PLAN": plan_name, "CAIRN_E2E_VOLUME_ID": volume_id,
+                 "CAIRN_E2E_OTHER": "b-member",
                  "CAIRN_E2E_SCREENSHOTS": str(SCREENSHOTS)})
         token = member.token()
         try:
