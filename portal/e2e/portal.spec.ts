@@ -124,7 +124,10 @@ test("a member protects a volume with a plan, restores it into a new volume and 
   await editor.getByLabel("Incremental backups (cron)").fill("61 3 * * *");
   await expect(preview.getByRole("alert")).toContainText("cron minute field '61': 61 is outside 0-59");
   await editor.getByLabel("Incremental backups (cron)").fill("0 3 * * *");
+  await editor.getByLabel("Filter volumes").fill(VOLUME);
   await editor.getByLabel(VOLUME, { exact: true }).check();
+  await expect(preview).toContainText("incremental every day at 03:00 (Europe/Berlin)");
+  await expect(preview).toHaveAttribute("aria-busy", "false");
   await page.screenshot({ path: `${SHOTS}/plan-editor.png` });
   await accessible(page, "plan editor");
   await editor.getByRole("button", { name: "Save plan" }).click();

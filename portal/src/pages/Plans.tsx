@@ -139,6 +139,7 @@ export function PlanEditor({ onDone, volumeIds = [] }: { onDone: () => void; vol
   const [retention, setRetention] = useState({ keep_last: 0, daily: 7, weekly: 4, monthly: 12, yearly: 0 });
   const [chosen, setChosen] = useState<string[]>(volumeIds);
   const [others, setOthers] = useState("");
+  const [filter, setFilter] = useState("");
   const named = [...chosen, ...others.split(",").map((v) => v.trim()).filter(Boolean)];
 
   const draft: Draft = {
@@ -210,9 +211,11 @@ export function PlanEditor({ onDone, volumeIds = [] }: { onDone: () => void; vol
           <legend>Retention</legend>
           {(["keep_last", "daily", "weekly", "monthly", "yearly"] as const).map(number)}
         </fieldset>
-        <fieldset>
-          <legend>Volumes</legend>
-          {(volumes.data?.volumes ?? []).map((v) => (
+        <fieldset className="volume-choices">
+          <legend>Volumes ({named.length} chosen)</legend>
+          <input aria-label="Filter volumes" placeholder="filter by name" value={filter} onChange={(e) => setFilter(e.target.value)} />
+          <div className="choices" role="group" tabIndex={0} aria-label="Volumes to protect">
+          {(volumes.data?.volumes ?? []).filter((v) => (v.name || v.id).toLowerCase().includes(filter.toLowerCase())).map((v) => (
             <label key={v.id} className="inline">
               <input
                 type="checkbox"
@@ -224,6 +227,7 @@ export function PlanEditor({ onDone, volumeIds = [] }: { onDone: () => void; vol
               {v.name || v.id}
             </label>
           ))}
+          </div>
           <label>
             Other volumes <span className="muted">(Cinder ids, or cluster/pool/image; comma-separated)</span>
             <input value={others} onChange={(e) => setOthers(e.target.value)} />
@@ -239,7 +243,7 @@ export function PlanEditor({ onDone, volumeIds = [] }: { onDone: () => void; vol
         </div>
         <ErrorNote error={create.error} />
       </div>
-      <aside className="editor-preview" aria-label="Preview">
+      <aside className={`editor-preview ${preview.isPlaceholderData ? "stale" : ""}`} aria-label="Preview" aria-busy={preview.isPlaceholderData}>
         {preview.error ? (
           <ErrorNote error={preview.error} />
         ) : (
