@@ -16,7 +16,13 @@ from starlette.concurrency import run_in_threadpool
 
 from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
-from services.auth.portal_sessions import COOKIE, CSRF_HEADER, SAFE_METHODS, PortalSession
+from services.auth.portal_sessions import (
+    COOKIE,
+    CSRF_HEADER,
+    SAFE_METHODS,
+    PortalSession,
+    SessionSeal,
+)
 from services.clock import Clock
 from services.context import RequestContext
 from services.db import Database
@@ -66,15 +72,13 @@ async def get_context(
 ) -> RequestContext:
     validator: TokenValidator | None = request.app.state.tokens
     if x_auth_token is None and x_project_id is None and COOKIE in request.cookies:
-        session = request.app.state.portal_seal.open(request.cookies[COOKIE],
-                                                     request.app.state.clock())
+        seal: SessionSeal = request.app.state.portal_seal
+        session = seal.open(request.cookies[COOKIE], request.app.state.clock())
         if session is None:
             raise Unauthorized("your portal session has ended; sign in again")
         require_csrf(request, session)
         if validator is None:
-            roles = frozenset(session.roles)
-            return RequestContext(project_id=session.project_id, roles=roles,
-                                  cloud_admin="admin" in roles)
+            return session.noauth_context()
         x_auth_token = session.token
     if validator is not None:
         if not x_auth_token:

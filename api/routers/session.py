@@ -108,9 +108,7 @@ async def _describe(request: Request, session: PortalSession, settings: Settings
                                                       session.token)
         projects = await run_in_threadpool(keystone.projects, session.unscoped)
     else:
-        roles = frozenset(session.roles)
-        ctx = RequestContext(project_id=session.project_id, roles=roles,
-                             cloud_admin="admin" in roles)
+        ctx = session.noauth_context()
     return SessionPublic(
         auth_strategy=settings.auth_strategy, user_name=session.user_name,
         project_id=session.project_id,

@@ -24,6 +24,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from keystoneauth1 import exceptions as ks_exc
 
+from services.context import RequestContext
 from services.errors import Forbidden, ServiceUnavailable, Unauthorized
 from services.openstack.sessions import make_session
 from services.settings import Settings, read_key_file
@@ -57,6 +58,13 @@ class PortalSession:
     """The unscoped one: switching projects asks Keystone with it, not the password."""
     roles: tuple[str, ...] = ()
     """The roles a noauth session chose; Keystone's come from the token."""
+
+    def noauth_context(self) -> RequestContext:
+        """The caller a noauth session stands for: its project and roles, as X-Project-Id
+        and X-Roles would say (whoever says admin is the cloud's administrator)."""
+        roles = frozenset(self.roles)
+        return RequestContext(project_id=self.project_id, roles=roles,
+                              cloud_admin="admin" in roles)
 
     def expired(self, now: datetime) -> bool:
         return now >= self.expires_at

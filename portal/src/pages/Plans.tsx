@@ -10,13 +10,17 @@ import { useVolumes } from "./Volumes";
 type Plan = Schemas["PlanPublic"];
 type Draft = Schemas["PlanDraft"];
 
-export function Plans() {
-  const { data: session } = useSession();
-  const [editing, setEditing] = useState(false);
-  const plans = useQuery({
+export function usePlans() {
+  return useQuery({
     queryKey: ["plans"],
     queryFn: () => api<Schemas["PlanList"]>("GET", "/v1/plans?limit=1000"),
   });
+}
+
+export function Plans() {
+  const { data: session } = useSession();
+  const [editing, setEditing] = useState(false);
+  const plans = usePlans();
   return (
     <section>
       <header className="page-head">

@@ -7,6 +7,7 @@ import { ago, when } from "../format";
 import { ACTIVE, useJobs } from "../jobs";
 import { Link, useRoute } from "../router";
 import { can, useSession } from "../session";
+import { usePlans } from "./Plans";
 
 export function useVolumes() {
   return useQuery({
@@ -168,10 +169,7 @@ function VolumeRow({ volume, jobs, mayBackUp, mayRestore, selected, onSelect }: 
 function AddToPlan({ selected, onDone }: { selected: string[]; onDone: () => void }) {
   const client = useQueryClient();
   const [planId, setPlanId] = useState("");
-  const plans = useQuery({
-    queryKey: ["plans"],
-    queryFn: () => api<Schemas["PlanList"]>("GET", "/v1/plans?limit=1000"),
-  });
+  const plans = usePlans();
   const add = useMutation({
     mutationFn: () => {
       const plan = plans.data?.plans.find((p) => p.id === planId);
