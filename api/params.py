@@ -16,6 +16,7 @@ WebhookId = Annotated[str, Path(pattern=UUID, description="The webhook's id (a U
 JobId = Annotated[str, Path(pattern=UUID, description="The job's id (a UUID)")]
 RestorePointId = Annotated[str, Path(pattern=UUID,
                                      description="The restore point's id (a UUID)")]
+CinderVolumeId = Annotated[str, Path(pattern=UUID, description="The Cinder volume's id")]
 ProjectId = Annotated[str, Path(pattern=PROJECT, description="The project's id")]
 Marker = Annotated[str | None, Query(pattern=UUID,
                                      description="`next_marker` of the previous page")]

@@ -86,7 +86,15 @@ def volume() -> None:
 @FORMAT
 @pass_state
 def volume_list(state: State, fmt: str) -> None:
-    data = state.api.call("GET", "/v1/volumes")
+    volumes: list[dict[str, Any]] = []
+    params: dict[str, Any] = {"limit": 1000}
+    while True:
+        data = state.api.call("GET", "/v1/volumes", params=params)
+        volumes.extend(data["volumes"])
+        if not data.get("next_marker"):
+            break
+        params["marker"] = data["next_marker"]
+    data = {"volumes": volumes}
     emit(data, fmt, data["volumes"], [
         ("ID", field("id")), ("Name", field("name")), ("Size (GiB)", field("size_gb")),
         ("Status", field("status")), ("Protected", field("protected")),

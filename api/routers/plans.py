@@ -11,7 +11,7 @@ from api.idempotency import OnceDep
 from api.params import Marker, PlanId
 from services.clock import require_aware
 from services.jobs.schemas import JobPublic
-from services.plans import drafts, repository, service
+from services.plans import repository, service
 from services.plans.drafts import DraftPreview, PlanDraft
 from services.plans.schemas import (
     NextRuns,
@@ -39,14 +39,16 @@ def create_plan(body: PlanCreate, session: SessionDep, ctx: ContextDep, settings
         service.create_plan(session, ctx, settings, volumes_from, body, now)))
 
 
-@router.post("/preview", response_model=DraftPreview, responses=error_responses(401, 422),
+@router.post("/preview", response_model=DraftPreview, responses=error_responses(401, 404, 422),
              summary="What a plan being written would do",
              dependencies=[allowed("plan:get")])
-def preview_plan(body: PlanDraft, settings: SettingsDep, now: NowDep) -> DraftPreview:
+def preview_plan(body: PlanDraft, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
+                 now: NowDep) -> DraftPreview:
     """Its rules in words, its next runs, and what its retention would keep of the backups
     its schedule makes (simulated over the last 400 days, fewer for schedules of many runs a
-    day). The rules are checked as saving the plan checks them; nothing is stored."""
-    return drafts.preview(body, settings, now)
+    day). With `plan_id`, also what it would keep and prune of that plan's restore points.
+    The rules are checked as saving the plan checks them; nothing is stored."""
+    return service.preview_draft(session, ctx, settings, body, now)
 
 
 @router.get("", response_model=PlanList, responses=error_responses(400, 401, 422),

@@ -1,23 +1,47 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from api.deps import CinderDep, ContextDep, NowDep, SessionDep, allowed
 from api.errors import error_responses
+from api.params import CinderVolumeId, Marker
 from services.errors import InvalidInput
-from services.volumes.protection import VolumeList, list_volumes
+from services.openstack.cinder import CinderGateway
+from services.volumes.protection import VolumeList, VolumePublic, get_volume, list_volumes
 
 router = APIRouter(prefix="/v1/volumes", tags=["volumes"])
+
+
+def _configured(cinder: CinderGateway | None) -> CinderGateway:
+    if cinder is None:
+        raise InvalidInput("this Cairn has no Cinder configured (CAIRN_CINDER): it protects "
+                           "RBD images named as cluster/pool/image")
+    return cinder
 
 
 @router.get("", response_model=VolumeList, responses=error_responses(401, 403, 422, 503),
             summary="The project's Cinder volumes and their protection",
             dependencies=[allowed("volume:list")])
-def get_volumes(session: SessionDep, ctx: ContextDep, cinder: CinderDep,
-                now: NowDep) -> VolumeList:
-    """Every Cinder volume of the caller's project, with the plans that cover it and its
-    newest available restore point (and how old it is)."""
-    if cinder is None:
-        raise InvalidInput("this Cairn has no Cinder configured (CAIRN_CINDER): it protects "
-                           "RBD images named as cluster/pool/image")
-    return VolumeList(volumes=list_volumes(session, ctx, cinder, now))
+def get_volumes(
+    session: SessionDep, ctx: ContextDep, cinder: CinderDep, now: NowDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    marker: Marker = None,
+    unprotected: Annotated[bool, Query(description="Only volumes no enabled plan "
+                                                   "covers")] = False,
+) -> VolumeList:
+    """The caller's project's Cinder volumes, newest first, a page at a time: with the plans
+    that cover each, their next run, its newest available restore point (and how old it is)
+    and its last backup job."""
+    return list_volumes(session, ctx, _configured(cinder), now, limit=limit, marker=marker,
+                        unprotected=unprotected)
+
+
+@router.get("/{volume_id}", response_model=VolumePublic,
+            responses=error_responses(401, 403, 404, 422, 503),
+            summary="One Cinder volume and its protection",
+            dependencies=[allowed("volume:list")])
+def get_one_volume(volume_id: CinderVolumeId, session: SessionDep, ctx: ContextDep,
+                   cinder: CinderDep, now: NowDep) -> VolumePublic:
+    return get_volume(session, ctx, _configured(cinder), now, volume_id)

@@ -101,14 +101,20 @@ class CinderApi:
         volumes: list[CinderVolume] = []
         marker: str | None = None
         while True:
-            params: dict[str, Any] = {"limit": 500, "sort": "created_at:desc"}
-            if marker is not None:
-                params["marker"] = marker
-            page = self._call("GET", "/volumes/detail", params=params).json()["volumes"]
-            volumes.extend(CinderVolume.of(v) for v in page)
-            if len(page) < 500:
+            page, marker = self.list_page(limit=500, marker=marker)
+            volumes.extend(page)
+            if marker is None:
                 return volumes
-            marker = page[-1]["id"]
+
+    def list_page(self, *, limit: int, marker: str | None) -> tuple[list[CinderVolume],
+                                                                     str | None]:
+        """One page, newest first, and the marker of the next (None on the last page)."""
+        params: dict[str, Any] = {"limit": limit, "sort": "created_at:desc"}
+        if marker is not None:
+            params["marker"] = marker
+        page = self._call("GET", "/volumes/detail", params=params).json()["volumes"]
+        return [CinderVolume.of(v) for v in page], page[-1]["id"] if len(page) == limit \
+            else None
 
     def get(self, volume_id: str) -> CinderVolume:
         def missing(_: str) -> CairnError:

@@ -13,7 +13,13 @@ from pydantic import BaseModel, Field
 from services.plans import schedule, timing
 from services.plans.retention import Point, evaluate
 from services.plans.rules import stored_rules
-from services.plans.schemas import BackupWindow, NextRun, ScheduleRule, policy_of
+from services.plans.schemas import (
+    BackupWindow,
+    NextRun,
+    RetentionItem,
+    ScheduleRule,
+    policy_of,
+)
 from services.records.plans import Plan, Retention, StoredRule
 from services.settings import Settings
 from services.status import RestorePointKind
@@ -22,6 +28,7 @@ SIMULATED_DAYS = 400
 """Enough for 12 monthly restore points and the week around them."""
 MAX_SIMULATED = 3000
 """Slots evaluated at most: an hourly schedule is simulated over fewer days."""
+MAX_EXISTING_SHOWN = 500
 _WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 _RRULE_DAYS = {"SU": 0, "MO": 1, "TU": 2, "WE": 3, "TH": 4, "FR": 5, "SA": 6}
 
@@ -32,6 +39,10 @@ class PlanDraft(BaseModel):
     window: BackupWindow | None = None
     retention: Retention = Field(default_factory=Retention)
     count: int = Field(default=10, ge=1, le=100, description="Next runs to list")
+    plan_id: str | None = Field(
+        default=None, max_length=64,
+        description="The plan this draft edits: its restore points are then judged by the "
+                    "draft's retention and timezone, as the first prune after saving would")
 
 
 class SimulatedPoint(BaseModel):
@@ -49,10 +60,20 @@ class RetentionSimulation(BaseModel):
                                                    "with the rules keeping each")
 
 
+class ExistingVerdicts(BaseModel):
+    kept: int
+    pruned: int = Field(description="Restore points the first prune after saving would delete")
+    restore_points: list[RetentionItem] = Field(
+        description=f"Each restore point kept (and by which rules) or pruned, newest first; "
+                    f"the newest {MAX_EXISTING_SHOWN} at most")
+
+
 class DraftPreview(BaseModel):
     rules: list[str] = Field(description="Each rule in words, in the order given")
     runs: list[NextRun]
     retention: RetentionSimulation
+    existing: ExistingVerdicts | None = Field(
+        default=None, description="With `plan_id`: the plan's restore points under the draft")
 
 
 def preview(draft: PlanDraft, settings: Settings, now: datetime) -> DraftPreview:

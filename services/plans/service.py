@@ -16,7 +16,8 @@ from services.context import RequestContext
 from services.errors import Conflict, InvalidInput, PlanNameTaken
 from services.jobs import factory
 from services.jobs import repository as jobs_repository
-from services.plans import repository, schedule, timing
+from services.plans import drafts, repository, schedule, timing
+from services.plans.drafts import DraftPreview, ExistingVerdicts, PlanDraft
 from services.plans.retention import Point, evaluate
 from services.plans.rules import stored_rules
 from services.plans.schemas import (
@@ -31,7 +32,7 @@ from services.plans.schemas import (
 from services.quotas import service as quotas
 from services.records.groups import RestorePointGroup
 from services.records.jobs import Job
-from services.records.plans import Plan, PlanVolume
+from services.records.plans import Plan, PlanVolume, Retention
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import copies
@@ -217,9 +218,13 @@ def next_runs(plan: Plan, after: datetime, count: int) -> list[NextRun]:
             for slot in schedule.slots(timing.rules_of(plan), after, count=count)]
 
 
-def retention_preview(session: Session, plan: Plan, now: datetime) -> RetentionPreview:
-    retention = plan.retention
-    tz = schedule.zone(plan.timezone)
+def retention_preview(session: Session, plan: Plan, now: datetime,
+                      retention: Retention | None = None, timezone: str | None = None,
+                      ) -> RetentionPreview:
+    """The plan's restore points judged by its retention, or by a retention and timezone
+    being written in the editor (what the first prune after saving them would do)."""
+    retention = retention or plan.retention
+    tz = schedule.zone(timezone or plan.timezone)
     items: list[RetentionItem] = []
     for group in plan_restore_points(session, plan.id):
         rows = {point.id: rp for point, rp in group}
@@ -231,6 +236,22 @@ def retention_preview(session: Session, plan: Plan, now: datetime) -> RetentionP
                 .isoformat(), kind=rp.kind, keep=verdict.keep, kept_by=verdict.kept_by))
     return RetentionPreview(plan_id=plan.id, retention=retention, evaluated_at=now,
                             restore_points=items)
+
+
+def preview_draft(session: Session, ctx: RequestContext, settings: Settings, draft: PlanDraft,
+                  now: datetime) -> DraftPreview:
+    """A draft's preview; for the draft of an existing plan (`plan_id`), also what its
+    retention would keep of the plan's restore points and what it would prune."""
+    result = drafts.preview(draft, settings, now)
+    if draft.plan_id is None:
+        return result
+    plan = repository.get(session, ctx, draft.plan_id)
+    judged = retention_preview(session, plan, now, draft.retention, draft.timezone)
+    shown = sorted(judged.restore_points, key=lambda i: i.created_at, reverse=True)
+    result.existing = ExistingVerdicts(
+        kept=sum(i.keep for i in shown), pruned=sum(not i.keep for i in shown),
+        restore_points=shown[:drafts.MAX_EXISTING_SHOWN])
+    return result
 
 
 def plan_restore_points(session: Session, plan_id: str, volume_id: str | None = None,

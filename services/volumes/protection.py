@@ -10,11 +10,19 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from services.context import RequestContext
-from services.openstack.cinder import CinderGateway
+from services.openstack.cinder import CinderGateway, CinderVolume
+from services.records.jobs import Job
 from services.records.plans import Plan, PlanVolume
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
-from services.status import PlanStatus, RestorePointKind, RestorePointStatus, VerifyStatus
+from services.status import (
+    JobKind,
+    JobStatus,
+    PlanStatus,
+    RestorePointKind,
+    RestorePointStatus,
+    VerifyStatus,
+)
 
 
 class PlanRef(BaseModel):
@@ -33,6 +41,15 @@ class NewestRestorePoint(BaseModel):
                                   "null when never verified")
 
 
+class LastBackup(BaseModel):
+    job_id: str
+    status: JobStatus
+    kind: RestorePointKind | None = Field(description="full or incremental, as asked")
+    at: datetime = Field(description="When it finished; when it was queued while not yet "
+                                     "finished")
+    error: str | None = Field(description="Why it failed, when it did")
+
+
 class VolumePublic(BaseModel):
     id: str = Field(description="The Cinder volume's id")
     name: str
@@ -42,28 +59,63 @@ class VolumePublic(BaseModel):
     volume_type: str | None
     protected: bool = Field(description="An enabled plan covers the volume")
     plans: list[PlanRef]
+    next_run_at: datetime | None = Field(description="The earliest next slot of its enabled "
+                                                     "plans (UTC)")
     restore_points: int = Field(description="Available restore points")
     newest_restore_point: NewestRestorePoint | None
+    last_backup: LastBackup | None = Field(description="Its newest backup job, whatever "
+                                                       "became of it")
 
 
 class VolumeList(BaseModel):
     volumes: list[VolumePublic]
+    next_marker: str | None = Field(description="Pass as `marker` for the next page; null "
+                                                "on the last")
 
 
-def list_volumes(session: Session, ctx: RequestContext, cinder: CinderGateway,
-                 now: datetime) -> list[VolumePublic]:
-    found = cinder.for_user(ctx).list_volumes()
+def list_volumes(session: Session, ctx: RequestContext, cinder: CinderGateway, now: datetime,
+                 *, limit: int, marker: str | None, unprotected: bool = False) -> VolumeList:
+    """A page of the project's volumes, newest first, read a page at a time from Cinder.
+    `unprotected` reads on until the page is full of volumes no enabled plan covers."""
+    api = cinder.for_user(ctx)
+    out: list[VolumePublic] = []
+    while True:
+        found, next_marker = api.list_page(limit=limit, marker=marker)
+        for volume in _with_protection(session, ctx, found, now):
+            if unprotected and volume.protected:
+                continue
+            out.append(volume)
+            if len(out) == limit:
+                last = found[-1].id
+                return VolumeList(volumes=out,
+                                  next_marker=next_marker if volume.id == last else volume.id)
+        if next_marker is None:
+            return VolumeList(volumes=out, next_marker=None)
+        marker = next_marker
+
+
+def get_volume(session: Session, ctx: RequestContext, cinder: CinderGateway, now: datetime,
+               volume_id: str) -> VolumePublic:
+    return _with_protection(session, ctx, [cinder.for_user(ctx).get(volume_id)], now)[0]
+
+
+def _with_protection(session: Session, ctx: RequestContext, found: list[CinderVolume],
+                     now: datetime) -> list[VolumePublic]:
     rows = session.execute(select(Volume.id, Volume.cinder_volume_id).where(
         Volume.project_id == ctx.project_id,
         Volume.cinder_volume_id.in_([v.id for v in found]))).all()
     row_of = {cinder_id: volume_id for volume_id, cinder_id in rows}
     plans: dict[str, list[PlanRef]] = {}
-    for volume_id, plan_id, name, status in session.execute(
-            select(PlanVolume.volume_id, Plan.id, Plan.name, Plan.status)
+    next_runs: dict[str, datetime] = {}
+    for volume_id, plan_id, name, status, next_slot in session.execute(
+            select(PlanVolume.volume_id, Plan.id, Plan.name, Plan.status, Plan.next_slot_at)
             .join(Plan, Plan.id == PlanVolume.plan_id)
             .where(PlanVolume.volume_id.in_(row_of.values())).order_by(Plan.name)):
         plans.setdefault(volume_id, []).append(PlanRef(id=plan_id, name=name, status=status))
+        if status == PlanStatus.ENABLED and next_slot is not None:
+            next_runs[volume_id] = min(next_slot, next_runs.get(volume_id, next_slot))
     newest = _newest_restore_points(session, list(row_of.values()), now)
+    last_backups = _last_backups(session, list(row_of.values()))
     out = []
     for v in found:
         row = row_of.get(v.id)
@@ -73,8 +125,24 @@ def list_volumes(session: Session, ctx: RequestContext, cinder: CinderGateway,
             id=v.id, name=v.name, size_gb=v.size_gb, status=v.status,
             attached_to=list(v.attached_to), volume_type=v.volume_type,
             protected=any(p.status == PlanStatus.ENABLED for p in covering), plans=covering,
-            restore_points=count, newest_restore_point=latest))
+            next_run_at=next_runs.get(row) if row else None,
+            restore_points=count, newest_restore_point=latest,
+            last_backup=last_backups.get(row) if row else None))
     return out
+
+
+def _last_backups(session: Session, volume_ids: list[str]) -> dict[str, LastBackup]:
+    """Per volume, its newest backup job; one query."""
+    newest_first = func.row_number().over(
+        partition_by=Job.volume_id, order_by=(Job.created_at.desc(), Job.id.desc())).label("n")
+    ranked = (select(Job.id, Job.volume_id, Job.status, Job.backup_kind, Job.created_at,
+                     Job.finished_at, Job.error_message, newest_first)
+              .where(Job.volume_id.in_(volume_ids), Job.kind == JobKind.BACKUP)
+              .subquery())
+    return {row.volume_id: LastBackup(
+        job_id=row.id, status=row.status, kind=row.backup_kind,
+        at=row.finished_at or row.created_at, error=row.error_message)
+        for row in session.execute(select(ranked).where(ranked.c.n == 1))}
 
 
 def _newest_restore_points(session: Session, volume_ids: list[str], now: datetime

@@ -171,7 +171,8 @@ export interface paths {
          * What a plan being written would do
          * @description Its rules in words, its next runs, and what its retention would keep of the backups
          *     its schedule makes (simulated over the last 400 days, fewer for schedules of many runs a
-         *     day). The rules are checked as saving the plan checks them; nothing is stored.
+         *     day). With `plan_id`, also what it would keep and prune of that plan's restore points.
+         *     The rules are checked as saving the plan checks them; nothing is stored.
          */
         post: operations["preview_plan_v1_plans_preview_post"];
         delete?: never;
@@ -599,10 +600,28 @@ export interface paths {
         };
         /**
          * The project's Cinder volumes and their protection
-         * @description Every Cinder volume of the caller's project, with the plans that cover it and its
-         *     newest available restore point (and how old it is).
+         * @description The caller's project's Cinder volumes, newest first, a page at a time: with the plans
+         *     that cover each, their next run, its newest available restore point (and how old it is)
+         *     and its last backup job.
          */
         get: operations["get_volumes_v1_volumes_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/volumes/{volume_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One Cinder volume and its protection */
+        get: operations["get_one_volume_v1_volumes__volume_id__get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -869,6 +888,8 @@ export interface components {
         };
         /** DraftPreview */
         DraftPreview: {
+            /** @description With `plan_id`: the plan's restore points under the draft */
+            existing?: components["schemas"]["ExistingVerdicts"] | null;
             retention: components["schemas"]["RetentionSimulation"];
             /**
              * Rules
@@ -890,6 +911,21 @@ export interface components {
         /** ErrorResponse */
         ErrorResponse: {
             error: components["schemas"]["ErrorBody"];
+        };
+        /** ExistingVerdicts */
+        ExistingVerdicts: {
+            /** Kept */
+            kept: number;
+            /**
+             * Pruned
+             * @description Restore points the first prune after saving would delete
+             */
+            pruned: number;
+            /**
+             * Restore Points
+             * @description Each restore point kept (and by which rules) or pruned, newest first; the newest 500 at most
+             */
+            restore_points: components["schemas"]["RetentionItem"][];
         };
         /** FindingPublic */
         FindingPublic: {
@@ -1203,6 +1239,25 @@ export interface components {
             /** Qos Ops Per Second */
             qos_ops_per_second?: number | null;
         };
+        /** LastBackup */
+        LastBackup: {
+            /**
+             * At
+             * Format: date-time
+             * @description When it finished; when it was queued while not yet finished
+             */
+            at: string;
+            /**
+             * Error
+             * @description Why it failed, when it did
+             */
+            error: string | null;
+            /** Job Id */
+            job_id: string;
+            /** @description full or incremental, as asked */
+            kind: components["schemas"]["RestorePointKind"] | null;
+            status: components["schemas"]["JobStatus"];
+        };
         /** NewVolume */
         NewVolume: {
             /** Description */
@@ -1341,6 +1396,11 @@ export interface components {
              * @default 10
              */
             count: number;
+            /**
+             * Plan Id
+             * @description The plan this draft edits: its restore points are then judged by the draft's retention and timezone, as the first prune after saving would
+             */
+            plan_id?: string | null;
             retention?: components["schemas"]["Retention"];
             /** Rules */
             rules: components["schemas"]["ScheduleRule"][];
@@ -2004,6 +2064,11 @@ export interface components {
         VerifyStatus: "ok" | "corrupt";
         /** VolumeList */
         VolumeList: {
+            /**
+             * Next Marker
+             * @description Pass as `marker` for the next page; null on the last
+             */
+            next_marker: string | null;
             /** Volumes */
             volumes: components["schemas"]["VolumePublic"][];
         };
@@ -2019,9 +2084,16 @@ export interface components {
              * @description The Cinder volume's id
              */
             id: string;
+            /** @description Its newest backup job, whatever became of it */
+            last_backup: components["schemas"]["LastBackup"] | null;
             /** Name */
             name: string;
             newest_restore_point: components["schemas"]["NewestRestorePoint"] | null;
+            /**
+             * Next Run At
+             * @description The earliest next slot of its enabled plans (UTC)
+             */
+            next_run_at: string | null;
             /** Plans */
             plans: components["schemas"]["PlanRef"][];
             /**
@@ -2843,6 +2915,15 @@ export interface operations {
             };
             /** @description The caller's role may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4579,7 +4660,13 @@ export interface operations {
     };
     get_volumes_v1_volumes_get: {
         parameters: {
-            query?: never;
+            query?: {
+                limit?: number;
+                /** @description `next_marker` of the previous page */
+                marker?: string | null;
+                /** @description Only volumes no enabled plan covers */
+                unprotected?: boolean;
+            };
             header?: {
                 /** @description Keystone token */
                 "x-auth-token"?: string | null;
@@ -4613,6 +4700,81 @@ export interface operations {
             };
             /** @description The caller's role may not do this */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A Ceph cluster, Keystone or Cinder is unreachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    get_one_volume_v1_volumes__volume_id__get: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Keystone token */
+                "x-auth-token"?: string | null;
+                /** @description Project (noauth) */
+                "x-project-id"?: string | null;
+                /** @description Comma-separated roles (noauth) */
+                "x-roles"?: string | null;
+            };
+            path: {
+                /** @description The Cinder volume's id */
+                volume_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VolumePublic"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -191,6 +191,36 @@ def test_run_now_backs_up_every_volume_and_retention_prunes_the_rest(
         volumes_pool, source, f"cairn.{newest['restore_point_id']}")
 
 
+def test_an_edited_retention_shows_what_the_next_prune_would_delete_and_deletes_nothing(
+        stack: Stack, two_volumes: list[str]) -> None:
+    plan = create(stack, plan_body(two_volumes, retention={"keep_last": 5}))
+    first = run_now(stack, plan["id"], kind="full")
+    second = run_now(stack, plan["id"])
+    draft = {"rules": plan["rules"], "timezone": plan["timezone"], "plan_id": plan["id"],
+             "retention": {"keep_last": 1}}
+
+    existing = stack.post("/v1/plans/preview", draft).json()["existing"]
+    assert (existing["kept"], existing["pruned"]) == (2, 2), existing
+    verdicts = {i["restore_point_id"]: (i["keep"], i["kept_by"])
+                for i in existing["restore_points"]}
+    assert verdicts == {**{j["restore_point_id"]: (False, []) for j in first},
+                        **{j["restore_point_id"]: (True, ["last", "newest"]) for j in second}}
+    # Newest first, each with its day on the draft's wall clock.
+    times = [i["created_at"] for i in existing["restore_points"]]
+    assert times == sorted(times, reverse=True)
+
+    # The plan's own retention keeps all four; the draft changed nothing.
+    draft["retention"] = plan["retention"]
+    assert stack.post("/v1/plans/preview", draft).json()["existing"]["pruned"] == 0
+    for job in first:
+        assert stack.get(f"/v1/restore-points/{job['restore_point_id']}").json()[
+            "status"] == "available"
+    # Another project cannot read a plan's restore points through a draft.
+    other = {"X-Project-Id": "someone-else", "X-Roles": "member"}
+    refused = stack.post("/v1/plans/preview", draft, other)
+    assert refused.status_code == 404, refused.text
+
+
 def test_quotas_refuse_run_now_and_plan_creation_with_how_much(
         stack: Stack, two_volumes: list[str]) -> None:
     project = ceph.unique_name("quota-project")

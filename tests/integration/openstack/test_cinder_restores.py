@@ -4,7 +4,10 @@ refused on an attached volume and works on a detached one."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from datetime import UTC, datetime
+from typing import Any
 
 import rbd
 
@@ -37,6 +40,62 @@ def test_volume_list_shows_protection(cloud: Cloud, os_cairn: OpenStackCairn,
     assert 0 <= mine["newest_restore_point"]["age_seconds"] < 600
     assert by_id[bare]["protected"] is False
     assert by_id[bare]["newest_restore_point"] is None
+    # When its plan runs next (02:00 UTC, the plan's rule), and what its last backup did.
+    next_run = datetime.fromisoformat(mine["next_run_at"])
+    assert (next_run.hour, next_run.minute) == (2, 0)
+    assert 0 < (next_run - datetime.now(UTC)).total_seconds() <= 86400
+    assert mine["last_backup"]["status"] == "succeeded", mine["last_backup"]
+    assert mine["last_backup"]["error"] is None
+    assert (by_id[bare]["next_run_at"], by_id[bare]["last_backup"]) == (None, None)
+
+
+def test_volume_list_pages_through_cinder(cloud: Cloud, os_cairn: OpenStackCairn,
+                                         protected: Protected) -> None:
+    member = cloud["a-member"]
+    token = member.token()
+    with contextlib.ExitStack() as made:
+        bare = [made.enter_context(cinder_volume(member, ceph.unique_name("paged")))
+                for _ in range(3)]
+        whole = os_cairn.call("GET", "/v1/volumes", token, params={"limit": 6}).json()
+        paged: list[str] = []
+        marker = None
+        for _ in range(3):
+            page = os_cairn.call("GET", "/v1/volumes", token, params={
+                "limit": 2, **({"marker": marker} if marker else {})}).json()
+            assert len(page["volumes"]) == 2 and page["next_marker"], page
+            paged += [v["id"] for v in page["volumes"]]
+            marker = page["next_marker"]
+        # Newest first, no volume twice, none skipped.
+        assert paged == [v["id"] for v in whole["volumes"]]
+        assert set(paged[:3]) == set(bare)
+
+        # Unprotected only: the page fills with unprotected volumes, read on past the rest.
+        seen: list[dict[str, Any]] = []
+        marker = None
+        while len(seen) < 5:
+            page = os_cairn.call("GET", "/v1/volumes", token, params={
+                "limit": 1, "unprotected": "true", **({"marker": marker} if marker else {})})
+            assert page.status_code == 200, page.text
+            seen += page.json()["volumes"]
+            marker = page.json()["next_marker"]
+            if marker is None:
+                break
+        assert {v["id"] for v in seen[:3]} == set(bare)
+        assert not any(v["protected"] for v in seen)
+        assert protected.volume_id not in {v["id"] for v in seen}
+
+    one = os_cairn.call("GET", f"/v1/volumes/{protected.volume_id}", token)
+    assert one.status_code == 200, one.text
+    assert one.json()["plans"][0]["id"] == protected.plan_id
+    # Another project's volume is not found, as Cinder says; a marker Cinder does not know
+    # is a 4xx with its reason, not a 500.
+    other = os_cairn.call("GET", f"/v1/volumes/{protected.volume_id}",
+                          cloud["b-member"].token())
+    assert other.status_code == 404, other.text
+    unknown = os_cairn.call("GET", "/v1/volumes", token,
+                            params={"marker": "00000000-0000-4000-8000-000000000000"})
+    assert unknown.status_code in (400, 422), unknown.text
+    assert "Cinder refused" in unknown.json()["error"]["message"], unknown.text
 
 
 def test_restore_into_new_cinder_volume_is_byte_exact(cloud: Cloud, os_cairn: OpenStackCairn,
