@@ -21,6 +21,7 @@ from api.routers import (
     jobs,
     metrics,
     orphans,
+    overview,
     plans,
     quotas,
     restore_point_groups,
@@ -93,8 +94,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        max_body_bytes=settings.api_max_body_bytes,
                        body_timeout=settings.api_body_timeout_seconds)
     app.add_middleware(RequestMetrics)  # added last: outermost, it sees the door's refusals
-    for module in (health, volumes, plans, backups, jobs, restore_points, restore_point_groups,
-                   quotas, targets, orphans, webhooks, metrics, session):
+    for module in (health, overview, volumes, plans, backups, jobs, restore_points,
+                   restore_point_groups, quotas, targets, orphans, webhooks, metrics, session):
         app.include_router(module.router)
     portal.install(app, settings.portal_dir)  # last: its catch-all must not hide a route
     return app

@@ -10,7 +10,7 @@ import { Link, useRoute } from "../router";
 import { can, useSession } from "../session";
 import { JobTable } from "./Jobs";
 import { RestoreWizard } from "./RestoreWizard";
-import { useVolumes } from "./Volumes";
+import { ShowMore, useVolume } from "./Volumes";
 
 type RestorePoint = Schemas["RestorePointPublic"];
 
@@ -33,8 +33,8 @@ export function useRestorePoints(volumeId: string) {
 }
 
 export function VolumeDetail({ volumeId }: { volumeId: string }) {
-  const volumes = useVolumes();
-  const volume = volumes.data?.volumes.find((v) => v.id === volumeId);
+  const found = useVolume(volumeId);
+  const volume = found.data;
   const points = useRestorePoints(volumeId);
   const shown = points.data?.pages.flatMap((page) => page.restore_points) ?? [];
   const jobs = useJobs({ volume: volumeId });
@@ -63,18 +63,14 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
           </span>
         )}
       </header>
-      <ErrorNote error={volumes.error ?? points.error} />
+      <ErrorNote error={found.error ?? points.error} />
       {restoring && volume && (
         <RestoreWizard point={restoring} volume={volume} onClose={() => setRestoring(null)} />
       )}
       <h3>Restore points</h3>
       {points.data && shown.length === 0 && <p className="muted">None yet.</p>}
       {shown.length > 0 && volume && <PointTable points={shown} volume={volume} onRestore={setRestoring} />}
-      {points.hasNextPage && (
-        <button type="button" disabled={points.isFetchingNextPage} onClick={() => points.fetchNextPage()}>
-          Show more
-        </button>
-      )}
+      <ShowMore pages={points} />
       <h3>Jobs</h3>
       {jobs.data && <JobTable jobs={jobs.data.jobs} />}
     </section>

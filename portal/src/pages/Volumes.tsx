@@ -1,4 +1,4 @@
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { api, type Job, type Schemas, type Volume } from "../api/client";
 import { ErrorNote } from "../components/ErrorNote";
@@ -9,12 +9,43 @@ import { Link, useRoute } from "../router";
 import { can, useSession } from "../session";
 import { usePlans } from "./Plans";
 
-export function useVolumes() {
-  return useQuery({
-    queryKey: ["volumes"],
-    queryFn: () => api<Schemas["VolumeList"]>("GET", "/v1/volumes"),
+const PAGE = 100;
+
+/** The project's volumes a page at a time, newest first, as Cinder lists them (`Show more`
+ * reads the next page by its marker); `unprotected` asks the API for those alone. */
+export function useVolumePages(unprotected = false) {
+  return useInfiniteQuery({
+    queryKey: ["volumes", "pages", unprotected],
+    queryFn: ({ pageParam }) =>
+      api<Schemas["VolumeList"]>(
+        "GET",
+        `/v1/volumes?${new URLSearchParams({
+          limit: String(PAGE),
+          ...(unprotected ? { unprotected: "true" } : {}),
+          ...(pageParam ? { marker: pageParam } : {}),
+        })}`,
+      ),
+    initialPageParam: "",
+    getNextPageParam: (last) => last.next_marker ?? undefined,
     refetchInterval: 30_000,
   });
+}
+
+export function useVolume(volumeId: string) {
+  return useQuery({
+    queryKey: ["volumes", "one", volumeId],
+    queryFn: () => api<Volume>("GET", `/v1/volumes/${volumeId}`),
+    refetchInterval: 30_000,
+  });
+}
+
+export function ShowMore({ pages }: { pages: { hasNextPage: boolean; isFetchingNextPage: boolean; fetchNextPage: () => unknown } }) {
+  if (!pages.hasNextPage) return null;
+  return (
+    <button type="button" className="show-more" disabled={pages.isFetchingNextPage} onClick={() => pages.fetchNextPage()}>
+      {pages.isFetchingNextPage ? "Loading…" : "Show more"}
+    </button>
+  );
 }
 
 /** The job of this Cinder volume still queued or running, if any (a job names the
@@ -29,9 +60,9 @@ export function Volumes() {
   const { data: session } = useSession();
   const { path, go } = useRoute();
   const unprotectedOnly = new URLSearchParams(path.split("?")[1] ?? "").has("unprotected");
-  const volumes = useVolumes();
+  const volumes = useVolumePages(unprotectedOnly);
   const backups = useJobs({ kind: "backup" });
-  const shown = (volumes.data?.volumes ?? []).filter((v) => !unprotectedOnly || !v.protected);
+  const shown = volumes.data?.pages.flatMap((page) => page.volumes) ?? [];
   const [selected, setSelected] = useState<string[]>([]);
   const mayChangePlans = can(session, "plan:update");
 
@@ -64,6 +95,7 @@ export function Volumes() {
               <th>Attached</th>
               <th>Plans</th>
               <th>Last backup</th>
+              <th>Next run</th>
               <th>Restore points</th>
               <th aria-label="Actions" />
             </tr>
@@ -83,6 +115,7 @@ export function Volumes() {
           </tbody>
         </table>
       )}
+      <ShowMore pages={volumes} />
     </section>
   );
 }
@@ -133,8 +166,11 @@ function VolumeRow({ volume, jobs, mayBackUp, mayRestore, selected, onSelect }: 
           <span className="tag tag-warning">unprotected</span>
         )}
       </td>
-      <td title={when(newest?.created_at)}>
-        {newest ? `${ago(newest.created_at)} · ${newest.kind}` : "never"}
+      <td>
+        <LastBackup volume={volume} />
+      </td>
+      <td title={volume.next_run_at ? when(volume.next_run_at) : undefined}>
+        {volume.next_run_at ? ago(volume.next_run_at) : "–"}
       </td>
       <td>{volume.restore_points}</td>
       <td className="actions">
@@ -162,6 +198,25 @@ function VolumeRow({ volume, jobs, mayBackUp, mayRestore, selected, onSelect }: 
         <ErrorNote error={backUp.error} />
       </td>
     </tr>
+  );
+}
+
+/** When the volume was last backed up and how (full or incremental), and the last
+ * backup's result when it did not succeed (a failure since, with its reason). */
+function LastBackup({ volume }: { volume: Volume }) {
+  const newest = volume.newest_restore_point;
+  const last = volume.last_backup;
+  const failed = last && (last.status === "failed" || last.status === "cancelled");
+  return (
+    <>
+      <span title={when(newest?.created_at)}>{newest ? `${ago(newest.created_at)} · ${newest.kind}` : "never"}</span>
+      {failed && (
+        <div className="small" title={last.error ?? undefined}>
+          <span className={`tag tag-${last.status}`}>{last.status}</span> {ago(last.at)}
+          {last.error && <div className="muted small">{last.error}</div>}
+        </div>
+      )}
+    </>
   );
 }
 

@@ -32,6 +32,12 @@ def test_volume_list_shows_protection(cloud: Cloud, os_cairn: OpenStackCairn,
         listed = os_cairn.call("GET", "/v1/volumes", token)
         assert listed.status_code == 200, listed.text
         by_id = {v["id"]: v for v in listed.json()["volumes"]}
+        # The Overview counts the project's Cinder volumes, the unprotected one among them.
+        counts = os_cairn.call("GET", "/v1/overview", token).json()
+        everything = os_cairn.call("GET", "/v1/volumes", token, params={"limit": 1000}).json()
+        assert counts["volumes"] == len(everything["volumes"]), counts
+        assert counts["protected"] == sum(v["protected"] for v in everything["volumes"])
+        assert counts["unprotected"] == counts["volumes"] - counts["protected"] >= 1
     mine = by_id[protected.volume_id]
     assert mine["protected"] is True
     assert [p["id"] for p in mine["plans"]] == [protected.plan_id]
