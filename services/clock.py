@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from services.base import utcnow
-from services.errors import InvalidInput
+from services.errors import InvalidInput, InvalidSchedule
 
 Clock = Callable[[], datetime]
 
@@ -62,3 +63,15 @@ def require_aware(value: datetime | None, field: str) -> datetime | None:
         raise InvalidInput(f"{field} must lie between {EARLIEST.date().isoformat()} and "
                            f"{LATEST.date().isoformat()}", field=field)
     return value
+
+
+def zone(name: str, *, field: str = "timezone") -> ZoneInfo:
+    """The IANA zone of that name, or a refusal naming the field and examples."""
+    try:
+        if not name or name != name.strip():
+            raise ZoneInfoNotFoundError(name)
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidSchedule(f"unknown timezone {name!r}: use an IANA name such as "
+                              "'Europe/Berlin', 'America/New_York' or 'UTC'",
+                              field=field) from None

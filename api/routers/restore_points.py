@@ -14,12 +14,14 @@ from api.deps import (
     SettingsDep,
     allowed,
 )
-from api.errors import error_responses
+from api.errors import VOLUME_FILTER, error_responses
 from api.idempotency import OnceDep
 from api.params import Marker, PlanFilter, RestorePointId, VolumeFilter
 from api.responses import json_from_thread
+from services.formats import VOLUME_REF
 from services.jobs.schemas import JobPublic
 from services.restore_points import copies, repository, service
+from services.restore_points.calendar import RestorePointCalendar, calendar
 from services.restore_points.schemas import (
     CopyCreate,
     RestoreCreate,
@@ -55,6 +57,23 @@ async def list_restore_points(
             next_marker=next_marker)
 
     return await json_from_thread(page)
+
+
+@router.get("/days", response_model=RestorePointCalendar,
+            responses=error_responses(401, 422), summary="Restore points per day",
+            dependencies=[allowed("restore_point:list")])
+def restore_point_days(
+    session: SessionDep, ctx: ContextDep, now: NowDep,
+    volume: Annotated[str, Query(pattern=VOLUME_REF, description=VOLUME_FILTER)],
+    timezone: Annotated[str, Query(max_length=64, description="The days of this IANA "
+                                                               "zone (the user's)")] = "UTC",
+    days: Annotated[int, Query(ge=1, le=1100, description="How many days back, today "
+                                                           "included")] = 90,
+) -> RestorePointCalendar:
+    """A volume's available restore points counted per day (full and incremental), for a
+    calendar: one answer for the whole span, however many restore points it holds."""
+    volume_id = volumes.id_for_filter(session, ctx.project_id, volume) or ""
+    return calendar(session, ctx, volume_id, timezone, days, now)
 
 
 @router.get("/{restore_point_id}", response_model=RestorePointPublic,

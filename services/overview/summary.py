@@ -93,12 +93,11 @@ def _interval(slots: list[schedule.Slot]) -> timedelta | None:
 def _stale(session: Session, covering: dict[str, list[Plan]],
            upcoming: dict[str, list[schedule.Slot]], names: dict[str, str], now: datetime,
            ) -> list[StaleVolume]:
-    newest: dict[str, datetime] = {
-        volume_id: at for volume_id, at in session.execute(
-            select(RestorePoint.volume_id, func.max(RestorePoint.created_at))
-            .where(RestorePoint.volume_id.in_(covering),
-                   RestorePoint.status == RestorePointStatus.AVAILABLE)
-            .group_by(RestorePoint.volume_id))}
+    newest: dict[str, datetime] = dict(session.execute(
+        select(RestorePoint.volume_id, func.max(RestorePoint.created_at))
+        .where(RestorePoint.volume_id.in_(covering),
+               RestorePoint.status == RestorePointStatus.AVAILABLE)
+        .group_by(RestorePoint.volume_id)).tuples().all())
     volumes = {v.id: v for v in session.scalars(select(Volume).where(
         Volume.id.in_(covering)))}
     out: list[StaleVolume] = []

@@ -21,10 +21,11 @@ from datetime import UTC, datetime, time, timedelta
 from itertools import pairwise
 from types import FrameType
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from dateutil.rrule import DAILY, HOURLY, WEEKLY, rrule, rrulestr
 
+from services.clock import zone as zone  # noqa: PLC0414 (re-exported for the plans' code)
 from services.errors import InvalidSchedule
 from services.plans import cron
 from services.status import RestorePointKind
@@ -49,17 +50,6 @@ bound; nothing but counting its steps stops it."""
 _SAMPLE = 500
 """Slots looked at when checking a rule's spacing."""
 _PERIODS = {HOURLY: timedelta(hours=1), DAILY: timedelta(days=1), WEEKLY: timedelta(weeks=1)}
-
-
-def zone(name: str, *, field: str = "timezone") -> ZoneInfo:
-    try:
-        if not name or name != name.strip():
-            raise ZoneInfoNotFoundError(name)
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise InvalidSchedule(f"unknown timezone {name!r}: use an IANA name such as "
-                              "'Europe/Berlin', 'America/New_York' or 'UTC'",
-                              field=field) from None
 
 
 def to_utc(wall: datetime, tz: ZoneInfo) -> datetime:

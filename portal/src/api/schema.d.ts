@@ -136,6 +136,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The project's protection at a glance
+         * @description How many of the project's Cinder volumes an enabled plan covers, the covered volumes
+         *     that fell behind their plan (newest restore point older than 1.5 times the plan's
+         *     interval), and the next runs.
+         */
+        get: operations["get_overview_v1_overview_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/plans": {
         parameters: {
             query?: never;
@@ -1521,6 +1543,31 @@ export interface components {
             /** Project Id */
             project_id: string;
         };
+        /** ProtectionOverview */
+        ProtectionOverview: {
+            /**
+             * Next Runs
+             * @description The next runs of the enabled plans
+             */
+            next_runs: components["schemas"]["UpcomingRun"][];
+            /**
+             * Protected
+             * @description Of those, covered by an enabled plan
+             */
+            protected: number | null;
+            /**
+             * Stale
+             * @description Covered volumes whose newest restore point is older than 1.5 times their plan's interval, oldest first
+             */
+            stale: components["schemas"]["StaleVolume"][];
+            /** Unprotected */
+            unprotected: number | null;
+            /**
+             * Volumes
+             * @description The project's Cinder volumes; null without Cinder
+             */
+            volumes: number | null;
+        };
         /**
          * QuotaLimits
          * @description None (null) means unlimited.
@@ -1952,6 +1999,33 @@ export interface components {
             /** Local Date */
             local_date: string;
         };
+        /** StaleVolume */
+        StaleVolume: {
+            /**
+             * Interval Seconds
+             * @description The plan's usual time between runs
+             */
+            interval_seconds: number;
+            /**
+             * Name
+             * @description Cinder's name for it, when known
+             */
+            name: string | null;
+            /**
+             * Newest At
+             * @description Its newest available restore point; null when it has none
+             */
+            newest_at: string | null;
+            /** Plan Id */
+            plan_id: string;
+            /** Plan Name */
+            plan_name: string;
+            /**
+             * Volume
+             * @description The Cinder volume's id, or cluster/pool/image
+             */
+            volume: string;
+        };
         /** TargetList */
         TargetList: {
             /** Targets */
@@ -1977,6 +2051,23 @@ export interface components {
             max_jobs: number;
             /** Name */
             name: string;
+        };
+        /** UpcomingRun */
+        UpcomingRun: {
+            /**
+             * At
+             * Format: date-time
+             */
+            at: string;
+            kind: components["schemas"]["RestorePointKind"];
+            /** Plan Id */
+            plan_id: string;
+            /** Plan Name */
+            plan_name: string;
+            /** Timezone */
+            timezone: string;
+            /** Volumes */
+            volumes: number;
         };
         /** ValidationError */
         ValidationError: {
@@ -2717,6 +2808,69 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    get_overview_v1_overview_get: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Keystone token */
+                "x-auth-token"?: string | null;
+                /** @description Project (noauth) */
+                "x-project-id"?: string | null;
+                /** @description Comma-separated roles (noauth) */
+                "x-roles"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProtectionOverview"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description A Ceph cluster, Keystone or Cinder is unreachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };

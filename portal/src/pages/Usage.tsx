@@ -6,7 +6,7 @@ import { can, useSession } from "../session";
 
 type Quota = Schemas["ProjectQuotaPublic"];
 
-function Meter({ used, limit, unit }: { used: number; limit: number | null | undefined; unit: string }) {
+export function Meter({ used, limit, unit }: { used: number; limit: number | null | undefined; unit: string }) {
   const share = limit ? Math.min(100, (used / limit) * 100) : 0;
   return (
     <div className="meter-cell">
@@ -20,11 +20,15 @@ function Meter({ used, limit, unit }: { used: number; limit: number | null | und
   );
 }
 
+export function useUsage() {
+  return useQuery({ queryKey: ["usage"], queryFn: () => api<Quota>("GET", "/v1/usage") });
+}
+
 /** The project's restore points and stored gigabytes against its quota; the cloud's
  * administrators look up any project and set its quota. */
 export function Usage() {
   const { data: session } = useSession();
-  const own = useQuery({ queryKey: ["usage"], queryFn: () => api<Quota>("GET", "/v1/usage") });
+  const own = useUsage();
   return (
     <section>
       <header className="page-head">

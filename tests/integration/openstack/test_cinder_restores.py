@@ -68,7 +68,8 @@ def test_volume_list_pages_through_cinder(cloud: Cloud, os_cairn: OpenStackCairn
         for _ in range(3):
             page = os_cairn.call("GET", "/v1/volumes", token, params={
                 "limit": 2, **({"marker": marker} if marker else {})}).json()
-            assert len(page["volumes"]) == 2 and page["next_marker"], page
+            assert len(page["volumes"]) == 2, page
+            assert page["next_marker"], page
             paged += [v["id"] for v in page["volumes"]]
             marker = page["next_marker"]
         # Newest first, no volume twice, none skipped.
