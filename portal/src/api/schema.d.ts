@@ -420,6 +420,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/restore-points/days": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Restore points per day
+         * @description A volume's available restore points counted per day (full and incremental), for a
+         *     calendar: one answer for the whole span, however many restore points it holds.
+         */
+        get: operations["restore_point_days_v1_restore_points_days_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/restore-points/{restore_point_id}": {
         parameters: {
             query?: never;
@@ -1630,6 +1651,34 @@ export interface components {
          * @enum {string}
          */
         RestoreMethod: "copy" | "instant";
+        /** RestorePointCalendar */
+        RestorePointCalendar: {
+            /**
+             * Days
+             * @description Days with at least one available restore point, oldest first
+             */
+            days: components["schemas"]["RestorePointDay"][];
+            /**
+             * Since
+             * Format: date-time
+             * @description The first instant counted (UTC)
+             */
+            since: string;
+            /** Timezone */
+            timezone: string;
+        };
+        /** RestorePointDay */
+        RestorePointDay: {
+            /**
+             * Date
+             * @description The day, YYYY-MM-DD, in `timezone`
+             */
+            date: string;
+            /** Full */
+            full: number;
+            /** Incremental */
+            incremental: number;
+        };
         /** RestorePointGroupPublic */
         RestorePointGroupPublic: {
             /**
@@ -3978,6 +4027,67 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    restore_point_days_v1_restore_points_days_get: {
+        parameters: {
+            query: {
+                /** @description Only this volume: its Cinder id, or cluster/pool/image */
+                volume: string;
+                /** @description The days of this IANA zone (the user's) */
+                timezone?: string;
+                /** @description How many days back, today included */
+                days?: number;
+            };
+            header?: {
+                /** @description Keystone token */
+                "x-auth-token"?: string | null;
+                /** @description Project (noauth) */
+                "x-project-id"?: string | null;
+                /** @description Comma-separated roles (noauth) */
+                "x-roles"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RestorePointCalendar"];
                 };
             };
             /** @description Missing or invalid credentials */

@@ -2,6 +2,7 @@ import { useInfiniteQuery, useMutation, useQueryClient } from "@tanstack/react-q
 import { useState } from "react";
 import { api, type Job, type Schemas, type Volume } from "../api/client";
 import { ErrorNote } from "../components/ErrorNote";
+import { PointCalendar } from "../components/PointCalendar";
 import { Progress } from "../components/Progress";
 import { confirmed } from "../confirm";
 import { bytes, when } from "../format";
@@ -68,6 +69,7 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
         <RestoreWizard point={restoring} volume={volume} onClose={() => setRestoring(null)} />
       )}
       <h3>Restore points</h3>
+      <PointCalendar volumeId={volumeId} />
       {points.data && shown.length === 0 && <p className="muted">None yet.</p>}
       {shown.length > 0 && volume && <PointTable points={shown} volume={volume} onRestore={setRestoring} />}
       <ShowMore pages={points} />
