@@ -123,7 +123,13 @@ export function RestoreWizard({ point, volume, onClose }: { point: RestorePoint;
           <Progress job={job.data} />
           {job.data.status === "succeeded" && (
             <p className="done">
-              Restored{job.data.restore_volume_id ? ` into volume ${job.data.restore_volume_id}` : ""}.
+              Restored
+              {job.data.restore_volume_id
+                ? ` into volume ${job.data.restore_volume_id}`
+                : job.data.restore_target
+                  ? ` into image ${job.data.restore_target}`
+                  : ""}
+              .
             </p>
           )}
           {job.data.error && <p className="error">{job.data.error.message}</p>}

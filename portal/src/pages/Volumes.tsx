@@ -1,5 +1,5 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { api, type Job, type Schemas, type Volume } from "../api/client";
 import { ErrorNote } from "../components/ErrorNote";
 import { Progress } from "../components/Progress";
@@ -144,6 +144,17 @@ function VolumeRow({ volume, jobs, mayBackUp, mayRestore, selected, onSelect }: 
   const started = backUp.data && (jobs.find((j) => j.id === backUp.data.id) ?? backUp.data);
   const running = activeBackup(jobs, volume) ?? (started && ACTIVE.has(started.status) ? started : undefined);
   const busy = backUp.isPending || !!running;
+  // When this row's backup ends, its last backup and restore point count change: read them
+  // now rather than at the list's next refresh.
+  const runningId = running?.id;
+  const [watched, setWatched] = useState<string | undefined>(undefined);
+  useEffect(() => {
+    if (runningId) setWatched(runningId);
+    else if (watched) {
+      setWatched(undefined);
+      for (const key of ["volumes", "overview", "restore-points"]) client.invalidateQueries({ queryKey: [key] });
+    }
+  }, [runningId, watched, client]);
   return (
     <tr data-volume={volume.name}>
       {selected !== undefined && (
