@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -86,28 +87,40 @@ def test_a_member_protects_a_volume_in_the_browser(cloud: Cloud,
     if not (PORTAL / "node_modules" / "@playwright" / "test").is_dir() or not (
             PORTAL / "dist" / "index.html").is_file():
         pytest.fail("the portal is not built: run `make portal` (make test does)")
-    member = cloud["a-member"]
+    member, admin = cloud["a-member"], cloud["n-admin"]
     name = ceph.unique_name("portal")
     plan_name = ceph.unique_name("portal-plan")
-    with cinder_volume(member, name) as volume_id:
-        with ceph.ioctx("ceph-a", "volumes") as io, rbd.Image(io, image_of(volume_id)) as image:
-            ceph.write_mixed(image, size=8 * ceph.MiB + 4096 * 3, seed=14)
+    admin_image = f"ceph-a/volumes/{ceph.unique_name('portal-admin-restore')}"
+    with cinder_volume(member, name) as volume_id, \
+            cinder_volume(admin, ceph.unique_name("portal-admin")) as admin_volume_id:
+        for volume, seed in ((volume_id, 14), (admin_volume_id, 15)):
+            with ceph.ioctx("ceph-a", "volumes") as io, \
+                    rbd.Image(io, image_of(volume)) as image:
+                ceph.write_mixed(image, size=8 * ceph.MiB + 4096 * 3, seed=seed)
+        admin_rp = _backed_up(os_cairn, admin.token(), admin_volume_id)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         node_bin = Path(sys.executable).parent
         run = subprocess.run(
             [str(node_bin / "npx"), "playwright", "test"], cwd=PORTAL, text=True,
-            capture_output=True, timeout=600, check=False,
+            capture_output=True, timeout=900, check=False,
             env={**os.environ, "PATH": f"{node_bin}:{os.environ['PATH']}",
                  "CAIRN_PORTAL_URL": os_cairn.url, "CAIRN_CHROMIUM": CHROMIUM,
                  "CAIRN_E2E_MEMBER": "a-member", "CAIRN_E2E_READER": "a-reader",
                  "CAIRN_E2E_PASSWORD": PASSWORD, "CAIRN_E2E_VOLUME": name,
                  "CAIRN_E2E_PLAN": plan_name, "CAIRN_E2E_VOLUME_ID": volume_id,
-                 "CAIRN_E2E_OTHER": "b-member",
+                 "CAIRN_E2E_OTHER": "b-member", "CAIRN_E2E_ADMIN": "n-admin",
+                 "CAIRN_E2E_ADMIN_VOLUME_ID": admin_volume_id,
+                 "CAIRN_E2E_ADMIN_IMAGE": admin_image,
                  "CAIRN_E2E_SCREENSHOTS": str(SCREENSHOTS)})
         token = member.token()
         try:
             assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
             _check_what_the_browser_did(os_cairn, token, volume_id)
+            # The administrator's restore into a new RBD image: the restore point's bytes.
+            with ceph.ioctx("ceph-a", "volumes") as volumes:
+                restored = ceph.sha256_of(volumes, admin_image.rsplit("/", maxsplit=1)[-1])
+                assert restored == ceph.sha256_of(volumes, image_of(admin_volume_id),
+                                                  snapshot=admin_rp["source_snapshot"])
         finally:
             for plan in os_cairn.call("GET", "/v1/plans", token).json()["plans"]:
                 if plan["name"] == plan_name:
@@ -116,16 +129,31 @@ def test_a_member_protects_a_volume_in_the_browser(cloud: Cloud,
                     "volume": volume_id, "kind": "restore"}).json()["jobs"]:
                 if job.get("restore_volume_id"):
                     delete_volume(member, job["restore_volume_id"])
+            with ceph.ioctx("ceph-a", "volumes") as volumes:
+                ceph.remove_image(volumes, admin_image.rsplit("/", maxsplit=1)[-1])
+            os_cairn.call("DELETE", f"/v1/restore-points/{admin_rp['id']}", admin.token())
     shutil.rmtree(PORTAL / "test-results", ignore_errors=True)
+
+
+def _backed_up(cairn: OpenStackCairn, token: str, volume_id: str) -> dict[str, Any]:
+    started = cairn.call("POST", "/v1/backups", token, json={"volume": volume_id,
+                                                             "kind": "full"})
+    assert started.status_code == 202, started.text
+    job = cairn.wait_job(started.json()["id"], token)
+    assert job["status"] == "succeeded", job
+    rp: dict[str, Any] = cairn.call("GET", f"/v1/restore-points/{job['restore_point_id']}",
+                                    token).json()
+    return rp
 
 
 def _check_what_the_browser_did(cairn: OpenStackCairn, token: str, volume_id: str) -> None:
     """Both backups the browser started succeeded; the restore it made through the wizard
-    holds exactly the bytes of the plan's restore point's source snapshot; the verify it
+    holds exactly the bytes of the plan's restore point and of its source; the verify it
     asked for found the restore point intact."""
     backups = cairn.call("GET", "/v1/jobs", token,
                          params={"volume": volume_id, "kind": "backup"}).json()["jobs"]
-    assert [j["status"] for j in backups] == ["succeeded", "succeeded"], backups
+    # From the list, then the plan's two runs.
+    assert [j["status"] for j in backups] == ["succeeded"] * 3, backups
     restores = cairn.call("GET", "/v1/jobs", token,
                           params={"volume": volume_id, "kind": "restore"}).json()["jobs"]
     assert [j["status"] for j in restores] == ["succeeded"], restores
@@ -133,7 +161,13 @@ def _check_what_the_browser_did(cairn: OpenStackCairn, token: str, volume_id: st
                     token).json()
     assert rp["plan_id"] is not None
     assert rp["verification"]["status"] == "ok", rp["verification"]
+    # The restore point's source snapshot went when the plan's second run made the next
+    # one (an incremental chain keeps the newest); the volume was not written since, so its
+    # bytes are the snapshot's. The restore point's own copy in the backup pool is checked
+    # too.
     with ceph.ioctx("ceph-a", "volumes") as volumes:
-        source = ceph.sha256_of(volumes, image_of(volume_id), snapshot=rp["source_snapshot"])
+        source = ceph.sha256_of(volumes, image_of(volume_id))
         restored = ceph.sha256_of(volumes, image_of(restores[0]["restore_volume_id"]))
-    assert restored == source
+    with ceph.ioctx("ceph-a", "backups") as backups:
+        kept = ceph.sha256_of(backups, rp["backup_image"], snapshot=rp["backup_snapshot"])
+    assert restored == source == kept
