@@ -93,7 +93,12 @@ def test_the_portal_is_served_at_the_root_and_the_api_keeps_its_paths(stack: Sta
         assert "default-src 'self'" in page.headers["content-security-policy"]
         assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
     asset = next(p for p in page.text.split('"') if p.startswith("/assets/"))
-    assert browser.get(asset).status_code == 200
+    script = browser.get(asset, headers={"Accept-Encoding": "gzip"})
+    assert script.status_code == 200
+    # Sent compressed and kept by the browser: a new build names its assets anew.
+    assert script.headers["content-encoding"] == "gzip"
+    assert "immutable" in script.headers["cache-control"]
+    assert script.num_bytes_downloaded < len(script.content) / 2
     for path in ("/v1/nothing-here", "/openapi.json/x", "/docs/../v1/x"):
         missing = browser.get(path)
         assert missing.status_code == 404, path
