@@ -132,34 +132,42 @@ def _with_protection(session: Session, ctx: RequestContext, found: list[CinderVo
 
 
 def _last_backups(session: Session, volume_ids: list[str]) -> dict[str, LastBackup]:
-    """Per volume, its newest backup job; one query."""
-    newest_first = func.row_number().over(
-        partition_by=Job.volume_id, order_by=(Job.created_at.desc(), Job.id.desc())).label("n")
-    ranked = (select(Job.id, Job.volume_id, Job.status, Job.backup_kind, Job.created_at,
-                     Job.finished_at, Job.error_message, newest_first)
-              .where(Job.volume_id.in_(volume_ids), Job.kind == JobKind.BACKUP)
-              .subquery())
+    """Per volume, its newest backup job: an index probe per volume (a volume backed up
+    nightly for years has thousands of jobs), then the jobs found by id."""
+    newest = (select(Job.id).where(Job.volume_id == Volume.id, Job.kind == JobKind.BACKUP)
+              .order_by(Job.created_at.desc(), Job.id.desc()).limit(1)
+              .correlate(Volume).scalar_subquery())
+    job_ids = [job_id for job_id in session.scalars(
+        select(newest).where(Volume.id.in_(volume_ids))) if job_id is not None]
     return {row.volume_id: LastBackup(
         job_id=row.id, status=row.status, kind=row.backup_kind,
         at=row.finished_at or row.created_at, error=row.error_message)
-        for row in session.execute(select(ranked).where(ranked.c.n == 1))}
+        for row in session.execute(
+            select(Job.id, Job.volume_id, Job.status, Job.backup_kind, Job.created_at,
+                   Job.finished_at, Job.error_message).where(Job.id.in_(job_ids)))}
 
 
 def _newest_restore_points(session: Session, volume_ids: list[str], now: datetime
                            ) -> dict[str, tuple[int, NewestRestorePoint]]:
-    """Per volume: how many available restore points, and the newest; one query."""
-    newest_first = func.row_number().over(
-        partition_by=RestorePoint.volume_id,
-        order_by=(RestorePoint.created_at.desc(), RestorePoint.id.desc())).label("n")
-    total = func.count().over(partition_by=RestorePoint.volume_id).label("total")
-    ranked = (select(RestorePoint.id, RestorePoint.volume_id, RestorePoint.kind,
-                     RestorePoint.created_at, RestorePoint.verify_status, newest_first, total)
-              .where(RestorePoint.volume_id.in_(volume_ids),
-                     RestorePoint.status == RestorePointStatus.AVAILABLE)
-              .subquery())
+    """Per volume: how many available restore points, and the newest (an index probe per
+    volume, then the restore points found by id)."""
+    available = RestorePoint.status == RestorePointStatus.AVAILABLE
+    counts = dict(session.execute(
+        select(RestorePoint.volume_id, func.count())
+        .where(RestorePoint.volume_id.in_(volume_ids), available)
+        .group_by(RestorePoint.volume_id)).tuples().all())
+    newest = (select(RestorePoint.id).where(RestorePoint.volume_id == Volume.id, available)
+              .order_by(RestorePoint.created_at.desc(), RestorePoint.id.desc()).limit(1)
+              .correlate(Volume).scalar_subquery())
+    point_ids = [point_id for point_id in session.scalars(
+        select(newest).where(Volume.id.in_([v for v in volume_ids if v in counts])))
+        if point_id is not None]
     out: dict[str, tuple[int, NewestRestorePoint]] = {}
-    for row in session.execute(select(ranked).where(ranked.c.n == 1)):
-        out[row.volume_id] = (row.total, NewestRestorePoint(
+    for row in session.execute(
+            select(RestorePoint.id, RestorePoint.volume_id, RestorePoint.kind,
+                   RestorePoint.created_at, RestorePoint.verify_status)
+            .where(RestorePoint.id.in_(point_ids))):
+        out[row.volume_id] = (counts[row.volume_id], NewestRestorePoint(
             id=row.id, kind=row.kind, created_at=row.created_at,
             age_seconds=round((now - row.created_at).total_seconds(), 1),
             verify_status=row.verify_status))
