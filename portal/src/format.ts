@@ -16,9 +16,13 @@ export function rate(n: number | null | undefined): string {
   return n ? `${bytes(n)}/s` : "–";
 }
 
+// One formatter for every cell: toLocaleString with options builds a new one per call,
+// which made a page of 200 restore points measurably slower to draw.
+const DATE_TIME = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
 export function when(iso: string | null | undefined): string {
   if (!iso) return "–";
-  return new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  return DATE_TIME.format(new Date(iso));
 }
 
 export function ago(iso: string | null | undefined, now = Date.now()): string {

@@ -1,6 +1,6 @@
 import { useInfiniteQuery, useMutation, useQueryClient } from "@tanstack/react-query";
-import { useState } from "react";
-import { api, type Job, type Schemas, type Volume } from "../api/client";
+import { memo, useState } from "react";
+import { api, type Job, type Schemas } from "../api/client";
 import { ErrorNote } from "../components/ErrorNote";
 import { PointCalendar } from "../components/PointCalendar";
 import { Progress } from "../components/Progress";
@@ -71,7 +71,7 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
       <h3>Restore points</h3>
       <PointCalendar volumeId={volumeId} />
       {points.data && shown.length === 0 && <p className="muted">None yet.</p>}
-      {shown.length > 0 && volume && <PointTable points={shown} volume={volume} onRestore={setRestoring} />}
+      {shown.length > 0 && <PointTable points={shown} onRestore={setRestoring} />}
       <ShowMore pages={points} />
       <h3>Jobs</h3>
       {jobs.data && <JobTable jobs={jobs.data.jobs} />}
@@ -79,7 +79,7 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
   );
 }
 
-function PointTable({ points, volume, onRestore }: { points: RestorePoint[]; volume: Volume; onRestore: (p: RestorePoint) => void }) {
+function PointTable({ points, onRestore }: { points: RestorePoint[]; onRestore: (p: RestorePoint) => void }) {
   return (
     <table>
       <thead>
@@ -96,14 +96,16 @@ function PointTable({ points, volume, onRestore }: { points: RestorePoint[]; vol
       </thead>
       <tbody>
         {points.map((p) => (
-          <PointRow key={p.id} point={p} volume={volume} onRestore={() => onRestore(p)} />
+          <PointRow key={p.id} point={p} onRestore={onRestore} />
         ))}
       </tbody>
     </table>
   );
 }
 
-function PointRow({ point, onRestore }: { point: RestorePoint; volume: Volume; onRestore: () => void }) {
+// Memoised: the list re-reads every 5 s and "Show more" appends a page; a row whose restore
+// point did not change (TanStack Query keeps its object) is not drawn again.
+const PointRow = memo(function PointRow({ point, onRestore }: { point: RestorePoint; onRestore: (p: RestorePoint) => void }) {
   const { data: session } = useSession();
   const client = useQueryClient();
   const [verifying, setVerifying] = useState<Job | null>(null);
@@ -156,7 +158,7 @@ function PointRow({ point, onRestore }: { point: RestorePoint; volume: Volume; o
       <td>{point.plan_id ? "plan" : "manual"}</td>
       <td className="actions">
         {available && can(session, "restore_point:restore") && (
-          <button type="button" className="primary" onClick={onRestore}>
+          <button type="button" className="primary" onClick={() => onRestore(point)}>
             Restore…
           </button>
         )}
@@ -192,4 +194,4 @@ function PointRow({ point, onRestore }: { point: RestorePoint; volume: Volume; o
       </td>
     </tr>
   );
-}
+});

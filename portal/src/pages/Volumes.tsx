@@ -1,5 +1,5 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useState } from "react";
+import { memo, useCallback, useEffect, useState } from "react";
 import { api, type Job, type Schemas, type Volume } from "../api/client";
 import { ErrorNote } from "../components/ErrorNote";
 import { Progress } from "../components/Progress";
@@ -10,6 +10,7 @@ import { can, useSession } from "../session";
 import { usePlans } from "./Plans";
 
 const PAGE = 100;
+const NO_JOBS: Job[] = [];
 
 /** The project's volumes a page at a time, newest first, as Cinder lists them (`Show more`
  * reads the next page by its marker); `unprotected` asks the API for those alone. */
@@ -64,6 +65,10 @@ export function Volumes() {
   const backups = useJobs({ kind: "backup" });
   const shown = volumes.data?.pages.flatMap((page) => page.volumes) ?? [];
   const [selected, setSelected] = useState<string[]>([]);
+  const onSelect = useCallback(
+    (id: string, on: boolean) => setSelected((now) => (on ? [...now, id] : now.filter((other) => other !== id))),
+    [],
+  );
   const mayChangePlans = can(session, "plan:update");
 
   return (
@@ -105,11 +110,11 @@ export function Volumes() {
               <VolumeRow
                 key={volume.id}
                 volume={volume}
-                jobs={backups.data?.jobs ?? []}
+                jobs={backups.data?.jobs ?? NO_JOBS}
                 mayBackUp={can(session, "backup:create")}
                 mayRestore={can(session, "restore_point:restore")}
                 selected={mayChangePlans ? selected.includes(volume.id) : undefined}
-                onSelect={(on) => setSelected(on ? [...selected, volume.id] : selected.filter((id) => id !== volume.id))}
+                onSelect={onSelect}
               />
             ))}
           </tbody>
@@ -126,10 +131,12 @@ type RowProps = {
   mayBackUp: boolean;
   mayRestore: boolean;
   selected?: boolean;
-  onSelect: (on: boolean) => void;
+  onSelect: (volumeId: string, on: boolean) => void;
 };
 
-function VolumeRow({ volume, jobs, mayBackUp, mayRestore, selected, onSelect }: RowProps) {
+// Memoised: a page appended by "Show more", a ticked box or the list's refresh draws only
+// the rows that changed (TanStack Query keeps the objects of unchanged volumes).
+const VolumeRow = memo(function VolumeRow({ volume, jobs, mayBackUp, mayRestore, selected, onSelect }: RowProps) {
   const client = useQueryClient();
   const { go } = useRoute();
   const [kind, setKind] = useState<"incremental" | "full">("incremental");
@@ -159,7 +166,7 @@ function VolumeRow({ volume, jobs, mayBackUp, mayRestore, selected, onSelect }: 
     <tr data-volume={volume.name}>
       {selected !== undefined && (
         <td>
-          <input type="checkbox" aria-label={`Select ${volume.name || volume.id}`} checked={selected} onChange={(e) => onSelect(e.target.checked)} />
+          <input type="checkbox" aria-label={`Select ${volume.name || volume.id}`} checked={selected} onChange={(e) => onSelect(volume.id, e.target.checked)} />
         </td>
       )}
       <td>
@@ -210,7 +217,7 @@ function VolumeRow({ volume, jobs, mayBackUp, mayRestore, selected, onSelect }: 
       </td>
     </tr>
   );
-}
+});
 
 /** When the volume was last backed up and how (full or incremental), and the last
  * backup's result when it did not succeed (a failure since, with its reason). */
