@@ -9,7 +9,7 @@ OPENSTACK ?= 0
 PROMETHEUS ?= 0
 RGW ?= 0
 
-.PHONY: help bootstrap portal test-portal up down status image test test-unit test-only soak lint typecheck check bench bench-instant bench-fleet bench-object bench-scheduler bench-hostile clean
+.PHONY: help bootstrap portal test-portal up down status image test test-unit test-only soak lint typecheck check bench bench-instant bench-fleet bench-object bench-portal bench-scheduler bench-hostile clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -113,6 +113,12 @@ bench-object: ## object-storage target: chunk engine to Ceph RGW at 1-20 uploads
 	@rm -rf $(STATE)/ceph-a
 	@CEPH_OBJECTSTORE=bluestore CEPH_STORE_BYTES=68719476736 CAIRN_RGW=1 bash deploy/local/stack.sh up infra
 	@$(PY) bench/object_target.py $(ARGS)
+
+bench-portal: ## the portal at cloud scale in Chromium: 1000 Cinder volumes, 100 000 restore points; first paint, page render times, script size (~10 min the first time, Cinder makes the volumes); prints figures
+	@CAIRN_OPENSTACK=1 CAIRN_PORTAL_TESTS=1 bash deploy/local/bootstrap.sh
+	@bash deploy/local/portal.sh
+	@CAIRN_OPENSTACK=1 bash deploy/local/stack.sh up infra
+	@$(PY) bench/portal.py $(ARGS)
 
 bench-scheduler: bootstrap ## scheduler and list-endpoint benchmark on PostgreSQL (~3 min); prints figures
 	@bash deploy/local/stack.sh up infra
