@@ -22,6 +22,7 @@ from services.errors import (
     DataCorrupt,
     NotFound,
     SnapshotsLeft,
+    StorageError,
     VolumeBusy,
 )
 from services.plans import offsite
@@ -321,10 +322,15 @@ SNAPSHOT_WAIT_SECONDS = 60.0
 def _take_source_snapshot(stack: ExitStack, src_io: rados.Ioctx, volume: Volume,
                           name: str) -> tuple[dict[str, int], rbd.Image]:
     """Snapshot the volume (unless an earlier attempt did); return its snapshots (name ->
-    snap id) and the snapshot, open for reading on `stack`. Creating a snapshot needs the
-    image's exclusive lock; right after a worker was killed, the lock's dead owner is still
-    registered for up to ~30 s, and in that window the snapshot was seen to be missing
-    afterwards: wait and try again rather than fail the retry."""
+    snap id) and the snapshot, open for reading on `stack`.
+
+    A worker killed inside `create_snap` can leave the snapshot half made: listed, but
+    never openable (its object map was not written; reproduced by killing a client during
+    create_snap on the local stack, and it stays so). It is this restore point's own (its
+    name carries the restore point's id) and nothing read from it was kept (the checkpoint
+    is bound to the snap id), so it is removed and taken anew. Creating or removing a
+    snapshot needs the image's exclusive lock, which a dead owner holds for up to ~30 s:
+    hence the retries until SNAPSHOT_WAIT_SECONDS."""
     deadline = time.monotonic() + SNAPSHOT_WAIT_SECONDS
     while True:
         try:
@@ -338,8 +344,15 @@ def _take_source_snapshot(stack: ExitStack, src_io: rados.Ioctx, volume: Volume,
                 raise NotFound(f"the volume {volume.ref!r} no longer exists") from None
             if time.monotonic() > deadline:
                 raise
-            log.warning("snapshot %s of %s not visible yet; trying again", name, volume.ref)
-            time.sleep(1.0)
+            log.warning("snapshot %s of %s is listed but cannot be opened (an attempt was "
+                        "killed while taking it); taking it anew", name, volume.ref)
+            try:
+                with rbd_images.open_image(src_io, volume.image) as head:
+                    rbd_images.remove_snapshot(head, name)
+            except (NotFound, StorageError) as exc:
+                log.warning("removing the half-made snapshot %s of %s: %s; trying again",
+                            name, volume.ref, exc)
+                time.sleep(1.0)
 
 
 def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
