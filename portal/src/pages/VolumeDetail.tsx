@@ -1,12 +1,14 @@
 import { useInfiniteQuery, useMutation, useQueryClient } from "@tanstack/react-query";
-import { memo, useState } from "react";
+import { memo, useEffect, useState } from "react";
 import { api, type Job, type Schemas } from "../api/client";
 import { ErrorNote } from "../components/ErrorNote";
+import { PerPage } from "../components/PerPage";
 import { PointCalendar } from "../components/PointCalendar";
 import { Progress } from "../components/Progress";
 import { confirmed } from "../confirm";
 import { bytes, when } from "../format";
 import { ACTIVE, useJob, useJobs } from "../jobs";
+import { perPage, withParam } from "../paging";
 import { Link, useRoute } from "../router";
 import { can, useSession } from "../session";
 import { JobTable } from "./Jobs";
@@ -15,34 +17,50 @@ import { ShowMore, useVolume } from "./Volumes";
 
 type RestorePoint = Schemas["RestorePointPublic"];
 
-const PAGE = 200;
+/** Restore points per page unless the address asks otherwise. */
+const PAGE = 100;
 
 /** The volume's restore points a page at a time (newest first; `Show more` reads the next
  * page by its marker), so a volume with thousands of them opens as fast as one with ten. */
-export function useRestorePoints(volumeId: string) {
+export function useRestorePoints(volumeId: string, size = PAGE, live = false) {
   return useInfiniteQuery({
-    queryKey: ["restore-points", volumeId],
+    queryKey: ["restore-points", volumeId, size],
     queryFn: ({ pageParam }) =>
       api<Schemas["RestorePointList"]>(
         "GET",
-        `/v1/restore-points?${new URLSearchParams({ volume: volumeId, limit: String(PAGE), ...(pageParam ? { marker: pageParam } : {}) })}`,
+        `/v1/restore-points?${new URLSearchParams({ volume: volumeId, limit: String(size), ...(pageParam ? { marker: pageParam } : {}) })}`,
       ),
     initialPageParam: "",
     getNextPageParam: (last) => last.next_marker ?? undefined,
-    refetchInterval: 5_000,
+    // Every loaded page is read again at each refresh: often only while one of the
+    // volume's jobs runs (a backup adds one, a prune removes some).
+    refetchInterval: live ? 5_000 : 30_000,
   });
 }
 
 export function VolumeDetail({ volumeId }: { volumeId: string }) {
   const found = useVolume(volumeId);
   const volume = found.data;
-  const points = useRestorePoints(volumeId);
-  const shown = points.data?.pages.flatMap((page) => page.restore_points) ?? [];
+  const { path, go } = useRoute();
+  const query = new URLSearchParams(path.split("?")[1] ?? "");
+  const size = perPage(query, PAGE);
   const jobs = useJobs({ volume: volumeId });
+  const live = !!jobs.data?.jobs.some((j) => ACTIVE.has(j.status));
+  const points = useRestorePoints(volumeId, size, live);
+  // A job just ended: its restore point (or a prune's removals) shows now, not in 30 s.
+  const client = useQueryClient();
+  const [wasLive, setWasLive] = useState(live);
+  useEffect(() => {
+    if (wasLive && !live) {
+      client.invalidateQueries({ queryKey: ["restore-points", volumeId] });
+      client.invalidateQueries({ queryKey: ["restore-points", "days", volumeId] });
+    }
+    if (wasLive !== live) setWasLive(live);
+  }, [live, wasLive, client, volumeId]);
+  const shown = points.data?.pages.flatMap((page) => page.restore_points) ?? [];
   const [restoring, setRestoring] = useState<RestorePoint | null>(null);
   // "Restore newest" in the volume list opens the wizard here, on that restore point.
-  const { path } = useRoute();
-  const asked = new URLSearchParams(path.split("?")[1] ?? "").get("restore");
+  const asked = query.get("restore");
   const [opened, setOpened] = useState(false);
   if (asked && !opened && !restoring) {
     const found = shown.find((p) => p.id === asked);
@@ -68,7 +86,10 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
       {restoring && volume && (
         <RestoreWizard point={restoring} volume={volume} onClose={() => setRestoring(null)} />
       )}
-      <h3>Restore points</h3>
+      <div className="section-head">
+        <h3>Restore points</h3>
+        <PerPage value={size} onChange={(n) => go(withParam(path, "per_page", String(n)))} />
+      </div>
       <PointCalendar volumeId={volumeId} />
       {points.data && shown.length === 0 && <p className="muted">None yet.</p>}
       {shown.length > 0 && <PointTable points={shown} onRestore={setRestoring} />}
