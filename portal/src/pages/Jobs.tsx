@@ -1,20 +1,53 @@
-import { type Job } from "../api/client";
+import { useInfiniteQuery } from "@tanstack/react-query";
+import { useState } from "react";
+import { api, type Job, type Schemas } from "../api/client";
 import { ErrorNote } from "../components/ErrorNote";
 import { Progress } from "../components/Progress";
 import { bytes, duration, when } from "../format";
 import { useJobs } from "../jobs";
 import { Link } from "../router";
 
+/** Jobs older than `anchor` (the newest page's last job when the user first asked), a page
+ * at a time; they have ended, so they are read once and not polled. The anchor stays put
+ * while new jobs push the newest page along, so the older pages do not jump. */
+function useOlderJobs(anchor: string | null) {
+  return useInfiniteQuery({
+    queryKey: ["jobs", "older", anchor],
+    queryFn: ({ pageParam }) =>
+      api<Schemas["JobList"]>("GET", `/v1/jobs?${new URLSearchParams({ limit: "100", marker: pageParam })}`),
+    initialPageParam: anchor ?? "",
+    getNextPageParam: (last) => last.next_marker ?? undefined,
+    enabled: anchor !== null,
+  });
+}
+
 export function Jobs() {
+  // The newest page is polled (running jobs move); older ones are read when asked for.
   const jobs = useJobs();
+  const [anchor, setAnchor] = useState<string | null>(null);
+  const older = useOlderJobs(anchor);
+  const newest = jobs.data?.jobs ?? [];
+  const seen = new Set(newest.map((j) => j.id));
+  const shown = [...newest, ...(older.data?.pages.flatMap((page) => page.jobs) ?? []).filter((j) => !seen.has(j.id))];
+  const more = anchor === null ? !!jobs.data?.next_marker : older.hasNextPage;
   return (
     <section>
       <header className="page-head">
         <h2>Jobs</h2>
       </header>
-      <ErrorNote error={jobs.error} />
-      {jobs.data && jobs.data.jobs.length === 0 && <p className="muted">No jobs yet.</p>}
-      {jobs.data && jobs.data.jobs.length > 0 && <JobTable jobs={jobs.data.jobs} />}
+      <ErrorNote error={jobs.error ?? older.error} />
+      {jobs.data && shown.length === 0 && <p className="muted">No jobs yet.</p>}
+      {shown.length > 0 && <JobTable jobs={shown} />}
+      {more && (
+        <button
+          type="button"
+          className="show-more"
+          disabled={older.isFetching}
+          onClick={() => (anchor === null ? setAnchor(jobs.data?.next_marker ?? null) : older.fetchNextPage())}
+        >
+          {older.isFetching ? "Loading…" : "Show more"}
+        </button>
+      )}
     </section>
   );
 }
