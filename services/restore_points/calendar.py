@@ -4,7 +4,8 @@ has before them."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from collections.abc import Iterable
+from datetime import datetime, timedelta, tzinfo
 
 from pydantic import BaseModel, Field
 from sqlalchemy import select
@@ -41,13 +42,24 @@ def calendar(session: Session, ctx: RequestContext, volume_id: str, timezone: st
         RestorePoint.created_at >= since)
     if not ctx.is_admin:
         stmt = stmt.where(RestorePoint.project_id == ctx.project_id)
-    counted: dict[str, RestorePointDay] = {}
-    for created_at, kind in session.execute(stmt):
-        date = created_at.astimezone(tz).date().isoformat()
-        day = counted.setdefault(date, RestorePointDay(date=date, full=0, incremental=0))
-        if kind == RestorePointKind.FULL:
-            day.full += 1
-        else:
-            day.incremental += 1
     return RestorePointCalendar(timezone=timezone, since=since,
-                                days=[counted[d] for d in sorted(counted)])
+                                days=per_day(session.execute(stmt).tuples(), tz))
+
+
+def per_day(rows: Iterable[tuple[datetime, str]], tz: tzinfo) -> list[RestorePointDay]:
+    """(created_at, kind) rows counted per date in `tz`, oldest first. The local date is
+    worked out once per quarter hour (every zone's offset, and every change of it, falls on
+    whole quarter hours): a volume backed up every few minutes has thousands of restore
+    points in the span."""
+    counts: dict[str, list[int]] = {}
+    date_of: dict[datetime, str] = {}
+    for created_at, kind in rows:
+        quarter = created_at.replace(minute=created_at.minute // 15 * 15, second=0,
+                                     microsecond=0)
+        date = date_of.get(quarter)
+        if date is None:
+            date = date_of[quarter] = quarter.astimezone(tz).date().isoformat()
+        day = counts.setdefault(date, [0, 0])
+        day[0 if kind == RestorePointKind.FULL else 1] += 1
+    return [RestorePointDay(date=d, full=counts[d][0], incremental=counts[d][1])
+            for d in sorted(counts)]
