@@ -177,14 +177,15 @@ test("a member protects a volume with a plan, restores it into a new volume and 
   );
   await expect(page.locator(`rect[data-date="${today}"]`)).toHaveClass("day-full");
   await expect(page.locator(`rect[data-date="${today}"] title`)).toHaveText(`${today}: 1 full, 1 incremental`);
+  await page.screenshot({ path: `${SHOTS}/volume-detail.png` });
+  await accessible(page, "volume detail");
+
   // Rows per page: the choice rides in the address, the list reads pages of that size.
   await page.getByLabel("Per page").selectOption("25");
   await expect(page).toHaveURL(/per_page=25/);
   await expect(points).toHaveCount(2);
   await page.reload();
   await expect(page.getByLabel("Per page")).toHaveValue("25");
-  await page.screenshot({ path: `${SHOTS}/volume-detail.png` });
-  await accessible(page, "volume detail");
 
   await newest.getByRole("button", { name: "Restore…" }).click();
   const wizard = page.getByRole("dialog", { name: "Restore" });
