@@ -16,10 +16,10 @@ each round. It prints:
    and gzip-compressed as cairn-api sends them; issue 14's budget: 300 KiB of JavaScript;
 2. the Overview's first contentful paint and the moment its figures are drawn (their data
    read from Cinder and the database), from the start of the navigation; budget: 1 s;
-3. a page of the Volumes screen (100 volumes with their plans, last backup, next run and
-   restore point count) and of the busiest volume's restore points (200, with the 13-week
-   calendar), from the click until the frame that shows them, and the next page of each
-   ("Show more"); budget: 300 ms;
+3. a page of the Volumes screen (50 volumes with their plans, last backup, next run and
+   restore point count) and of the busiest volume's restore points (100, with the 13-week
+   calendar), from the click until the frame that shows them, the next page of each
+   ("Show more"), and both at twice the size (`per_page`); budget: 300 ms;
 4. the longest main-thread task during each screen (under 50 ms: none is reported).
 
 Medians and maxima over `--rounds`. The stack, Cinder's API and the browser share this
@@ -74,8 +74,9 @@ PORTAL = REPO / "portal"
 NAME = "portal-bench-{:04d}"
 PROJECT = "cairn-bench-portal"
 MEMBER = "portal-bench-member"
-VOLUME_PAGE = 100
-POINT_PAGE = 200
+VOLUME_PAGE = 50
+POINT_PAGE = 100
+"""The portal's default page sizes (portal/src/pages/Volumes.tsx, VolumeDetail.tsx)."""
 BUDGET_SCRIPT_KIB = 300
 BUDGET_FIRST_PAINT_MS = 1000
 BUDGET_PAGE_MS = 300
@@ -267,6 +268,12 @@ def main() -> None:
     print(row("Show more: next page drawn", t["points_next_page"], BUDGET_PAGE_MS))
     print(row("longest main-thread task", t["points_longest_task"]))
     print(row("opened by its address (the app loads first)", t["points_page_cold"]))
+    print(f"\n   Jobs ({args.restore_points} in the project), opened from inside the app")
+    print(row("the newest 100 drawn", t["jobs_page"], BUDGET_PAGE_MS))
+    print(row("Show more: the next 100 drawn", t["jobs_next_page"], BUDGET_PAGE_MS))
+    print("\n   Twice the page (per_page), opened from inside the app")
+    print(row(f"{2 * VOLUME_PAGE} volumes", t["volumes_page_double"], BUDGET_PAGE_MS))
+    print(row(f"{2 * POINT_PAGE} restore points", t["points_page_double"], BUDGET_PAGE_MS))
     print("\nThe Cinder volumes stay for the next run; `make down` and `make up` start a "
           "fresh stack.")
 

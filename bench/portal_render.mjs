@@ -8,7 +8,8 @@
 //   "Show more" until the second page is;
 // - points: from opening the busiest volume until its first page of restore points (and
 //   its calendar) is drawn; then "Show more";
-// - the longest main-thread task seen during each (the page stays responsive when short).
+// - the longest main-thread task seen during each (the page stays responsive when short);
+// - both lists again at twice their default page size.
 import { createRequire } from "node:module";
 
 const require = createRequire(`${process.env.CAIRN_PORTAL_DIR}/package.json`);
@@ -37,6 +38,23 @@ async function drawn(page, selector, count = 1) {
 }
 
 const now = (page) => page.evaluate(() => performance.now());
+
+/** Milliseconds from opening `to` inside the app (as a link does), from a screen without
+ * any list, until `count` rows matching `selector` are drawn. */
+async function opened(page, to, selector, count) {
+  await page.evaluate(() => {
+    window.history.pushState(null, "", "/usage");
+    window.dispatchEvent(new PopStateEvent("popstate"));
+  });
+  await page.waitForFunction(() => !document.querySelector("tr[data-volume], tr[data-restore-point], tr[data-job]"));
+  const start = await page.evaluate((path) => {
+    const t = performance.now();
+    window.history.pushState(null, "", path);
+    window.dispatchEvent(new PopStateEvent("popstate"));
+    return t;
+  }, to);
+  return (await drawn(page, selector, count)) - start;
+}
 const clickedAt = (page) => page.evaluate(() => window.__clickedAt);
 
 /** The longest task since the last call (PerformanceObserver of long tasks, ≥ 50 ms). */
@@ -75,7 +93,8 @@ const out = {
   overview_first_paint: [], overview_figures: [], overview_longest_task: [],
   volumes_page: [], volumes_next_page: [], volumes_longest_task: [],
   points_page: [], points_next_page: [], points_longest_task: [],
-  points_page_cold: [],
+  points_page_cold: [], volumes_page_double: [], points_page_double: [],
+  jobs_page: [], jobs_next_page: [],
 };
 const nav = (name) => page.getByRole("navigation", { name: "Main" }).getByRole("link", { name, exact: true });
 
@@ -110,6 +129,17 @@ for (let round = 0; round < ROUNDS; round++) {
   // A shared link or a reload: the whole app loads before the page's data is asked for.
   await page.goto(`/volumes/${VOLUME_ID}`, { waitUntil: "commit" });
   out.points_page_cold.push(await drawn(page, "tr[data-restore-point]", POINT_PAGE));
+
+  // The project's jobs (as many as restore points): the newest 100, then the next 100.
+  out.jobs_page.push(await opened(page, "/jobs", "tr[data-job]", 100));
+  await page.getByRole("button", { name: "Show more" }).click();
+  out.jobs_next_page.push((await drawn(page, "tr[data-job]", 200)) - (await clickedAt(page)));
+
+  // Both lists at twice their size (`per_page`, the list's own choice).
+  out.volumes_page_double.push(await opened(page, `/volumes?per_page=${2 * VOLUME_PAGE}`, "tr[data-volume]", 2 * VOLUME_PAGE));
+  out.points_page_double.push(
+    await opened(page, `/volumes/${VOLUME_ID}?per_page=${2 * POINT_PAGE}`, "tr[data-restore-point]", 2 * POINT_PAGE),
+  );
 }
 await browser.close();
 process.stdout.write(JSON.stringify(out));
