@@ -50,13 +50,15 @@ from sqlalchemy import insert, select, text
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench_rows import succeeded_backup_job  # noqa: E402
+
 from services.db import Database  # noqa: E402
 from services.openstack.cinder import CinderApi  # noqa: E402
 from services.records.jobs import Job  # noqa: E402
 from services.records.restore_points import RestorePoint  # noqa: E402
 from services.records.volumes import Volume  # noqa: E402
 from services.settings import Settings  # noqa: E402
-from services.status import JobStatus, RestorePointKind, RestorePointStatus  # noqa: E402
+from services.status import RestorePointKind, RestorePointStatus  # noqa: E402
 from tests.support.databases import migrated_database  # noqa: E402
 from tests.support.openstack import (  # noqa: E402
     PASSWORD,
@@ -154,14 +156,7 @@ def fill(db: Database, project: str, cinder_ids: list[str], count: int) -> str:
                            "status": RestorePointStatus.AVAILABLE, "size_bytes": 1 << 30,
                            "bytes_copied": 1 << 24, "duration_seconds": 2.5,
                            "created_at": at, "completed_at": at})
-            jobs.append({"id": str(uuid.uuid4()), "project_id": project, "kind": "backup",
-                         "status": JobStatus.SUCCEEDED, "volume_id": volume,
-                         "restore_point_id": point_id, "target": "local", "attempt": 1,
-                         "max_attempts": 3, "bytes_done": 1 << 24, "read_seconds": 1.0,
-                         "write_seconds": 1.0, "qos_wait_seconds": 0.0, "engine_seconds": 0.1,
-                         "copy_seconds": 1.0, "bytes_read": 1 << 24, "bytes_written": 1 << 24,
-                         "bytes_resumed": 0, "created_at": at, "queued_at": at,
-                         "started_at": at, "finished_at": at})
+            jobs.append(succeeded_backup_job(project, volume, point_id, at))
         with db.session() as session:
             session.execute(insert(RestorePoint), points)
             session.execute(insert(Job), jobs)

@@ -40,6 +40,8 @@ from sqlalchemy import func, insert, select, text
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench_rows import succeeded_backup_job  # noqa: E402
+
 from manage.main import alembic_config  # noqa: E402
 from services.db import Database  # noqa: E402
 from services.dispatch import Dispatcher, make_celery  # noqa: E402
@@ -52,7 +54,7 @@ from services.records.volumes import Volume  # noqa: E402
 from services.scheduler.admission import Admission  # noqa: E402
 from services.scheduler.planner import schedule_due  # noqa: E402
 from services.settings import Settings  # noqa: E402
-from services.status import JobStatus, PlanStatus, RestorePointStatus  # noqa: E402
+from services.status import PlanStatus, RestorePointStatus  # noqa: E402
 
 PG_PORT = int(os.environ.get("CAIRN_PG_PORT", "31432"))
 REDIS_PORT = int(os.environ.get("CAIRN_REDIS_PORT", "31379"))
@@ -190,14 +192,7 @@ def fill_lists(db: Database, count: int) -> list[str]:
                         "target": "local", "kind": "incremental",
                         "status": RestorePointStatus.AVAILABLE, "size_bytes": 1 << 30,
                         "bytes_copied": 1 << 24, "created_at": at, "completed_at": at})
-            jobs.append({"id": str(uuid.uuid4()), "project_id": PROJECT, "kind": "backup",
-                         "status": JobStatus.SUCCEEDED, "volume_id": volume,
-                         "restore_point_id": rp_id, "target": "local", "attempt": 1,
-                         "max_attempts": 3, "bytes_done": 1 << 24, "read_seconds": 1.0,
-                         "write_seconds": 1.0, "qos_wait_seconds": 0.0, "engine_seconds": 0.1,
-                         "copy_seconds": 1.0, "bytes_read": 1 << 24, "bytes_written": 1 << 24,
-                         "bytes_resumed": 0, "created_at": at, "queued_at": at,
-                         "started_at": at, "finished_at": at})
+            jobs.append(succeeded_backup_job(PROJECT, volume, rp_id, at))
         with db.session() as session:
             session.execute(insert(RestorePoint), rps)
             session.execute(insert(Job), jobs)
