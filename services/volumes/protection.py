@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from pydantic import BaseModel, Field
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from services.context import RequestContext
@@ -131,14 +131,21 @@ def _with_protection(session: Session, ctx: RequestContext, found: list[CinderVo
     return out
 
 
+def _newest_ids(session: Session, record: type[Job] | type[RestorePoint],
+                condition: ColumnElement[bool], volume_ids: list[str]) -> list[str]:
+    """The id of each volume's newest row of `record` meeting `condition`: one probe of the
+    (volume_id, created_at) index per volume, however many rows a volume has."""
+    newest = (select(record.id).where(record.volume_id == Volume.id, condition)
+              .order_by(record.created_at.desc(), record.id.desc()).limit(1)
+              .correlate(Volume).scalar_subquery())
+    return [row_id for row_id in session.scalars(select(newest).where(
+        Volume.id.in_(volume_ids))) if row_id is not None]
+
+
 def _last_backups(session: Session, volume_ids: list[str]) -> dict[str, LastBackup]:
     """Per volume, its newest backup job: an index probe per volume (a volume backed up
     nightly for years has thousands of jobs), then the jobs found by id."""
-    newest = (select(Job.id).where(Job.volume_id == Volume.id, Job.kind == JobKind.BACKUP)
-              .order_by(Job.created_at.desc(), Job.id.desc()).limit(1)
-              .correlate(Volume).scalar_subquery())
-    job_ids = [job_id for job_id in session.scalars(
-        select(newest).where(Volume.id.in_(volume_ids))) if job_id is not None]
+    job_ids = _newest_ids(session, Job, Job.kind == JobKind.BACKUP, volume_ids)
     return {row.volume_id: LastBackup(
         job_id=row.id, status=row.status, kind=row.backup_kind,
         at=row.finished_at or row.created_at, error=row.error_message)
@@ -156,12 +163,8 @@ def _newest_restore_points(session: Session, volume_ids: list[str], now: datetim
         select(RestorePoint.volume_id, func.count())
         .where(RestorePoint.volume_id.in_(volume_ids), available)
         .group_by(RestorePoint.volume_id)).tuples().all())
-    newest = (select(RestorePoint.id).where(RestorePoint.volume_id == Volume.id, available)
-              .order_by(RestorePoint.created_at.desc(), RestorePoint.id.desc()).limit(1)
-              .correlate(Volume).scalar_subquery())
-    point_ids = [point_id for point_id in session.scalars(
-        select(newest).where(Volume.id.in_([v for v in volume_ids if v in counts])))
-        if point_id is not None]
+    point_ids = _newest_ids(session, RestorePoint, available,
+                            [v for v in volume_ids if v in counts])
     out: dict[str, tuple[int, NewestRestorePoint]] = {}
     for row in session.execute(
             select(RestorePoint.id, RestorePoint.volume_id, RestorePoint.kind,
