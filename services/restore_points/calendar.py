@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta, tzinfo
 
 from pydantic import BaseModel, Field
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, Date, cast, func, select
 from sqlalchemy.orm import Session
 
 from services.clock import zone
@@ -36,14 +36,32 @@ def calendar(session: Session, ctx: RequestContext, volume_id: str, timezone: st
     local_now = now.astimezone(tz)
     since = (local_now.replace(hour=0, minute=0, second=0, microsecond=0)
              - timedelta(days=days - 1))
-    stmt = select(RestorePoint.created_at, RestorePoint.kind).where(
-        RestorePoint.volume_id == volume_id,
-        RestorePoint.status == RestorePointStatus.AVAILABLE,
-        RestorePoint.created_at >= since)
+    counted = [RestorePoint.volume_id == volume_id,
+               RestorePoint.status == RestorePointStatus.AVAILABLE,
+               RestorePoint.created_at >= since]
     if not ctx.is_admin:
-        stmt = stmt.where(RestorePoint.project_id == ctx.project_id)
-    return RestorePointCalendar(timezone=timezone, since=since,
-                                days=per_day(session.execute(stmt).tuples(), tz))
+        counted.append(RestorePoint.project_id == ctx.project_id)
+    if session.get_bind().dialect.name == "postgresql":
+        per_date = _per_day_in_postgresql(session, counted, timezone)
+    else:
+        per_date = per_day(session.execute(
+            select(RestorePoint.created_at, RestorePoint.kind).where(*counted)).tuples(), tz)
+    return RestorePointCalendar(timezone=timezone, since=since, days=per_date)
+
+
+def _per_day_in_postgresql(session: Session, counted: list[ColumnElement[bool]],
+                           timezone: str) -> list[RestorePointDay]:
+    """The same counts as `per_day`, grouped by PostgreSQL: a busy volume's span holds
+    thousands of restore points, and sending each row to Python cost the portal's page more
+    than the rest of its queries. PostgreSQL reads the zone from the same IANA database as
+    `zoneinfo` (Debian builds both on the system's tzdata); `timezone` was checked by
+    `zone()` first."""
+    local_date = cast(func.timezone(timezone, RestorePoint.created_at), Date)
+    full = func.count().filter(RestorePoint.kind == RestorePointKind.FULL)
+    rows = session.execute(
+        select(local_date, full, func.count() - full).where(*counted)
+        .group_by(local_date).order_by(local_date))
+    return [RestorePointDay(date=day.isoformat(), full=f, incremental=i) for day, f, i in rows]
 
 
 def per_day(rows: Iterable[tuple[datetime, str]], tz: tzinfo) -> list[RestorePointDay]:
