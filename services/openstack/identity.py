@@ -39,15 +39,26 @@ class IdentityAdmin:
         return str(self._post("/roles", {"role": {"name": name}})["role"]["id"])
 
     def ensure_user(self, name: str, password: str, domain_id: str = "default") -> str:
-        """The user, with this password (set again when the user exists)."""
+        """The user, with this password (set again when the user exists with another)."""
         found = self._find("users", name=name, domain_id=domain_id)
         if found is None:
             body = {"user": {"name": name, "password": password, "domain_id": domain_id,
                              "enabled": True}}
             return str(self._post("/users", body)["user"]["id"])
-        self.session.patch(f"/users/{found['id']}", endpoint_filter=IDENTITY,
-                           json={"user": {"password": password}})
+        # Setting a password revokes the user's tokens, and Keystone counts a token issued
+        # in the same second as revoked too: a set-up run again would break the tokens of
+        # services already running, and the next token it takes itself.
+        if not self._password_works(str(found["id"]), password):
+            self.session.patch(f"/users/{found['id']}", endpoint_filter=IDENTITY,
+                               json={"user": {"password": password}})
         return str(found["id"])
+
+    def _password_works(self, user_id: str, password: str) -> bool:
+        answer = self.session.post(
+            "/auth/tokens", endpoint_filter=IDENTITY, authenticated=False, raise_exc=False,
+            json={"auth": {"identity": {"methods": ["password"], "password": {
+                "user": {"id": user_id, "password": password}}}}})
+        return answer.status_code == 201
 
     def grant(self, user_id: str, project_id: str, role: str) -> None:
         role_id = self.ensure_role(role)
