@@ -168,7 +168,7 @@ export function PlanEditor({ plan, volumeIds = [], onDone }: { plan?: Plan; volu
                   {v.name || v.id}
                 </label>
               ))}
-            <ShowMore pages={volumes} />
+            <ShowMore pages={volumes} what="volumes" />
           </div>
           {chosen.some((id) => !listedIds.has(id) && /^[0-9a-f-]{36}$/.test(id)) && (
             <p className="muted small">

@@ -9,10 +9,13 @@ import { PlanEditor } from "./PlanEditor";
 
 type Plan = Schemas["PlanPublic"];
 
-export function usePlans() {
+/** The project's plans; `enabled: false` until they are needed (the volume list asks only
+ * once volumes are selected to be added to one). */
+export function usePlans(enabled = true) {
   return useQuery({
     queryKey: ["plans"],
     queryFn: () => api<Schemas["PlanList"]>("GET", "/v1/plans?limit=1000"),
+    enabled,
   });
 }
 

@@ -1,4 +1,11 @@
-import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import {
+  type InfiniteData,
+  type QueryClient,
+  useInfiniteQuery,
+  useMutation,
+  useQuery,
+  useQueryClient,
+} from "@tanstack/react-query";
 import { memo, useCallback, useEffect, useState } from "react";
 import { api, type Job, type Schemas, type Volume } from "../api/client";
 import { ErrorNote } from "../components/ErrorNote";
@@ -36,18 +43,41 @@ export function useVolumePages(unprotected = false, size = PAGE) {
   });
 }
 
+/** One volume. Opened from the volume list, its row there is shown at once and Cinder is
+ * not asked again until the row is as old as the list's refresh interval (each ask costs
+ * Cinder a full volume show, on the same cores the restore points are read from). */
 export function useVolume(volumeId: string) {
+  const client = useQueryClient();
   return useQuery({
     queryKey: ["volumes", "one", volumeId],
     queryFn: () => api<Volume>("GET", `/v1/volumes/${volumeId}`),
+    initialData: () => listedVolume(client, volumeId)?.volume,
+    initialDataUpdatedAt: () => listedVolume(client, volumeId)?.at,
+    staleTime: 30_000,
     refetchInterval: 30_000,
   });
 }
 
-export function ShowMore({ pages }: { pages: { hasNextPage: boolean; isFetchingNextPage: boolean; fetchNextPage: () => unknown } }) {
+/** The volume's row in any volume list page already read, and when that page was read. */
+export function listedVolume(client: QueryClient, volumeId: string): { volume: Volume; at: number } | undefined {
+  for (const [key, data] of client.getQueriesData<InfiniteData<Schemas["VolumeList"]>>({ queryKey: ["volumes", "pages"] })) {
+    const volume = data?.pages.flatMap((page) => page.volumes).find((v) => v.id === volumeId);
+    if (volume) return { volume, at: client.getQueryState(key)?.dataUpdatedAt ?? 0 };
+  }
+  return undefined;
+}
+
+/** "Show more" of one list; `what` names the list for a screen reader (a page may hold two). */
+export function ShowMore({ pages, what }: { pages: { hasNextPage: boolean; isFetchingNextPage: boolean; fetchNextPage: () => unknown }; what: string }) {
   if (!pages.hasNextPage) return null;
   return (
-    <button type="button" className="show-more" disabled={pages.isFetchingNextPage} onClick={() => pages.fetchNextPage()}>
+    <button
+      type="button"
+      className="show-more"
+      aria-label={`Show more ${what}`}
+      disabled={pages.isFetchingNextPage}
+      onClick={() => pages.fetchNextPage()}
+    >
       {pages.isFetchingNextPage ? "Loading…" : "Show more"}
     </button>
   );
@@ -127,7 +157,7 @@ export function Volumes() {
           </tbody>
         </table>
       )}
-      <ShowMore pages={volumes} />
+      <ShowMore pages={volumes} what="volumes" />
     </section>
   );
 }
@@ -249,7 +279,7 @@ function LastBackup({ volume }: { volume: Volume }) {
 function AddToPlan({ selected, onDone }: { selected: string[]; onDone: () => void }) {
   const client = useQueryClient();
   const [planId, setPlanId] = useState("");
-  const plans = usePlans();
+  const plans = usePlans(selected.length > 0);
   const add = useMutation({
     mutationFn: () => {
       const plan = plans.data?.plans.find((p) => p.id === planId);
