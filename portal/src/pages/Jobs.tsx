@@ -10,11 +10,11 @@ import { Link } from "../router";
 /** Jobs older than `anchor` (the newest page's last job when the user first asked), a page
  * at a time; they have ended, so they are read once and not polled. The anchor stays put
  * while new jobs push the newest page along, so the older pages do not jump. */
-function useOlderJobs(anchor: string | null) {
+function useOlderJobs(anchor: string | null, params: Record<string, string>) {
   return useInfiniteQuery({
-    queryKey: ["jobs", "older", anchor],
+    queryKey: ["jobs", "older", params, anchor],
     queryFn: ({ pageParam }) =>
-      api<Schemas["JobList"]>("GET", `/v1/jobs?${new URLSearchParams({ limit: "100", marker: pageParam })}`),
+      api<Schemas["JobList"]>("GET", `/v1/jobs?${new URLSearchParams({ limit: "100", ...params, marker: pageParam })}`),
     initialPageParam: anchor ?? "",
     getNextPageParam: (last) => last.next_marker ?? undefined,
     enabled: anchor !== null,
@@ -22,19 +22,29 @@ function useOlderJobs(anchor: string | null) {
 }
 
 export function Jobs() {
-  // The newest page is polled (running jobs move); older ones are read when asked for.
-  const jobs = useJobs();
-  const [anchor, setAnchor] = useState<string | null>(null);
-  const older = useOlderJobs(anchor);
-  const newest = jobs.data?.jobs ?? [];
-  const seen = new Set(newest.map((j) => j.id));
-  const shown = [...newest, ...(older.data?.pages.flatMap((page) => page.jobs) ?? []).filter((j) => !seen.has(j.id))];
-  const more = anchor === null ? !!jobs.data?.next_marker : older.hasNextPage;
   return (
     <section>
       <header className="page-head">
         <h2>Jobs</h2>
       </header>
+      <JobList />
+    </section>
+  );
+}
+
+/** The newest jobs matching `params` (`limit` among them sets the page), polled while any
+ * runs, then older pages on "Show more". */
+export function JobList({ params = {} }: { params?: Record<string, string> }) {
+  // The newest page is polled (running jobs move); older ones are read when asked for.
+  const jobs = useJobs(params);
+  const [anchor, setAnchor] = useState<string | null>(null);
+  const older = useOlderJobs(anchor, params);
+  const newest = jobs.data?.jobs ?? [];
+  const seen = new Set(newest.map((j) => j.id));
+  const shown = [...newest, ...(older.data?.pages.flatMap((page) => page.jobs) ?? []).filter((j) => !seen.has(j.id))];
+  const more = anchor === null ? !!jobs.data?.next_marker : older.hasNextPage;
+  return (
+    <>
       <ErrorNote error={jobs.error ?? older.error} />
       {jobs.data && shown.length === 0 && <p className="muted">No jobs yet.</p>}
       {shown.length > 0 && <JobTable jobs={shown} />}
@@ -42,13 +52,14 @@ export function Jobs() {
         <button
           type="button"
           className="show-more"
+          aria-label="Show more jobs"
           disabled={older.isFetching}
           onClick={() => (anchor === null ? setAnchor(jobs.data?.next_marker ?? null) : older.fetchNextPage())}
         >
           {older.isFetching ? "Loading…" : "Show more"}
         </button>
       )}
-    </section>
+    </>
   );
 }
 

@@ -1,5 +1,5 @@
 import { useInfiniteQuery, useMutation, useQueryClient } from "@tanstack/react-query";
-import { memo, useEffect, useState } from "react";
+import { memo, useEffect, useMemo, useState } from "react";
 import { api, type Job, type Schemas } from "../api/client";
 import { ErrorNote } from "../components/ErrorNote";
 import { PerPage } from "../components/PerPage";
@@ -11,7 +11,7 @@ import { ACTIVE, useJob, useJobs } from "../jobs";
 import { perPage, withParam } from "../paging";
 import { Link, useRoute } from "../router";
 import { can, useSession } from "../session";
-import { JobTable } from "./Jobs";
+import { JobList } from "./Jobs";
 import { RestoreWizard } from "./RestoreWizard";
 import { ShowMore, useVolume } from "./Volumes";
 
@@ -19,6 +19,8 @@ type RestorePoint = Schemas["RestorePointPublic"];
 
 /** Restore points per page unless the address asks otherwise. */
 const PAGE = 100;
+/** The volume's jobs shown at first. */
+const JOB_PAGE = 20;
 
 /** The volume's restore points a page at a time (newest first; `Show more` reads the next
  * page by its marker), so a volume with thousands of them opens as fast as one with ten. */
@@ -44,7 +46,10 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
   const { path, go } = useRoute();
   const query = new URLSearchParams(path.split("?")[1] ?? "");
   const size = perPage(query, PAGE);
-  const jobs = useJobs({ volume: volumeId });
+  // The volume's newest jobs (older ones on "Show more"): enough to see its last nights and
+  // whether one runs, without drawing a second table of a hundred rows beside the points.
+  const jobParams = useMemo(() => ({ volume: volumeId, limit: String(JOB_PAGE) }), [volumeId]);
+  const jobs = useJobs(jobParams);
   const live = !!jobs.data?.jobs.some((j) => ACTIVE.has(j.status));
   const points = useRestorePoints(volumeId, size, live);
   // A job just ended: its restore point (or a prune's removals) shows now, not in 30 s.
@@ -93,14 +98,64 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
       <PointCalendar volumeId={volumeId} />
       {points.data && shown.length === 0 && <p className="muted">None yet.</p>}
       {shown.length > 0 && <PointTable points={shown} onRestore={setRestoring} />}
-      <ShowMore pages={points} />
+      <ShowMore pages={points} what="restore points" />
       <h3>Jobs</h3>
-      {jobs.data && <JobTable jobs={jobs.data.jobs} />}
+      <JobList params={jobParams} />
     </section>
   );
 }
 
+/** What the user may do to a restore point (from the session, once for the table). */
+type Allowed = { restore: boolean; verify: boolean; update: boolean; remove: boolean };
+
+/** One change to a restore point, asked for from its row. */
+type PointAction =
+  | { point: RestorePoint; kind: "verify" }
+  | { point: RestorePoint; kind: "lock"; until: string | null }
+  | { point: RestorePoint; kind: "delete" };
+
 function PointTable({ points, onRestore }: { points: RestorePoint[]; onRestore: (p: RestorePoint) => void }) {
+  const { data: session } = useSession();
+  const allowed = useMemo<Allowed>(
+    () => ({
+      restore: can(session, "restore_point:restore"),
+      verify: can(session, "restore_point:verify"),
+      update: can(session, "restore_point:update"),
+      remove: can(session, "restore_point:delete"),
+    }),
+    [session],
+  );
+  // One mutation for the table, not three per row: a page of a hundred rows drew three
+  // hundred mutation observers and a hundred job queries before it showed anything.
+  // Each row's own state is kept by id, so actions on two rows at once do not share it.
+  const client = useQueryClient();
+  const [verifyJobs, setVerifyJobs] = useState<Record<string, string>>({});
+  const [pending, setPending] = useState<Record<string, true>>({});
+  const [errors, setErrors] = useState<Record<string, Error>>({});
+  const act = useMutation<unknown, Error, PointAction>({
+    mutationFn: (a) =>
+      a.kind === "verify"
+        ? api<Job>("POST", `/v1/restore-points/${a.point.id}/verify`, {})
+        : a.kind === "lock"
+          ? api<RestorePoint>("PATCH", `/v1/restore-points/${a.point.id}`, { locked_until: a.until })
+          : api<void>("DELETE", `/v1/restore-points/${a.point.id}`),
+    onMutate: ({ point }) => {
+      setPending((now) => ({ ...now, [point.id]: true }));
+      setErrors(({ [point.id]: _, ...rest }) => rest);
+    },
+    onError: (error, { point }) => setErrors((now) => ({ ...now, [point.id]: error })),
+    onSettled: (_answer, _error, { point }) => setPending(({ [point.id]: _, ...rest }) => rest),
+    onSuccess: (answer, a) => {
+      if (a.kind === "verify") {
+        // Followed from its answer on, so the button stays off until the job's first read.
+        client.setQueryData(["job", (answer as Job).id], answer);
+        setVerifyJobs((jobs) => ({ ...jobs, [a.point.id]: (answer as Job).id }));
+      }
+      client.invalidateQueries({ queryKey: ["restore-points"] });
+      client.invalidateQueries({ queryKey: ["jobs"] });
+    },
+  });
+  const onAction = act.mutate;
   return (
     <table>
       <thead>
@@ -117,39 +172,35 @@ function PointTable({ points, onRestore }: { points: RestorePoint[]; onRestore: 
       </thead>
       <tbody>
         {points.map((p) => (
-          <PointRow key={p.id} point={p} onRestore={onRestore} />
+          <PointRow
+            key={p.id}
+            point={p}
+            allowed={allowed}
+            busy={!!pending[p.id]}
+            error={errors[p.id] ?? null}
+            verifyJobId={verifyJobs[p.id]}
+            onAction={onAction}
+            onRestore={onRestore}
+          />
         ))}
       </tbody>
     </table>
   );
 }
 
+type PointRowProps = {
+  point: RestorePoint;
+  allowed: Allowed;
+  busy: boolean;
+  error: Error | null;
+  verifyJobId: string | undefined;
+  onAction: (a: PointAction) => void;
+  onRestore: (p: RestorePoint) => void;
+};
+
 // Memoised: the list re-reads every 5 s and "Show more" appends a page; a row whose restore
 // point did not change (TanStack Query keeps its object) is not drawn again.
-const PointRow = memo(function PointRow({ point, onRestore }: { point: RestorePoint; onRestore: (p: RestorePoint) => void }) {
-  const { data: session } = useSession();
-  const client = useQueryClient();
-  const [verifying, setVerifying] = useState<Job | null>(null);
-  const refresh = () => {
-    client.invalidateQueries({ queryKey: ["restore-points"] });
-    client.invalidateQueries({ queryKey: ["jobs"] });
-  };
-  const verify = useMutation({
-    mutationFn: () => api<Job>("POST", `/v1/restore-points/${point.id}/verify`, {}),
-    onSuccess: (job) => {
-      setVerifying(job);
-      refresh();
-    },
-  });
-  const lock = useMutation({
-    mutationFn: (until: string | null) => api<RestorePoint>("PATCH", `/v1/restore-points/${point.id}`, { locked_until: until }),
-    onSuccess: refresh,
-  });
-  const remove = useMutation({
-    mutationFn: () => api<void>("DELETE", `/v1/restore-points/${point.id}`),
-    onSuccess: refresh,
-  });
-  const watched = useJob(verifying?.id);
+const PointRow = memo(function PointRow({ point, allowed, busy, error, verifyJobId, onAction, onRestore }: PointRowProps) {
   const v = point.verification;
   const available = point.status === "available";
   return (
@@ -173,46 +224,71 @@ const PointRow = memo(function PointRow({ point, onRestore }: { point: RestorePo
         ) : (
           <span className="muted">never</span>
         )}
-        {watched.data && ACTIVE.has(watched.data.status) && <Progress job={watched.data} />}
+        {verifyJobId && <VerifyProgress jobId={verifyJobId} />}
       </td>
       <td>{point.locked_until ? when(point.locked_until) : "–"}</td>
       <td>{point.plan_id ? "plan" : "manual"}</td>
       <td className="actions">
-        {available && can(session, "restore_point:restore") && (
+        {available && allowed.restore && (
           <button type="button" className="primary" onClick={() => onRestore(point)}>
             Restore…
           </button>
         )}
-        {available && can(session, "restore_point:verify") && (
-          <button type="button" disabled={verify.isPending || (watched.data && ACTIVE.has(watched.data.status))} onClick={() => verify.mutate()}>
-            Verify
-          </button>
+        {available && allowed.verify && (
+          <VerifyButton point={point} busy={busy} jobId={verifyJobId} onAction={onAction} />
         )}
-        {available && can(session, "restore_point:update") && (
+        {available && allowed.update && (
           <button
             type="button"
-            disabled={lock.isPending}
+            disabled={busy}
             onClick={() => {
               const date = window.prompt("Lock until (YYYY-MM-DD); empty to unlock", point.locked_until?.slice(0, 10) ?? "");
               if (date === null) return;
-              lock.mutate(date ? new Date(`${date}T23:59:59`).toISOString() : null);
+              onAction({ point, kind: "lock", until: date ? new Date(`${date}T23:59:59`).toISOString() : null });
             }}
           >
             Lock…
           </button>
         )}
-        {can(session, "restore_point:delete") && (
+        {allowed.remove && (
           <button
             type="button"
             className="danger"
-            disabled={remove.isPending}
-            onClick={() => confirmed(`Delete the restore point of ${when(point.created_at)}? This cannot be undone.`) && remove.mutate()}
+            disabled={busy}
+            onClick={() => confirmed(`Delete the restore point of ${when(point.created_at)}? This cannot be undone.`) && onAction({ point, kind: "delete" })}
           >
             Delete
           </button>
         )}
-        <ErrorNote error={verify.error ?? lock.error ?? remove.error} />
+        <ErrorNote error={error} />
       </td>
     </tr>
   );
 });
+
+/** The verify a user started from this row, followed until it ends. */
+function VerifyProgress({ jobId }: { jobId: string }) {
+  const job = useJob(jobId);
+  return job.data && ACTIVE.has(job.data.status) ? <Progress job={job.data} /> : null;
+}
+
+type VerifyProps = { point: RestorePoint; busy: boolean; jobId: string | undefined; onAction: (a: PointAction) => void };
+
+/** Verify, off while a verify started here still runs (so nobody starts it twice). Only a
+ * row with such a verify follows its job. */
+function VerifyButton(props: VerifyProps) {
+  return props.jobId ? <VerifyButtonFollowing {...props} jobId={props.jobId} /> : <VerifyButtonIdle {...props} running={false} />;
+}
+
+function VerifyButtonFollowing(props: VerifyProps & { jobId: string }) {
+  const job = useJob(props.jobId);
+  return <VerifyButtonIdle {...props} running={!!job.data && ACTIVE.has(job.data.status)} />;
+}
+
+function VerifyButtonIdle({ point, busy, onAction, running }: VerifyProps & { running: boolean }) {
+  return (
+    <button type="button" disabled={busy || running} onClick={() => onAction({ point, kind: "verify" })}>
+      Verify
+    </button>
+  );
+}
