@@ -37,7 +37,35 @@ async function drawn(page, selector, count = 1) {
   return handle.jsonValue();
 }
 
+/** performance.now() of the first frame in which every [selector, count] of `wanted` is
+ * drawn; each is watched from the start, in the page, so that one drawn early is not timed
+ * late by a second round trip from here (that cost 60-170 ms per check on 2 busy cores). */
+async function drawnAll(page, wanted) {
+  const handle = await page.waitForFunction(
+    (w) => {
+      const seen = (window.__drawnAt ??= {});
+      for (const [s, n] of w) if (seen[s] === undefined && document.querySelectorAll(s).length >= n) seen[s] = performance.now();
+      if (!w.every(([s]) => seen[s] !== undefined)) return null;
+      window.__drawnAt = undefined;
+      return Math.max(...w.map(([s]) => seen[s]));
+    },
+    wanted,
+    { polling: "raf", timeout: 60_000 },
+  );
+  return handle.jsonValue();
+}
+
 const now = (page) => page.evaluate(() => performance.now());
+
+/** With CAIRN_BENCH_TRACE set: the API calls a screen made, to stderr (when each started,
+ * waited for its first byte and ended, in ms from the screen's start). */
+async function traceCalls(page, screen, since, shown) {
+  if (!process.env.CAIRN_BENCH_TRACE) return;
+  const calls = await page.evaluate((t0) => performance.getEntriesByType("resource")
+    .filter((e) => e.startTime >= t0 && e.name.includes("/v1/"))
+    .map((e) => `${e.name.split("/v1/")[1].slice(0, 40)} start ${Math.round(e.startTime - t0)} wait ${Math.round(e.responseStart - e.requestStart)} end ${Math.round(e.responseEnd - t0)}`), since);
+  process.stderr.write(`${screen} drawn ${Math.round(shown - since)}\n  ${calls.join("\n  ")}\n`);
+}
 
 /** Milliseconds from opening `to` inside the app (as a link does), from a screen without
  * any list, until `count` rows matching `selector` are drawn. */
@@ -108,9 +136,11 @@ for (let round = 0; round < ROUNDS; round++) {
   out.overview_longest_task.push(await longestTask(page));
 
   await nav("Volumes").click();
-  out.volumes_page.push((await drawn(page, "tr[data-volume]", VOLUME_PAGE)) - (await clickedAt(page)));
+  const volumesShown = await drawn(page, "tr[data-volume]", VOLUME_PAGE);
+  out.volumes_page.push(volumesShown - (await clickedAt(page)));
+  await traceCalls(page, "volumes", await clickedAt(page), volumesShown);
   out.volumes_longest_task.push(await longestTask(page));
-  await page.getByRole("button", { name: "Show more" }).click();
+  await page.getByRole("button", { name: "Show more volumes" }).click();
   out.volumes_next_page.push((await drawn(page, "tr[data-volume]", 2 * VOLUME_PAGE)) - (await clickedAt(page)));
 
   // Opened from inside the app, as a click on the volume's link does.
@@ -119,11 +149,14 @@ for (let round = 0; round < ROUNDS; round++) {
     window.history.pushState(null, "", to);
     window.dispatchEvent(new PopStateEvent("popstate"));
   }, `/volumes/${VOLUME_ID}`);
-  const rows = await drawn(page, "tr[data-restore-point]", POINT_PAGE);
-  const calendar = await drawn(page, "rect[data-date]");
-  out.points_page.push(Math.max(rows, calendar) - start);
+  const tracing = process.env.CAIRN_BENCH_PROFILE && round === ROUNDS - 1;
+  if (tracing) await browser.startTracing(page, { path: process.env.CAIRN_BENCH_PROFILE, categories: ["devtools.timeline", "blink", "v8"] });
+  const shown = await drawnAll(page, [["tr[data-restore-point]", POINT_PAGE], ["rect[data-date]", 1]]);
+  if (tracing) await browser.stopTracing();
+  out.points_page.push(shown - start);
+  await traceCalls(page, "points", start, shown);
   out.points_longest_task.push(await longestTask(page));
-  await page.getByRole("button", { name: "Show more" }).click();
+  await page.getByRole("button", { name: "Show more restore points" }).click();
   out.points_next_page.push((await drawn(page, "tr[data-restore-point]", 2 * POINT_PAGE)) - (await clickedAt(page)));
 
   // A shared link or a reload: the whole app loads before the page's data is asked for.
@@ -132,7 +165,7 @@ for (let round = 0; round < ROUNDS; round++) {
 
   // The project's jobs (as many as restore points): the newest 100, then the next 100.
   out.jobs_page.push(await opened(page, "/jobs", "tr[data-job]", 100));
-  await page.getByRole("button", { name: "Show more" }).click();
+  await page.getByRole("button", { name: "Show more jobs" }).click();
   out.jobs_next_page.push((await drawn(page, "tr[data-job]", 200)) - (await clickedAt(page)));
 
   // Both lists at twice their size (`per_page`, the list's own choice).
