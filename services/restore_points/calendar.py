@@ -5,10 +5,12 @@ has before them."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import nullcontext
 from datetime import datetime, timedelta, tzinfo
 
 from pydantic import BaseModel, Field
 from sqlalchemy import ColumnElement, Date, cast, func, select
+from sqlalchemy.exc import DataError
 from sqlalchemy.orm import Session
 
 from services.clock import zone
@@ -41,26 +43,35 @@ def calendar(session: Session, ctx: RequestContext, volume_id: str, timezone: st
                RestorePoint.created_at >= since]
     if not ctx.is_admin:
         counted.append(RestorePoint.project_id == ctx.project_id)
+    per_date = None
     if session.get_bind().dialect.name == "postgresql":
         per_date = _per_day_in_postgresql(session, counted, timezone)
-    else:
+    if per_date is None:
         per_date = per_day(session.execute(
             select(RestorePoint.created_at, RestorePoint.kind).where(*counted)).tuples(), tz)
     return RestorePointCalendar(timezone=timezone, since=since, days=per_date)
 
 
 def _per_day_in_postgresql(session: Session, counted: list[ColumnElement[bool]],
-                           timezone: str) -> list[RestorePointDay]:
+                           timezone: str) -> list[RestorePointDay] | None:
     """The same counts as `per_day`, grouped by PostgreSQL: a busy volume's span holds
     thousands of restore points, and sending each row to Python cost the portal's page more
-    than the rest of its queries. PostgreSQL reads the zone from the same IANA database as
-    `zoneinfo` (Debian builds both on the system's tzdata); `timezone` was checked by
-    `zone()` first."""
+    than the rest of its queries. None when PostgreSQL does not know the zone: its names are
+    its own tzdata's, which need not be the API host's (`zoneinfo` also takes `localtime`, and
+    a zone newer than the database server's tzdata); those are counted in Python."""
     local_date = cast(func.timezone(timezone, RestorePoint.created_at), Date)
     full = func.count().filter(RestorePoint.kind == RestorePointKind.FULL)
-    rows = session.execute(
-        select(local_date, full, func.count() - full).where(*counted)
-        .group_by(local_date).order_by(local_date))
+    # In a transaction, a refused zone must not end it: the query runs in a savepoint.
+    # (A `Database.reading()` session runs in autocommit, which has neither need nor room.)
+    autocommit = session.connection().get_execution_options().get(
+        "isolation_level") == "AUTOCOMMIT"
+    try:
+        with nullcontext() if autocommit else session.begin_nested():
+            rows = session.execute(
+                select(local_date, full, func.count() - full).where(*counted)
+                .group_by(local_date).order_by(local_date)).all()
+    except DataError:
+        return None
     return [RestorePointDay(date=day.isoformat(), full=f, incremental=i) for day, f, i in rows]
 
 

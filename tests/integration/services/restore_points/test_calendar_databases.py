@@ -4,13 +4,16 @@ zones whose offset is not whole hours and across a change of daylight time."""
 
 from __future__ import annotations
 
+import shutil
 import uuid
-from collections.abc import Iterator
+import zoneinfo
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from sqlalchemy import insert
+from sqlalchemy import func, insert, select
 
 from services.context import RequestContext
 from services.db import Database
@@ -43,7 +46,7 @@ def add_volume(db: Database, project: str = PROJECT) -> str:
     return volume_id
 
 
-def add_points(db: Database, volume_id: str, made: list[tuple[datetime, str]],
+def add_points(db: Database, volume_id: str, made: Sequence[tuple[datetime, str]],
                status: RestorePointStatus = RestorePointStatus.AVAILABLE,
                project: str = PROJECT) -> None:
     with db.session() as session:
@@ -116,3 +119,28 @@ def test_a_busy_span_counts_every_restore_point_once_on_its_local_date(db: Datab
         day[0 if kind == RestorePointKind.FULL else 1] += 1
     assert days(db, volume, "America/St_Johns") == [
         (date, full, incremental) for date, (full, incremental) in sorted(expected.items())]
+
+
+@pytest.fixture
+def zone_only_python_knows(tmp_path: Path) -> Iterator[str]:
+    """A zone name the API's zoneinfo finds and the database server's tzdata lacks (as when
+    the two hosts' tzdata differ): Kathmandu's rules under a name of the test's own."""
+    (tmp_path / "Cairn").mkdir()
+    shutil.copy(Path(zoneinfo.TZPATH[0]) / "Asia" / "Kathmandu", tmp_path / "Cairn" / "Testzone")
+    zoneinfo.reset_tzpath(to=[str(tmp_path), *zoneinfo.TZPATH])
+    yield "Cairn/Testzone"
+    zoneinfo.reset_tzpath()
+    ZoneInfo.clear_cache()
+
+
+def test_a_zone_the_database_does_not_know_is_counted_in_python(
+        db: Database, zone_only_python_knows: str) -> None:
+    volume = add_volume(db)
+    add_points(db, volume, [(at("2026-11-24T18:14:59"), RestorePointKind.FULL),
+                            (at("2026-11-24T18:15:00"), RestorePointKind.INCREMENTAL)])
+    with db.session() as session:  # the API's unit of work: it must stay usable after
+        answer = calendar(session, RequestContext(project_id=PROJECT), volume,
+                          zone_only_python_knows, 900, NOW)
+        assert session.scalar(select(func.count()).select_from(RestorePoint)) == 2
+    assert [(d.date, d.full, d.incremental) for d in answer.days] == [
+        ("2026-11-24", 1, 0), ("2026-11-25", 0, 1)]
