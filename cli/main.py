@@ -133,8 +133,12 @@ def plan_show(state: State, plan_id: str, fmt: str) -> None:
 
 @plan.command("create")
 @click.option("--name", required=True)
-@click.option("--volume", "volumes", multiple=True, required=True,
+@click.option("--volume", "volumes", multiple=True,
               help="Cinder volume id (repeat for several)")
+@click.option("--cinder-group", metavar="GROUP_ID",
+              help="Instead of --volume: protect the volumes of this Cinder generic volume "
+                   "group, following it as volumes join or leave it (crash-consistent "
+                   "together, as with --group)")
 @click.option("--incremental", "incrementals", multiple=True, metavar="CRON",
               help="Cron rule for incremental backups, e.g. '0 2 * * *' (repeatable)")
 @click.option("--full", "fulls", multiple=True, metavar="CRON",
@@ -159,19 +163,26 @@ def plan_show(state: State, plan_id: str, fmt: str) -> None:
               help="Copies kept off site (default: the plan's retention)")
 @FORMAT
 @pass_state
-def plan_create(state: State, name: str, volumes: tuple[str, ...], incrementals: tuple[str, ...],
-                fulls: tuple[str, ...], timezone: str, window: str | None, keep_last: int,
-                keep_daily: int, keep_weekly: int, keep_monthly: int, keep_yearly: int,
-                target: str | None, group: bool, offsite: str | None, offsite_every: str,
-                offsite_keep_last: int | None, fmt: str) -> None:
+def plan_create(state: State, name: str, volumes: tuple[str, ...], cinder_group: str | None,
+                incrementals: tuple[str, ...], fulls: tuple[str, ...], timezone: str,
+                window: str | None, keep_last: int, keep_daily: int, keep_weekly: int,
+                keep_monthly: int, keep_yearly: int, target: str | None, group: bool,
+                offsite: str | None, offsite_every: str, offsite_keep_last: int | None,
+                fmt: str) -> None:
     rules = ([{"cron": c, "kind": "incremental"} for c in incrementals]
              + [{"cron": c, "kind": "full"} for c in fulls])
     if not rules:
         raise click.UsageError("give at least one --incremental or --full cron rule")
+    if bool(volumes) == bool(cinder_group):
+        raise click.UsageError("give the volumes (--volume, repeatable) or one --cinder-group")
     body: dict[str, Any] = {
-        "name": name, "volumes": list(volumes), "rules": rules, "timezone": timezone,
+        "name": name, "rules": rules, "timezone": timezone,
         "retention": {"keep_last": keep_last, "daily": keep_daily, "weekly": keep_weekly,
                       "monthly": keep_monthly, "yearly": keep_yearly}}
+    if cinder_group:
+        body["cinder_group"] = cinder_group
+    else:
+        body["volumes"] = list(volumes)
     if window:
         start, sep, end = window.partition("-")
         if not sep:

@@ -237,6 +237,10 @@ class Settings(BaseSettings):
     reconcile_interval_seconds: float = Field(default=5.0, gt=0)
     """How often cairn-scheduler looks for lost and stuck jobs."""
 
+    cinder_group_sync_seconds: float = Field(default=300.0, gt=0)
+    """How often cairn-scheduler brings the volumes of plans that follow a Cinder group in
+    step with the group (a run now also syncs first)."""
+
     orphan_interval_seconds: float = Field(default=3600.0, gt=0)
     """How often cairn-scheduler compares Cairn's Ceph objects with its rows (the orphan
     reconciler lists every backup pool, so not often)."""

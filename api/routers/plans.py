@@ -115,14 +115,15 @@ def resume_plan(plan_id: PlanId, session: SessionDep, ctx: ContextDep,
              responses=error_responses(401, 404, 413, 422), summary="Run a plan now",
              dependencies=[allowed("plan:run")])
 def run_plan(plan_id: PlanId, session: SessionDep, ctx: ContextDep, settings: SettingsDep,
-             once: OnceDep, now: NowDep, body: RunNow | None = None
+             volumes_from: VolumesDep, once: OnceDep, now: NowDep, body: RunNow | None = None
              ) -> RunNowResult | Response:
     """One backup of each of the plan's volumes now, with its target, QoS and retention
     (not bound to its backup window). Volumes whose backup is already queued or running are
-    listed in `skipped`."""
+    listed in `skipped`. A plan following a Cinder group backs up the group's volumes as
+    Cinder lists them now."""
     def run() -> RunNowResult:
-        jobs, skipped = service.run_now(session, ctx, settings, plan_id, body or RunNow(),
-                                        now)
+        jobs, skipped = service.run_now(session, ctx, settings, volumes_from, plan_id,
+                                        body or RunNow(), now)
         return RunNowResult(jobs=[JobPublic.of(j) for j in jobs], skipped=skipped)
 
     return once.answer(202, run)

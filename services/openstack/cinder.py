@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 VOLUME_SERVICE_TYPES = ("volumev3", "block-storage", "volume")
 MICROVERSION = {"OpenStack-API-Version": "volume 3.8"}
 """Where Cinder has `manageable_volumes` and filters volume lists by metadata."""
+GROUPS_MICROVERSION = {"OpenStack-API-Version": "volume 3.25"}
+"""Where a generic volume group's `show` lists its volumes (`list_volume`)."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,16 @@ class CinderApi:
             if len(page) < 500:
                 return None
             marker = page[-1]["id"]
+
+    def group_volume_ids(self, group_id: str, *, field: str = "cinder_group") -> list[str]:
+        """The ids of the volumes of a Cinder generic volume group, sorted. A group the
+        session cannot see (missing, or another project's) is InvalidInput on `field`."""
+        def missing(_: str) -> CairnError:
+            return InvalidInput(f"Cinder group {group_id} not found (or not yours): name a "
+                                "generic volume group of your project", field=field)
+        body = self._call("GET", f"/groups/{group_id}", params={"list_volume": "true"},
+                          headers=GROUPS_MICROVERSION, not_found=missing).json()
+        return sorted(str(v) for v in body["group"].get("volumes") or [])
 
     def backend_hosts(self) -> list[str]:
         """Cinder's backend pools as `host@backend#pool` (administrators only)."""

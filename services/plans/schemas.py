@@ -51,20 +51,35 @@ class BackupWindow(BaseModel):
     end: str = Field(pattern=r"^\d{2}:\d{2}$", examples=["06:00"])
 
 
-def _volumes_not_empty(value: list[str] | None) -> list[str] | None:
-    if value is not None and not value:
-        raise ValueError("a plan protects at least one volume; the list is empty")
+CINDER_GROUP_ID = r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$"
+"""A Cinder id (a UUID)."""
+
+
+def _volumes_unique(value: list[str] | None) -> list[str] | None:
     if value is not None and len(set(value)) != len(value):
         raise ValueError("a volume is listed more than once")
     return value
 
 
+def _volumes_not_empty(value: list[str] | None) -> list[str] | None:
+    if value is not None and not value:
+        raise ValueError("a plan protects at least one volume; the list is empty")
+    return _volumes_unique(value)
+
+
 class PlanCreate(BaseModel):
     name: str = Field(min_length=1, max_length=255, examples=["nightly"])
     description: str | None = Field(default=None, max_length=2000)
-    volumes: list[str] = Field(max_length=1000, examples=[["ceph-a/volumes/demo"]],
+    volumes: list[str] = Field(default_factory=list, max_length=1000,
+                               examples=[["ceph-a/volumes/demo"]],
                                description="Cinder volume ids, or (administrators, or noauth) RBD "
-                                           "images `cluster/pool/image`")
+                                           "images `cluster/pool/image`. Leave out with "
+                                           "`cinder_group`")
+    cinder_group: str | None = Field(
+        default=None, pattern=CINDER_GROUP_ID, examples=["1f0e4c5a-6b1d-4a53-9c9e-0d6b2f3a7e21"],
+        description="A Cinder generic volume group of the project, instead of `volumes`: the "
+                    "plan protects the group's volumes, and follows the group as volumes "
+                    "join or leave it in Cinder. Its consistency is `group` unless given")
     rules: list[ScheduleRule] = Field(min_length=1, max_length=20)
     timezone: str = Field(default="UTC", max_length=64, examples=["Europe/Berlin"])
     window: BackupWindow | None = None
@@ -79,15 +94,32 @@ class PlanCreate(BaseModel):
         default=None, description="Off-site copies of the plan's restore points to an object "
                                   "target, read from the backup pool (e.g. the first of each "
                                   "week, kept 12 months)")
-    consistency: Consistency = Field(
-        default=Consistency.VOLUME,
+    consistency: Consistency | None = Field(
+        default=None,
         description="`volume`: each volume's backup takes its own snapshot when it starts. "
                     "`group`: each run takes one RBD group snapshot over all the plan's "
                     "volumes, so the run's restore points hold them at one instant "
                     "(crash-consistent together, for an application spread over several "
-                    "volumes); the volumes must be on one Ceph cluster")
+                    "volumes); the volumes must be on one Ceph cluster. Default: `group` "
+                    "with `cinder_group`, else `volume`")
 
+    # Only a list given is checked here: an empty one given is refused with its field.
     _check_volumes = field_validator("volumes")(_volumes_not_empty)
+
+    @model_validator(mode="after")
+    def _volumes_or_group(self) -> PlanCreate:
+        if self.cinder_group is not None and self.volumes:
+            raise ValueError("give volumes or cinder_group, not both: a plan of a Cinder group "
+                             "protects the group's volumes")
+        if self.cinder_group is None and not self.volumes:
+            raise ValueError("a plan protects at least one volume: list volumes, or name a "
+                             "Cinder group (cinder_group)")
+        return self
+
+    def chosen_consistency(self) -> Consistency:
+        if self.consistency is not None:
+            return self.consistency
+        return Consistency.GROUP if self.cinder_group is not None else Consistency.VOLUME
 
 
 class PlanUpdate(BaseModel):
@@ -106,6 +138,10 @@ class PlanUpdate(BaseModel):
     target: str | None = Field(default=None, max_length=64)
     consistency: Consistency | None = None
     offsite: CopyPolicy | None = Field(default=None, description="null stops the copies")
+    cinder_group: str | None = Field(
+        default=None, pattern=CINDER_GROUP_ID,
+        description="Follow this Cinder generic volume group (the plan's volumes become its "
+                    "volumes); null stops following and keeps the volumes the plan has")
 
     _check_volumes = field_validator("volumes")(_volumes_not_empty)
 
@@ -120,6 +156,9 @@ class PlanUpdate(BaseModel):
             raise ValueError(f"{', '.join(nulled)} cannot be null: a plan always has "
                              f"{'them' if len(nulled) > 1 else 'it'}; leave the field out "
                              "to keep the current value")
+        if "volumes" in self.model_fields_set and self.cinder_group is not None:
+            raise ValueError("give volumes or cinder_group, not both: a plan of a Cinder group "
+                             "protects the group's volumes")
         return self
 
 
@@ -142,6 +181,8 @@ class PlanPublic(BaseModel):
     qos_ops_per_second: int | None
     target: str
     consistency: Consistency
+    cinder_group: str | None = Field(description="The Cinder group whose volumes the plan "
+                                                 "follows; None: the volumes as given")
     offsite: CopyPolicy | None
     next_run_at: datetime | None = Field(description="The next slot (UTC); None when paused "
                                                      "or the rules have no future slot")
@@ -161,7 +202,8 @@ class PlanPublic(BaseModel):
             verify=verify_policy_of(plan),
             qos_bytes_per_second=plan.qos_bytes_per_second,
             qos_ops_per_second=plan.qos_ops_per_second, target=plan.target,
-            consistency=plan.consistency, offsite=plan.copy_policy,
+            consistency=plan.consistency, cinder_group=plan.cinder_group_id,
+            offsite=plan.copy_policy,
             next_run_at=plan.next_slot_at if plan.status == PlanStatus.ENABLED else None,
             created_at=plan.created_at, updated_at=plan.updated_at)
 

@@ -4,6 +4,7 @@ next slots and which restore points their retention keeps."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from datetime import datetime
 
@@ -13,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from services import dispatch
 from services.context import RequestContext
-from services.errors import Conflict, InvalidInput, PlanNameTaken
+from services.errors import Conflict, InvalidInput, PlanNameTaken, ServiceUnavailable
 from services.jobs import factory
 from services.jobs import repository as jobs_repository
 from services.plans import drafts, repository, schedule, timing
@@ -51,6 +52,8 @@ from services.volumes.resolve import VolumeResolver
 from services.webhooks import events as webhook_events
 from services.webhooks import openstack
 
+log = logging.getLogger(__name__)
+
 
 def create_plan(session: Session, ctx: RequestContext, settings: Settings,
                 volumes_from: VolumeResolver, request: PlanCreate, now: datetime) -> Plan:
@@ -65,16 +68,21 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
                 qos_bytes_per_second=request.qos_bytes_per_second,
                 qos_ops_per_second=request.qos_ops_per_second,
                 status=PlanStatus.ENABLED if request.enabled else PlanStatus.PAUSED,
-                consistency=request.consistency, copy_policy=request.offsite,
+                consistency=request.chosen_consistency(), copy_policy=request.offsite,
                 created_at=now, updated_at=now)
     _check_copy_policy(settings, plan)
     timing.window_of(plan)  # validates the window's times
-    quotas.require_room(session, ctx.project_id, len(request.volumes))
-    plan.volumes = _volumes(session, ctx, volumes_from, request.volumes, plan.project_id)
+    if request.cinder_group is not None:
+        plan.cinder_group_id = request.cinder_group.lower()
+        refs = group_volume_ids(ctx, volumes_from, plan.cinder_group_id)
+    else:
+        refs = request.volumes
+    quotas.require_room(session, ctx.project_id, len(refs))
+    plan.volumes = _volumes(session, ctx, volumes_from, refs, plan.project_id)
     _check_consistency(session, plan)
     plan.next_slot_at = timing.next_slot_after(plan, now)
     _save(session, plan)
-    _announce(session, settings, plan, "plan.create.end", now)
+    announce(session, settings, plan, "plan.create.end", now)
     return plan
 
 
@@ -83,6 +91,8 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
                 now: datetime) -> Plan:
     plan = repository.get(session, ctx, plan_id)
     given = change.model_fields_set
+    if given & {"cinder_group", "volumes"}:
+        lock_membership(session, plan)  # before any change: it reads the row afresh
     if "target" in given:
         plan.target = resolve_target(settings, change.target)
     if "timezone" in given and change.timezone is not None:
@@ -100,18 +110,28 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
         plan.retention = change.retention
     if "verify" in given and change.verify is not None:
         plan.verify_policy = change.verify
+    # An administrator changing another project's plan acts for that project: the
+    # volumes stay (or become) that project's, never the administrator's.
+    owner = ctx.acting_for(plan.project_id)
+    if "cinder_group" in given:
+        plan.cinder_group_id = change.cinder_group.lower() if change.cinder_group else None
+        if plan.cinder_group_id is not None:
+            plan.volumes = _volumes(session, owner, volumes_from, group_volume_ids(
+                owner, volumes_from, plan.cinder_group_id), plan.project_id)
     if "volumes" in given and change.volumes is not None:
-        # An administrator changing another project's plan acts for that project: the
-        # volumes stay (or become) that project's, never the administrator's.
-        plan.volumes = _volumes(session, ctx.acting_for(plan.project_id), volumes_from,
-                                change.volumes, plan.project_id)
+        if plan.cinder_group_id is not None:
+            raise InvalidInput(
+                f"this plan follows Cinder group {plan.cinder_group_id}: its volumes are the "
+                "group's. Add or remove volumes in the group in Cinder, or stop following it "
+                "(cinder_group null) to list volumes here", field="volumes")
+        plan.volumes = _volumes(session, owner, volumes_from, change.volumes, plan.project_id)
     if "consistency" in given and change.consistency is not None:
         plan.consistency = change.consistency
     if "offsite" in given:
         plan.copy_policy = change.offsite
     if given & {"offsite", "target"}:
         _check_copy_policy(settings, plan)
-    if given & {"volumes", "consistency"}:
+    if given & {"volumes", "consistency", "cinder_group"}:
         _check_consistency(session, plan)
     if given & {"rules", "timezone"}:  # a new timezone must still suit every rule
         schedule.check_rules(timing.rules_of(plan), now, settings.schedule_min_interval)
@@ -121,7 +141,7 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
         plan.next_slot_at = timing.next_slot_after(plan, now)
     plan.updated_at = now
     _save(session, plan)
-    _announce(session, settings, plan, "plan.update.end", now)
+    announce(session, settings, plan, "plan.update.end", now)
     return plan
 
 
@@ -143,13 +163,13 @@ def delete_plan(session: Session, ctx: RequestContext, settings: Settings, plan_
         where=(Job.plan_id == plan.id, Job.attempt == 0),
         extra={"finished_at": now, "error_code": "plan_deleted",
                "error_message": "the plan was deleted before this job started"})
-    _announce(session, settings, plan, "plan.delete.end", now)
+    announce(session, settings, plan, "plan.delete.end", now)
     session.delete(plan)
     session.flush()
 
 
-def _announce(session: Session, settings: Settings, plan: Plan, event_type: str,
-              now: datetime) -> None:
+def announce(session: Session, settings: Settings, plan: Plan, event_type: str,
+             now: datetime) -> None:
     """The plan's event for the project's webhooks (and the cloud's notification bus), in
     this transaction."""
     webhook_events.record(session, plan.project_id, event_type, subject=plan.id, now=now,
@@ -174,11 +194,15 @@ def set_status(session: Session, ctx: RequestContext, plan_id: str, status: Plan
     return plan
 
 
-def run_now(session: Session, ctx: RequestContext, settings: Settings, plan_id: str,
-            request: RunNow, now: datetime) -> tuple[list[Job], list[dict[str, str]]]:
+def run_now(session: Session, ctx: RequestContext, settings: Settings,
+            volumes_from: VolumeResolver, plan_id: str, request: RunNow,
+            now: datetime) -> tuple[list[Job], list[dict[str, str]]]:
     """One backup per volume of the plan now (with the plan's target, QoS and retention; not
-    bound to its window). A volume whose backup is already queued or running is skipped."""
+    bound to its window). A volume whose backup is already queued or running is skipped. A
+    plan following a Cinder group backs up the group's volumes as Cinder lists them now."""
     plan = repository.get(session, ctx, plan_id)
+    if plan.cinder_group_id is not None:
+        _follow_group_now(session, ctx, settings, volumes_from, plan, now)
     busy = jobs_repository.volumes_with_active_backup(session, [v.id for v in plan.volumes])
     free = [v for v in plan.volumes if v.id not in busy]
     quotas.require_room(session, plan.project_id, len(free))
@@ -280,6 +304,68 @@ def plan_restore_points(session: Session, plan_id: str, volume_id: str | None = 
     return list(groups.values())
 
 
+def group_volume_ids(ctx: RequestContext, volumes_from: VolumeResolver,
+                     group_id: str) -> list[str]:
+    """The volumes of a Cinder generic volume group, asked with the caller's token (another
+    project's group is not found); a group without volumes is refused."""
+    if volumes_from.cinder is None:
+        raise InvalidInput("cinder_group needs Cinder: this Cairn has none configured "
+                           "(CAIRN_CINDER)", field="cinder_group")
+    ids = volumes_from.cinder.for_user(ctx).group_volume_ids(group_id)
+    if not ids:
+        raise InvalidInput(f"Cinder group {group_id} has no volumes: add volumes to it in "
+                           "Cinder first", field="cinder_group")
+    return ids
+
+
+def _follow_group_now(session: Session, ctx: RequestContext, settings: Settings,
+                      volumes_from: VolumeResolver, plan: Plan, now: datetime) -> None:
+    """Bring the plan's volumes in step with its Cinder group before a run. When Cinder
+    cannot answer, the run goes on with the volumes of the last sync: a backup of what the
+    plan knows beats no backup."""
+    lock_membership(session, plan)
+    if plan.cinder_group_id is None:
+        return  # stopped following meanwhile
+    owner = ctx.acting_for(plan.project_id)
+    try:
+        wanted = _volumes(session, owner, volumes_from, group_volume_ids(
+            owner, volumes_from, plan.cinder_group_id), plan.project_id)
+    except ServiceUnavailable:
+        log.warning("Cinder did not answer for group %s of plan %s; running its last known "
+                    "volumes", plan.cinder_group_id, plan.id)
+        return
+    if {v.id for v in wanted} != {v.id for v in plan.volumes}:
+        plan.volumes = wanted
+        _check_consistency(session, plan)
+        plan.updated_at = now
+        session.flush()
+        announce(session, settings, plan, "plan.update.end", now)
+
+
+def lock_membership(session: Session, plan: Plan) -> None:
+    """Lock the plan's row until the transaction ends and read its volumes afresh: the
+    scheduler's group sync and a request may both be changing them (without the lock, the
+    second to write deleted rows the first had already deleted). SQLite serializes writers
+    by itself."""
+    session.refresh(plan, with_for_update=True)
+    session.expire(plan, ["volumes"])
+
+
+def volumes_in_other_group_plans(session: Session, plan_id: str,
+                                 volume_ids: Collection[str]) -> dict[str, str]:
+    """Of these volumes, those another group plan holds: volume id -> that plan's name (an
+    RBD image can be in one RBD group only)."""
+    if not volume_ids:
+        return {}
+    rows = session.execute(
+        select(Volume.id, Plan.name)
+        .join(PlanVolume, PlanVolume.plan_id == Plan.id)
+        .join(Volume, Volume.id == PlanVolume.volume_id)
+        .where(Plan.consistency == Consistency.GROUP, Plan.id != plan_id,
+               Volume.id.in_(list(volume_ids))))
+    return {str(volume_id): str(name) for volume_id, name in rows.tuples()}
+
+
 def _check_consistency(session: Session, plan: Plan) -> None:
     """A group plan's volumes must be able to join one RBD group: one cluster, and no
     other group plan (an RBD image is in one group at most)."""
@@ -295,18 +381,13 @@ def _check_consistency(session: Session, plan: Plan) -> None:
             "consistency group takes one RBD group snapshot, which cannot span Ceph clusters: "
             f"{listed}. Put the volumes of each cluster in a plan of their own",
             field="consistency")
-    others = session.execute(
-        select(Plan.name, Volume.id, Volume.cinder_volume_id, Volume.image)
-        .join(PlanVolume, PlanVolume.plan_id == Plan.id)
-        .join(Volume, Volume.id == PlanVolume.volume_id)
-        .where(Plan.consistency == Consistency.GROUP, Plan.id != plan.id,
-               Volume.id.in_([v.id for v in plan.volumes]))).first()
-    if others is not None:
-        name = others.cinder_volume_id or others.image
-        raise Conflict(
-            f"volume {name} is already in group plan {others.name!r}: an RBD image can be in "
-            "one RBD group only. Take it out of that plan, or use consistency volume here",
-            field="consistency")
+    taken = volumes_in_other_group_plans(session, plan.id, [v.id for v in plan.volumes])
+    for volume in plan.volumes:
+        if volume.id in taken:
+            raise Conflict(
+                f"volume {volume.cinder_volume_id or volume.image} is already in group plan "
+                f"{taken[volume.id]!r}: an RBD image can be in one RBD group only. Take it "
+                "out of that plan, or use consistency volume here", field="consistency")
 
 
 def _volumes(session: Session, ctx: RequestContext, volumes_from: VolumeResolver,

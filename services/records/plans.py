@@ -142,6 +142,9 @@ class Plan(Base):
     status: Mapped[PlanStatus] = mapped_column(String(16), default=PlanStatus.ENABLED)
     consistency: Mapped[Consistency] = mapped_column(
         String(16), default=Consistency.VOLUME, server_default=Consistency.VOLUME.value)
+    cinder_group_id: Mapped[str | None] = mapped_column(String(36), index=True)
+    """The Cinder generic volume group whose volumes the plan protects (kept in step by
+    the scheduler, `services/plans/cinder_groups.py`); None: the volumes as given."""
     next_slot_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     """The earliest slot no job exists for yet; None when the rules have no future slot."""
     last_pruned_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

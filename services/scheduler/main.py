@@ -20,6 +20,8 @@ from services.dispatch import Dispatcher, make_celery
 from services.idempotency import service as idempotency
 from services.limits.leases import Leases
 from services.metrics import exposition
+from services.openstack.cinder import gateway_for
+from services.plans import cinder_groups
 from services.restore_points.orphans import OrphanReconciler
 from services.scheduler import metrics
 from services.scheduler.admission import Admission
@@ -47,6 +49,8 @@ class Scheduler:
         self._last_keys = 0.0
         self._last_orphans = time.monotonic()  # not at start: replicas restart together
         self._last_collect = time.monotonic()
+        self._last_groups = 0.0
+        self.cinder = gateway_for(settings.keystone, settings.cinder)
         self.clusters = CephClusters(settings)
         self.orphans = OrphanReconciler(self.db, self.clusters, settings)
         self.prober = TargetProber(settings, self.clusters)
@@ -60,7 +64,8 @@ class Scheduler:
             ("schedule", self._schedule), ("reconcile", self._reconcile),
             ("verify", self._verify), ("orphans", self._orphans), ("admit", self._admit),
             ("idempotency keys", self._forget_keys),
-            ("webhooks", self._webhooks), ("object gc", self._collect)]
+            ("webhooks", self._webhooks), ("object gc", self._collect),
+            ("cinder groups", self._follow_groups)]
         for name, step in steps:
             try:
                 step(now)
@@ -140,6 +145,18 @@ class Scheduler:
         self._last_collect = time.monotonic()
         for target in sorted(self.settings.object_targets):
             self.dispatcher.send_collect(target)
+
+    def _follow_groups(self, now: datetime) -> None:
+        if self.cinder is None \
+                or time.monotonic() - self._last_groups < self.settings.cinder_group_sync_seconds:
+            return
+        self._last_groups = time.monotonic()
+        result = cinder_groups.sync_all(self.db, self.settings, self.cinder, now)
+        if result.changed:
+            log.info("plans following Cinder groups: %d of %d changed volumes",
+                     len(result.changed), result.plans)
+        for error in result.errors:
+            log.warning("Cinder group sync: %s", error)
 
     def close(self) -> None:
         self.prober.stop()

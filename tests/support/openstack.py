@@ -9,7 +9,7 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,3 +257,72 @@ def transfer(volume_id: str, giver: User, taker: User) -> None:
                                     endpoint_filter=take.endpoint_filter,
                                     json={"accept": {"auth_key": body["auth_key"]}})
     assert accepted.status_code == 202, accepted.text
+
+
+GROUP_API = {"OpenStack-API-Version": "volume 3.25"}
+GROUP_TYPE = "cairn-test-generic"
+"""A group type without consistent_group_snapshot_enabled: Cinder's generic groups, which
+its RBD driver supports."""
+
+
+def _group_call(user_api: CinderApi, method: str, path: str,
+                body: dict[str, Any] | None = None) -> dict[str, Any]:
+    response = user_api.session.request(path, method, endpoint_filter=user_api.endpoint_filter,
+                                        json=body, headers=GROUP_API, raise_exc=False)
+    assert response.status_code < 400, f"{method} {path}: {response.status_code} {response.text}"
+    return response.json() if response.content else {}
+
+
+def _group_type() -> str:
+    api = admin_cinder()
+    for kind in _group_call(api, "GET", "/group_types")["group_types"]:
+        if kind["name"] == GROUP_TYPE:
+            return str(kind["id"])
+    made = _group_call(api, "POST", "/group_types",
+                       {"group_type": {"name": GROUP_TYPE, "is_public": True}})
+    return str(made["group_type"]["id"])
+
+
+def _wait_group(api: CinderApi, group_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 60
+    while True:
+        group = _group_call(api, "GET", f"/groups/{group_id}?list_volume=true")["group"]
+        if group["status"] == "available":
+            return group
+        assert group["status"] not in ("error", "error_deleting"), group
+        assert time.monotonic() < deadline, f"Cinder group {group_id} still {group['status']}"
+        time.sleep(0.3)
+
+
+@contextmanager
+def cinder_group(user: User, name: str, volume_ids: list[str]) -> Iterator[str]:
+    """A Cinder generic volume group of `user`'s project holding these volumes; on the way
+    out its volumes are taken out of it (they stay) and the group is deleted."""
+    api = user.cinder()
+    made = _group_call(api, "POST", "/groups", {"group": {
+        "name": name, "group_type": _group_type(), "volume_types": ["__DEFAULT__"]}})
+    group_id = str(made["group"]["id"])
+    try:
+        _wait_group(api, group_id)
+        if volume_ids:
+            change_group(user, group_id, add=volume_ids)
+        yield group_id
+    finally:
+        members = _wait_group(api, group_id).get("volumes") or []
+        if members:
+            change_group(user, group_id, remove=members)
+        _group_call(api, "POST", f"/groups/{group_id}/action",
+                    {"delete": {"delete-volumes": False}})
+
+
+def change_group(user: User, group_id: str, *, add: Sequence[str] = (),
+                 remove: Sequence[str] = ()) -> list[str]:
+    """Add and remove volumes as a tenant does in Cinder; the group's volumes after."""
+    api = user.cinder()
+    change: dict[str, str] = {}
+    if add:
+        change["add_volumes"] = ",".join(add)
+    if remove:
+        change["remove_volumes"] = ",".join(remove)
+    _group_call(api, "PUT", f"/groups/{group_id}", {"group": change})
+    return sorted(_wait_group(api, group_id).get("volumes") or [])

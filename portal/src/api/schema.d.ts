@@ -326,7 +326,8 @@ export interface paths {
          * Run a plan now
          * @description One backup of each of the plan's volumes now, with its target, QoS and retention
          *     (not bound to its backup window). Volumes whose backup is already queued or running are
-         *     listed in `skipped`.
+         *     listed in `skipped`. A plan following a Cinder group backs up the group's volumes as
+         *     Cinder lists them now.
          */
         post: operations["run_plan_v1_plans__plan_id__run_post"];
         delete?: never;
@@ -1384,10 +1385,13 @@ export interface components {
         /** PlanCreate */
         PlanCreate: {
             /**
-             * @description `volume`: each volume's backup takes its own snapshot when it starts. `group`: each run takes one RBD group snapshot over all the plan's volumes, so the run's restore points hold them at one instant (crash-consistent together, for an application spread over several volumes); the volumes must be on one Ceph cluster
-             * @default volume
+             * Cinder Group
+             * @description A Cinder generic volume group of the project, instead of `volumes`: the plan protects the group's volumes, and follows the group as volumes join or leave it in Cinder. Its consistency is `group` unless given
+             * @example 1f0e4c5a-6b1d-4a53-9c9e-0d6b2f3a7e21
              */
-            consistency: components["schemas"]["Consistency"];
+            cinder_group?: string | null;
+            /** @description `volume`: each volume's backup takes its own snapshot when it starts. `group`: each run takes one RBD group snapshot over all the plan's volumes, so the run's restore points hold them at one instant (crash-consistent together, for an application spread over several volumes); the volumes must be on one Ceph cluster. Default: `group` with `cinder_group`, else `volume` */
+            consistency?: components["schemas"]["Consistency"] | null;
             /** Description */
             description?: string | null;
             /**
@@ -1423,12 +1427,12 @@ export interface components {
             verify?: components["schemas"]["VerifyPolicy"];
             /**
              * Volumes
-             * @description Cinder volume ids, or (administrators, or noauth) RBD images `cluster/pool/image`
+             * @description Cinder volume ids, or (administrators, or noauth) RBD images `cluster/pool/image`. Leave out with `cinder_group`
              * @example [
              *       "ceph-a/volumes/demo"
              *     ]
              */
-            volumes: string[];
+            volumes?: string[];
             window?: components["schemas"]["BackupWindow"] | null;
         };
         /** PlanDraft */
@@ -1464,6 +1468,11 @@ export interface components {
         };
         /** PlanPublic */
         PlanPublic: {
+            /**
+             * Cinder Group
+             * @description The Cinder group whose volumes the plan follows; None: the volumes as given
+             */
+            cinder_group: string | null;
             consistency: components["schemas"]["Consistency"];
             /**
              * Created At
@@ -1522,6 +1531,11 @@ export interface components {
          * @description Fields given replace the plan's; `null` clears the optional ones (window, QoS).
          */
         PlanUpdate: {
+            /**
+             * Cinder Group
+             * @description Follow this Cinder generic volume group (the plan's volumes become its volumes); null stops following and keeps the volumes the plan has
+             */
+            cinder_group?: string | null;
             consistency?: components["schemas"]["Consistency"] | null;
             /** Description */
             description?: string | null;

@@ -48,6 +48,9 @@ export function PlanEditor({ plan, volumeIds = [], onDone }: { plan?: Plan; volu
   // Volumes the list does not show (RBD images, or not on a loaded page) stay as typed text.
   const [others, setOthers] = useState((plan?.volumes ?? []).filter((v) => !/^[0-9a-f-]{36}$/.test(v)).join(", "));
   const named = [...new Set([...chosen, ...others.split(",").map((v) => v.trim()).filter(Boolean)])];
+  // A Cinder group instead of volumes: the plan protects the group's volumes and follows it.
+  const [group, setGroup] = useState(plan?.cinder_group ?? "");
+  const followed = group.trim().toLowerCase();
 
   const window = windowStart && windowEnd ? { start: windowStart, end: windowEnd } : null;
   const draftRules = rules.map((r) => ({
@@ -70,7 +73,12 @@ export function PlanEditor({ plan, volumeIds = [], onDone }: { plan?: Plan; volu
   };
   const save = useMutation({
     mutationFn: () => {
-      const body = { name, volumes: named, rules: draftRules, timezone, window, retention, ...qos };
+      const what = followed
+        ? followed === plan?.cinder_group
+          ? {}
+          : { cinder_group: followed }
+        : { volumes: named, ...(plan?.cinder_group ? { cinder_group: null } : {}) };
+      const body = { name, ...what, rules: draftRules, timezone, window, retention, ...qos };
       return plan ? api<Plan>("PATCH", `/v1/plans/${plan.id}`, body) : api<Plan>("POST", "/v1/plans", body);
     },
     onSuccess: () => {
@@ -152,8 +160,12 @@ export function PlanEditor({ plan, volumeIds = [], onDone }: { plan?: Plan; volu
             </label>
           ))}
         </fieldset>
-        <fieldset className="volume-choices">
-          <legend>Volumes ({named.length} chosen)</legend>
+        <label>
+          Cinder group <span className="muted">(instead of volumes: its volumes, followed as they join and leave it)</span>
+          <input value={group} onChange={(e) => setGroup(e.target.value)} placeholder="group id" />
+        </label>
+        <fieldset className="volume-choices" disabled={Boolean(followed)}>
+          <legend>{followed ? "Volumes: those of the Cinder group" : `Volumes (${named.length} chosen)`}</legend>
           <input aria-label="Filter volumes" placeholder="filter by name" value={filter} onChange={(e) => setFilter(e.target.value)} />
           <div className="choices" role="group" tabIndex={0} aria-label="Volumes to protect">
             {listed
@@ -181,7 +193,7 @@ export function PlanEditor({ plan, volumeIds = [], onDone }: { plan?: Plan; volu
           </label>
         </fieldset>
         <div className="row">
-          <button type="submit" className="primary" disabled={save.isPending || !named.length}>
+          <button type="submit" className="primary" disabled={save.isPending || !(named.length || followed)}>
             {save.isPending ? "Saving…" : "Save plan"}
           </button>
           <button type="button" onClick={onDone}>

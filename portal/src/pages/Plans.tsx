@@ -97,7 +97,10 @@ function PlanRow({ plan, onEdit }: { plan: Plan; onEdit: () => void }) {
       <td>
         <span className={`tag tag-${plan.status}`}>{plan.status}</span>
       </td>
-      <td>{plan.volumes.length}</td>
+      <td title={plan.cinder_group ? `The volumes of Cinder group ${plan.cinder_group}` : undefined}>
+        {plan.volumes.length}
+        {plan.cinder_group && <span className="muted"> (Cinder group)</span>}
+      </td>
       <td>{when(plan.next_run_at)}</td>
       <td>{retentionText(plan.retention)}</td>
       <td className="actions">
