@@ -10,6 +10,9 @@ this walks the names and compares them with the rows.
   snapshot whose restore point (of that same volume) is deleted or never became available.
 - Reported and left alone: a source `cairn.<id>` snapshot with no row at all (another
   installation's, or another tool's: the tenant's volume is not Cairn's to clean).
+- On object targets: a manifest whose restore point is deleted, or failed before it was
+  available, is removed after the grace (its chunks then go at the next collection); one
+  without a row is reported and left alone.
 - Flagged: an `available` restore point whose backup snapshot or manifest is gone becomes
   `error` with a reason, since it can no longer be restored. Locked ones too: a lock keeps
   data, it cannot make missing data restorable.
@@ -44,7 +47,7 @@ from services.records.restore_points import OWNER_XATTR, RestorePoint
 from services.records.volumes import Volume
 from services.restore_points.instant import instant_image_name
 from services.restore_points.marks import JOB_KEY
-from services.settings import Settings
+from services.settings import Settings, object_target
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobKind,
@@ -55,7 +58,9 @@ from services.status import (
 )
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
+from services.storage.object_layout import MANIFESTS, manifest_key, manifest_owner
 from services.storage.refs import parse_image_ref
+from services.storage.s3 import Bucket
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +94,7 @@ class Report:
 @dataclass(frozen=True)
 class _Row:
     id: str
+    project_id: str
     volume_id: str
     target: str
     status: RestorePointStatus
@@ -131,6 +137,12 @@ class OrphanReconciler:
             except Exception as exc:  # one unreachable cluster does not stop the others
                 log.warning("orphan scan of %s/%s failed", cluster, pool, exc_info=True)
                 report.errors.append(f"{cluster}/{pool}: {type(exc).__name__}: {exc}")
+        for name in sorted(self.settings.object_targets):
+            try:
+                self._object_target(report, name, apply, now - grace)
+            except Exception as exc:  # an unreachable store does not stop the others
+                log.warning("orphan scan of object target %s failed", name, exc_info=True)
+                report.errors.append(f"object target {name}: {type(exc).__name__}: {exc}")
         for scan, label in ((self._source_snapshots, "source snapshots"),
                             (self._instant_clones, "instant restore clones")):
             try:
@@ -247,6 +259,53 @@ class OrphanReconciler:
                 self._act(report, apply, Finding("flag", "restore point", f"{where}/{image}",
                                                  reason, rp.id),
                           partial(self._flag, rp.id, reason))
+
+    # -- an object target ---------------------------------------------------------------
+    def _object_target(self, report: Report, target: str, apply: bool,
+                       cutoff: datetime) -> None:
+        """Manifests whose restore point is gone (a backup whose undo could not reach the
+        store, a delete that removed the row's data but crashed before the manifest) keep
+        their chunks from garbage collection for ever: removed after the grace. Chunks are
+        the collector's (`object_gc`): it frees what no manifest names."""
+        where = f"object target {target}"
+        listed_from = datetime.now(UTC)
+        bucket = Bucket(object_target(self.settings, target))
+        try:
+            manifests: dict[str, tuple[tuple[str, str], datetime]] = {}
+            for stored in bucket.list(MANIFESTS):
+                owner = manifest_owner(stored.key)
+                if owner is not None:
+                    manifests[stored.key] = (owner, stored.modified)
+            rows = self._rows(rp_id for (_, rp_id), _ in manifests.values())
+            for key, ((project_id, rp_id), modified) in sorted(manifests.items()):
+                if modified >= cutoff:
+                    continue
+                row = rows.get(rp_id)
+                if row is None:
+                    # The prefix is this target's, but a name without a row proves nothing
+                    # about who wrote it (a database restored from an older dump?): only a
+                    # row can say its data may go.
+                    report.findings.append(Finding(
+                        "report", "manifest", f"{where}/{key}",
+                        "no restore point row; left alone", rp_id))
+                    continue
+                why = _gone(row)
+                if why is None and (row.target != target or row.project_id != project_id):
+                    why = f"restore point {rp_id} belongs to another target or project"
+                if why is not None:
+                    self._act(report, apply, Finding("remove", "manifest", f"{where}/{key}",
+                                                     why, rp_id),
+                              partial(bucket.delete, key))
+            for rp in self._available({target}, listed_from):
+                if manifest_key(rp.project_id, rp.id) in manifests:
+                    continue
+                reason = (f"its manifest {manifest_key(rp.project_id, rp.id)} is gone from "
+                          f"{where}: this restore point can no longer be restored")
+                self._act(report, apply, Finding("flag", "restore point", where, reason,
+                                                 rp.id),
+                          partial(self._flag, rp.id, reason))
+        finally:
+            bucket.close()
 
     def _snaps_now(self, io: rados.Ioctx, name: str) -> bool:
         """Whether the image holds any snapshot now (after this run's removals)."""
@@ -379,7 +438,8 @@ class OrphanReconciler:
 
 
 def _row(rp: RestorePoint, now: datetime) -> _Row:
-    return _Row(rp.id, rp.volume_id, rp.target, rp.status, rp.completed_at is not None,
+    return _Row(rp.id, rp.project_id, rp.volume_id, rp.target, rp.status,
+                rp.completed_at is not None,
                 rp.locked_until is not None and rp.locked_until > now)
 
 

@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from services.storage.object_layout import MANIFESTS, chunk_key
 from services.storage.s3 import StoredObject
-from worker.engine.chunk_store import ChunkStore, chunk_key
+from worker.engine.chunk_store import ChunkStore
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ def mark(store: ChunkStore, stats: SweepStats | None = None, *,
     those of `manifests`, added to `into`)."""
     stats = stats if stats is not None else SweepStats()
     marked: dict[str, set[str]] = into if into is not None else {}
-    for stored in manifests if manifests is not None else store.bucket.list("manifests/"):
+    for stored in manifests if manifests is not None else store.bucket.list(MANIFESTS):
         parts = stored.key.split("/")
         if len(parts) != 3:
             continue

@@ -1,11 +1,6 @@
 """An object-storage target opened with its keys: sealed chunks and manifests in a bucket.
 
-Layout under the target's prefix (every name leads back to what owns it):
-- `keys/data-key`: the target's data key, wrapped by the operator's key;
-- `chunks/<project>/<name[:2]>/<name>`: a project's chunks, named by their keyed hash
-  (`worker/engine/chunks.py`); the two-letter fan-out keeps listings and RGW's bucket index
-  shards even;
-- `manifests/<project>/<restore point>`: one sealed manifest per restore point.
+Layout under the target's prefix: `services/storage/object_layout.py`.
 
 Every manifest is complete on its own (an incremental lists the chunks it shares with its
 base as well as the new ones), so deleting any restore point of a chain never breaks
@@ -28,21 +23,13 @@ from services.storage.object_keys import (
     unwrap_data_key,
     wrap_data_key,
 )
+from services.storage.object_layout import DATA_KEY, chunk_key, manifest_key
 from services.storage.s3 import Bucket
 from worker.engine.chunks import ChunkCodec, Sealed
 
-DATA_KEY = "keys/data-key"
 _MANIFEST_MAGIC = b"CAIRNOM1"
 _MANIFEST_HEADER = struct.Struct("<8sIQQ")  # magic, chunk size, image size, entries
 _ENTRY = struct.Struct("<Q32s")  # chunk index, name (keyed BLAKE3)
-
-
-def chunk_key(project_id: str, name: str) -> str:
-    return f"chunks/{project_id}/{name[:2]}/{name}"
-
-
-def manifest_key(project_id: str, restore_point_id: str) -> str:
-    return f"manifests/{project_id}/{restore_point_id}"
 
 
 @dataclass

@@ -16,6 +16,7 @@ from datetime import timedelta
 from services.base import utcnow
 from services.errors import TargetNeverWritten
 from services.limits import target_leases
+from services.storage.object_layout import MANIFESTS
 from worker.engine import chunk_gc
 from worker.managers.object_stores import open_store
 from worker.runtime import Runtime
@@ -34,14 +35,14 @@ def collect(rt: Runtime, target: str, *, grace_seconds: float | None = None,
         return None
     grace = rt.settings.object_gc_grace_seconds if grace_seconds is None else grace_seconds
     stats = chunk_gc.SweepStats()
-    first = list(store.bucket.list("manifests/"))
+    first = list(store.bucket.list(MANIFESTS))
     marked = chunk_gc.mark(store, stats, manifests=first)
     with target_leases.held(rt.db, target, f"gc:{rt.name}", exclusive=True,
                             ttl_seconds=rt.settings.lease_seconds,
                             wait_seconds=wait_seconds) as lease:
         seen = set(first)
         chunk_gc.mark(store, stats, into=marked,
-                      manifests=[m for m in store.bucket.list("manifests/") if m not in seen])
+                      manifests=[m for m in store.bucket.list(MANIFESTS) if m not in seen])
         cutoff = utcnow() - timedelta(seconds=grace)
         chunk_gc.sweep(store, marked, cutoff, stats=stats, before_delete=lease.ensure)
     log.info("garbage collection of %s: %d manifests, %d chunks, %d deleted (%d bytes), "

@@ -24,6 +24,8 @@ from services.restore_points.orphans import OrphanReconciler, Report
 from services.status import JobStatus, RestoreMethod
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
+from services.storage.object_layout import manifest_key
+from services.storage.s3 import Bucket
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import backup, restore, restore_point
@@ -193,3 +195,59 @@ def test_clones_of_instant_restores_that_ended_unhanded_are_removed_and_no_other
     finally:
         clusters.close()
         db.dispose()
+
+
+def test_manifests_on_the_object_target_that_no_row_owns_any_more_are_removed(
+        stack: Stack, volumes_pool: rados.Ioctx, images: list[str]) -> None:
+    """A backup whose undo could not reach the store leaves its manifest, which would keep
+    its chunks from every collection. Only a row can say a manifest may go."""
+    if "s3" not in stack.settings.object_targets:
+        pytest.fail("the local RGW is not running: start the stack with CAIRN_RGW=1")
+    bucket = Bucket(stack.settings.object_targets["s3"])
+    name = ceph.random_image(volumes_pool, "s3orph", 5 * MiB + 3, seed=71)
+    images.append(name)
+    kept, deleted, gutted = (backup(stack, name, target="s3")["restore_point_id"]
+                             for _ in range(3))
+    project = restore_point(stack, kept)["project_id"]
+    blob = bucket.get(manifest_key(project, deleted))
+    assert blob is not None
+    removal = stack.delete(f"/v1/restore-points/{deleted}")
+    assert stack.wait_job(removal.json()["id"])["status"] == "succeeded"
+    # Planted: the deleted restore point's manifest back in place (its delete's removal
+    # lost), a manifest no row knows, a key Cairn never names; and the manifest of an
+    # available restore point deleted by hand.
+    stray = str(uuid.uuid4())
+    bucket.put(manifest_key(project, deleted), blob)
+    bucket.put(manifest_key(project, stray), blob)
+    bucket.put(f"manifests/{project}/notes.txt", b"not a manifest")
+    bucket.delete(manifest_key(project, gutted))
+    try:
+        young = _run(stack, apply=True, grace=timedelta(hours=1))
+        assert not young.errors, young.errors
+        assert [(f.action, f.restore_point_id) for f in young.findings
+                if f.location.startswith("object target s3")] == [("flag", gutted)]
+        assert bucket.size(manifest_key(project, deleted)) is not None
+        gone = restore_point(stack, gutted)
+        assert gone["status"] == "error"
+        assert "manifest" in gone["status_reason"]
+
+        done = _run(stack, apply=True, grace=timedelta(0))
+        assert not done.errors, done.errors
+        found = {f.restore_point_id: f for f in done.findings
+                 if f.location.startswith("object target s3")}
+        assert found[deleted].action == "remove"
+        assert "is deleted" in found[deleted].reason
+        assert found[stray].action == "report"
+        assert bucket.size(manifest_key(project, deleted)) is None
+        assert bucket.size(manifest_key(project, stray)) is not None   # left alone
+        assert bucket.size(f"manifests/{project}/notes.txt") is not None
+        # What a row owns is intact: the kept restore point still restores exactly.
+        assert restore_point(stack, kept)["status"] == "available"
+        target = ceph.unique_name("s3afterorphans")
+        images.append(target)
+        restore(stack, kept, target)
+        assert ceph.sha256_of(volumes_pool, target) == ceph.sha256_of(volumes_pool, name)
+    finally:
+        bucket.delete(manifest_key(project, stray))
+        bucket.delete(f"manifests/{project}/notes.txt")
+        bucket.close()

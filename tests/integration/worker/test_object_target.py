@@ -19,13 +19,14 @@ import rbd
 
 from services.errors import TargetKeyUnavailable
 from services.limits import target_leases
+from services.storage.object_layout import chunk_key
 from services.storage.s3 import Bucket
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import backup, restore, restore_point, start_restore
 from tests.support.stack import Stack
 from worker.engine import chunk_gc
-from worker.engine.chunk_store import ObjectManifest, chunk_key
+from worker.engine.chunk_store import ObjectManifest
 from worker.managers import object_gc
 from worker.managers.object_stores import open_store
 from worker.runtime import Runtime

@@ -12,11 +12,12 @@ import rados
 import rbd
 
 from services.errors import DataCorrupt, StorageUnavailable, TargetKeyUnavailable
+from services.storage.object_layout import DATA_KEY, chunk_key
 from services.storage.s3 import Bucket
 from tests.support import ceph
 from tests.support.rgw import OPERATOR_KEY
 from worker.engine import object_copy
-from worker.engine.chunk_store import DATA_KEY, ChunkStore, ObjectManifest, chunk_key
+from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.object_copy import TransferStats
 
 MiB = 1 << 20

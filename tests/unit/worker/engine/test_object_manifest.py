@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from services.errors import DataCorrupt
-from worker.engine.chunk_store import ObjectManifest, chunk_key, manifest_key
+from services.storage.object_layout import chunk_key, manifest_key, manifest_owner
+from worker.engine.chunk_store import ObjectManifest
 
 NAME_A, NAME_B = "ab" * 32, "0f" * 32
 
@@ -36,3 +37,9 @@ def test_a_damaged_manifest_is_corruption_not_a_shorter_restore(damage: str) -> 
 def test_object_names_lead_back_to_their_project_and_restore_point() -> None:
     assert chunk_key("p1", NAME_A) == f"chunks/p1/ab/{NAME_A}"
     assert manifest_key("p1", "rp-1") == "manifests/p1/rp-1"
+    rp = "0b3e7a52-9f7c-4d2e-8a61-3c5d7e9f1a2b"
+    assert manifest_owner(manifest_key("p1", rp)) == ("p1", rp)
+    # Names Cairn does not give are nobody's it knows: never judged, never removed.
+    for stranger in ("manifests/p1/rp-1", f"manifests/p1/{rp}.bak", f"manifests/{rp}",
+                     f"chunks/p1/{rp}", f"manifests/p1/sub/{rp}"):
+        assert manifest_owner(stranger) is None, stranger

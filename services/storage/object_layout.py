@@ -1,0 +1,32 @@
+"""Where things live under an object target's prefix. Every name leads back to what owns
+it: a manifest to its restore point's row, a chunk to its project (and the manifests that
+name it), the data key to the target.
+
+- `keys/data-key`: the target's data key, wrapped by the operator's key;
+- `chunks/<project>/<name[:2]>/<name>`: a project's chunks, named by their keyed hash; the
+  two-letter fan-out keeps listings and RGW's bucket index shards even;
+- `manifests/<project>/<restore point>`: one sealed manifest per restore point."""
+
+from __future__ import annotations
+
+import re
+
+DATA_KEY = "keys/data-key"
+MANIFESTS = "manifests/"
+_MANIFEST = re.compile(r"^manifests/([^/]+)/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
+                       r"[0-9a-f]{12})$")
+
+
+def chunk_key(project_id: str, name: str) -> str:
+    return f"chunks/{project_id}/{name[:2]}/{name}"
+
+
+def manifest_key(project_id: str, restore_point_id: str) -> str:
+    return f"{MANIFESTS}{project_id}/{restore_point_id}"
+
+
+def manifest_owner(key: str) -> tuple[str, str] | None:
+    """(project, restore point id) of a manifest's key; None for a key Cairn does not name
+    so."""
+    match = _MANIFEST.match(key)
+    return (match.group(1), match.group(2)) if match else None
