@@ -40,7 +40,12 @@ def get_runtime() -> Runtime:
     with _lock:
         if _runtime is None or _runtime.name != _worker_name():
             settings = get_settings()
-            db = Database(settings.database_url)
+            # Each running job holds up to two sessions at once (its own, and its side
+            # by side steps' or heartbeat's), plus the limits watch: with a smaller pool
+            # every session past it opened a new PostgreSQL backend (a fork and an
+            # authentication) and closed it again, a job's poll after another.
+            db = Database(settings.database_url,
+                          pool_size=2 * settings.worker_concurrency + 2)
             leases = Leases.from_settings(settings)
             dispatcher = Dispatcher(make_celery(settings.redis_url))
             _runtime = Runtime(settings, db, CephClusters(settings), _worker_name(), leases,
