@@ -20,7 +20,6 @@ window, checksum every object, store the manifest, snapshot the backup image."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -42,6 +41,7 @@ import rbd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.latency import line  # noqa: E402
 from worker.engine import manifest  # noqa: E402
 from worker.engine.copy import CopyEngine, CopyStats, Digests  # noqa: E402
 from worker.engine.extents import allocated_objects, changed_objects, plan_chunks  # noqa: E402
@@ -111,55 +111,10 @@ class Client:
 
 # --- injected latency -----------------------------------------------------------------
 
-LATENCY = REPO / "bench" / "latency"
-PROXY_PORT_BASE = 31900
-
-
-def ensure_redirect_preloaded() -> None:
-    """Re-runs the benchmark with the connect() redirect (`bench/latency/redirect.c`)
-    preloaded: it must be in the process before librados starts its threads. Without
-    CAIRN_REDIRECT set it changes nothing."""
-    lib = STATE / "redirect.so"
-    if lib.name in os.environ.get("LD_PRELOAD", ""):
-        return
-    STATE.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(lib),
-                    str(LATENCY / "redirect.c"), "-ldl"], check=True)
-    preload = " ".join(filter(None, [str(lib), os.environ.get("LD_PRELOAD")]))
-    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "LD_PRELOAD": preload})
-
-
-def osd_ports(cluster: str) -> list[int]:
-    dump = json.loads(subprocess.run(["ceph", "-c", conf_of(cluster), "osd", "dump", "-f",
-                                      "json"], check=True, capture_output=True,
-                                     text=True).stdout)
-    return [int(a["addr"].rsplit(":", 1)[1]) for osd in dump["osds"]
-            for a in osd["public_addrs"]["addrvec"]]
-
-
-@contextmanager
 def injected_latency(delay: float) -> Iterator[subprocess.Popen[str]]:
     """While active, new Ceph client connections to the OSDs of both clusters (this
     process's and the rbd tools') pass through a delay line of `delay` seconds each way."""
-    ports = [p for cluster in CLUSTERS for p in osd_ports(cluster)]
-    pairs = {p: PROXY_PORT_BASE + n for n, p in enumerate(ports)}
-    proxy = subprocess.Popen([sys.executable, str(LATENCY / "proxy.py"), "--delay", str(delay),
-                              *(f"{p}={q}" for p, q in pairs.items())],
-                             stdout=subprocess.PIPE, text=True,
-                             # Keep its 256 KiB buffers in the heap: mapping and faulting
-                             # in fresh pages for each one cost a third of its CPU.
-                             env={**os.environ, "MALLOC_MMAP_THRESHOLD_": str(64 * MiB),
-                                  "MALLOC_TRIM_THRESHOLD_": str(256 * MiB)})
-    try:
-        assert proxy.stdout is not None
-        if proxy.stdout.readline().strip() != "ready":
-            raise RuntimeError("the delay proxy did not start")
-        os.environ["CAIRN_REDIRECT"] = ",".join(f"{p}={q}" for p, q in pairs.items())
-        yield proxy
-    finally:
-        os.environ.pop("CAIRN_REDIRECT", None)
-        proxy.terminate()
-        proxy.wait(10)
+    return line.injected_latency(delay, [conf_of(cluster) for cluster in CLUSTERS])
 
 
 def process_cpu(pid: int) -> float:
@@ -586,7 +541,7 @@ def main() -> None:
     parser.add_argument("--sweep-only", action="store_true",
                         help="only the window sweep (1, 4, 8, 16, 32) on the dense image")
     args = parser.parse_args()
-    ensure_redirect_preloaded()
+    line.ensure_redirect_preloaded(STATE)
     size = int(args.size_gib * GiB) // OBJECT * OBJECT
     lat_size = int(args.latency_size_gib * GiB) // OBJECT * OBJECT
     incr_size = int(args.incr_size_gib * GiB) // OBJECT * OBJECT

@@ -31,6 +31,7 @@ Snapshot creates and removes wait for the mon's next proposal; the run sets the 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -52,6 +53,7 @@ import rbd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.latency import line
 from services.settings import Settings
 from tests.support import ceph
 from tests.support.databases import migrated_database
@@ -81,9 +83,12 @@ BACKUP_STATS_SECONDS = 10
 a backup service that has reported its state, by default once a minute."""
 PRODUCTION = ("progress_interval_seconds", "copy_window", "job_heartbeat_timeout_seconds",
               "lease_seconds", "reconcile_interval_seconds", "scheduler_tick_seconds",
-              "job_redispatch_after_seconds", "target_probe_interval_seconds")
+              "job_redispatch_after_seconds", "target_probe_interval_seconds",
+              "token_cache_seconds")
 """Settings the test stack shortens (a small copy window, short leases and heartbeats, fast
-probes): the bench sets them back to production's defaults."""
+probes, tokens validated at Keystone every second): the bench sets them back to
+production's defaults. Runs before 2026-11-26 kept the tests' 1 s token cache: the bench's
+polling cost Keystone a validation a second (0.1-0.3 of a core) during Cairn's nights."""
 
 
 @dataclass
@@ -350,12 +355,19 @@ def main() -> None:
     parser.add_argument("--mon-propose-interval", type=float, default=1.0,
                         help="the mon's paxos_propose_interval for the run (production's "
                              "1 s; the local stack runs 0.1 s)")
+    parser.add_argument("--latency-ms", type=float, default=0.0,
+                        help="one-way delay of a proxy put between every backup's Ceph "
+                             "client (Cairn's workers, cinder-backup, the rbd tools) and the "
+                             "OSD, as a network between hosts would (bench/latency/)")
     args = parser.parse_args()
+    if args.latency_ms:
+        line.ensure_redirect_preloaded(STATE / "bench")
     if not keystone_up():
         sys.exit("Keystone is not running: `make bench-fleet` starts the stack with it")
     print(f"# fleet: {args.volumes} x {args.size_gib} GiB ({args.fill:.0%} data), "
           f"{args.change:.0%} changed per night; Cairn: 2 workers x {args.jobs_per_worker} "
           f"jobs; mon paxos_propose_interval {args.mon_propose_interval:g} s; "
+          f"{f'{args.latency_ms:g} ms each way to the OSD; ' if args.latency_ms else ''}"
           f"{platform.node()}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}",
           flush=True)
     ensure_pool(CINDER_POOL)
@@ -374,46 +386,56 @@ def main() -> None:
         ids = make_volumes(member, args.volumes, args.size_gib, args.fill)
         print(f"# {len(ids)} volumes made and filled in {time.monotonic() - t0:.0f} s",
               flush=True)
-        backup_proc = None
-        if not args.skip_cinder:
-            LOGS.mkdir(parents=True, exist_ok=True)
-            backup_proc = start_cinder_backup(cinder_backup_conf(directory),
-                                              LOGS / "cinder-backup.log")
-        with migrated_database("postgresql", directory) as url:
-            slots = str(2 * args.jobs_per_worker)
-            production = {f"CAIRN_{name.upper()}": str(Settings.model_fields[name].default)
-                          for name in PRODUCTION}
-            cairn = start_cairn(url, 7, LOGS / "cairn", workers=2, **production,
-                                CAIRN_WORKER_CONCURRENCY=str(args.jobs_per_worker),
-                                CAIRN_MAX_JOBS_PER_TARGET=slots, CAIRN_MAX_JOBS_PER_PROJECT=slots)
-            try:
-                token = member.token()
-                plan = cairn.call("POST", "/v1/plans", token, json={
-                    "name": "fleet", "volumes": ids,
-                    "rules": [{"cron": "0 2 * * *", "kind": "incremental"}],
-                    "retention": {"keep_last": 10}})
-                assert plan.status_code == 201, plan.text
-                for night in range(1, args.nights + 1):
-                    if night > 1:
-                        change(ids, args.size_gib, args.change, night)
-                    results.append(cairn_night(cairn, member.token(), plan.json()["id"],
-                                               night, len(ids)))
-                    print(f"# night {night}: cairn {results[-1].seconds:.1f} s", flush=True)
-                    if backup_proc is not None:
-                        results.append(cinder_night(member, ids, night, backup_proc.pid))
-                        print(f"# night {night}: cinder-backup {results[-1].seconds:.1f} s",
-                              flush=True)
-                    if not args.skip_shell:
-                        results.append(shell_night(ids, night, args.size_gib))
-                        print(f"# night {night}: shell {results[-1].seconds:.1f} s",
-                              flush=True)
-            finally:
-                cairn.stop()
-                if backup_proc is not None:
-                    backup_proc.terminate()
+        # Every process started from here on (cinder-backup, Cairn, the rbd tools) talks
+        # to the OSD through the delay line; the mon is reached directly.
+        delay = line.injected_latency(args.latency_ms / 1000, [str(CEPH_CONF)]) \
+            if args.latency_ms else contextlib.nullcontext()
+        with delay:
+            run_nights(args, directory, member, ids, results)
     report(results)
     print("\nThe volumes, their backups and the pools stay; `make down` and `make up` "
           "start a fresh stack.")
+
+
+def run_nights(args: argparse.Namespace, directory: Path, member: User, ids: list[str],
+               results: list[Night]) -> None:
+    backup_proc = None
+    if not args.skip_cinder:
+        LOGS.mkdir(parents=True, exist_ok=True)
+        backup_proc = start_cinder_backup(cinder_backup_conf(directory),
+                                          LOGS / "cinder-backup.log")
+    with migrated_database("postgresql", directory) as url:
+        slots = str(2 * args.jobs_per_worker)
+        production = {f"CAIRN_{name.upper()}": str(Settings.model_fields[name].default)
+                      for name in PRODUCTION}
+        cairn = start_cairn(url, 7, LOGS / "cairn", workers=2, **production,
+                            CAIRN_WORKER_CONCURRENCY=str(args.jobs_per_worker),
+                            CAIRN_MAX_JOBS_PER_TARGET=slots, CAIRN_MAX_JOBS_PER_PROJECT=slots)
+        try:
+            token = member.token()
+            plan = cairn.call("POST", "/v1/plans", token, json={
+                "name": "fleet", "volumes": ids,
+                "rules": [{"cron": "0 2 * * *", "kind": "incremental"}],
+                "retention": {"keep_last": 10}})
+            assert plan.status_code == 201, plan.text
+            for night in range(1, args.nights + 1):
+                if night > 1:
+                    change(ids, args.size_gib, args.change, night)
+                results.append(cairn_night(cairn, member.token(), plan.json()["id"],
+                                           night, len(ids)))
+                print(f"# night {night}: cairn {results[-1].seconds:.1f} s", flush=True)
+                if backup_proc is not None:
+                    results.append(cinder_night(member, ids, night, backup_proc.pid))
+                    print(f"# night {night}: cinder-backup {results[-1].seconds:.1f} s",
+                          flush=True)
+                if not args.skip_shell:
+                    results.append(shell_night(ids, night, args.size_gib))
+                    print(f"# night {night}: shell {results[-1].seconds:.1f} s",
+                          flush=True)
+        finally:
+            cairn.stop()
+            if backup_proc is not None:
+                backup_proc.terminate()
 
 
 if __name__ == "__main__":
