@@ -99,7 +99,7 @@ bench-instant: ## instant vs copy restore of 1/10/100 GiB Cinder volumes; restar
 	@CEPH_OBJECTSTORE=bluestore CEPH_STORE_BYTES=34359738368 CAIRN_OPENSTACK=1 bash deploy/local/stack.sh up infra
 	@$(PY) bench/instant_restore.py $(ARGS)
 
-bench-fleet: ## nightly fleet: Cairn vs Cinder backup vs the rbd shell sequence over 3 nights; restarts the stack with ceph-a made anew on BlueStore (~15 min at the default 20 volumes; ARGS="--volumes 200 --size-gib 1"); prints figures
+bench-fleet: ## nightly fleet: Cairn vs Cinder backup vs the rbd shell sequence over 3 nights; restarts the stack with ceph-a made anew on BlueStore (~15 min at the default 20 volumes; ARGS="--volumes 200 --size-gib 1", "--latency-ms 5" for a delay line to the OSD); prints figures
 	@CAIRN_OPENSTACK=1 CAIRN_BENCH_FLEET=1 bash deploy/local/bootstrap.sh
 	@bash deploy/local/stack.sh down
 	@# A store filled by an earlier run stalls the one OSD (bench/README.md): start empty.

@@ -22,7 +22,7 @@ median and p95 of each phase of its jobs (`timings.phases`) and the worker time 
     .venv/bin/python bench/fleet.py [--volumes 20] [--size-gib 1] [--fill 0.25]
                                     [--change 0.02] [--jobs-per-worker 4]
                                     [--skip-cinder] [--skip-shell]
-                                    [--mon-propose-interval 1.0]
+                                    [--mon-propose-interval 1.0] [--latency-ms 0]
 
 Snapshot creates and removes wait for the mon's next proposal; the run sets the mon's
 `paxos_propose_interval` to production's 1 s (the local stack's is 0.1 s) and puts it back.
