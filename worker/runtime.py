@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from services.clock import Clock, clock_for
 from services.db import Database
@@ -16,6 +16,7 @@ from services.openstack.cinder import CinderGateway, gateway_for
 from services.scheduler.admission import Admission
 from services.settings import Settings, get_settings
 from services.storage.ceph import CephClusters
+from worker.managers.limits_watch import LimitsWatch
 
 
 @dataclass
@@ -29,6 +30,11 @@ class Runtime:
     cinder: CinderGateway | None = None
     admission: Admission | None = None
     """Starts the next queued jobs when one of this worker's jobs frees its slots."""
+    limits: LimitsWatch = field(init=False)
+    """Reads the QoS limits and cancel requests of all the process's running jobs."""
+
+    def __post_init__(self) -> None:
+        self.limits = LimitsWatch(self.db)
 
 
 _lock = threading.Lock()

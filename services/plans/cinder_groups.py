@@ -87,15 +87,7 @@ def follow(session: Session, settings: Settings, gateway: CinderGateway, cinder:
                         plan.cinder_group_id, volume.cinder_volume_id, plan.id,
                         taken[volume.id])
         wanted = [v for v in wanted if v.id not in taken]
-    if {v.id for v in wanted} == {v.id for v in plan.volumes}:
-        return False
-    log.info("plan %s follows Cinder group %s: %d volumes, was %d", plan.id,
-             plan.cinder_group_id, len(wanted), len(plan.volumes))
-    plan.volumes = wanted
-    plan.updated_at = now
-    session.flush()
-    service.announce(session, settings, plan, "plan.update.end", now)
-    return True
+    return service.set_volumes(session, settings, plan, wanted, now)
 
 
 def _joining(session: Session, gateway: CinderGateway, cinder: CinderApi, plan: Plan,

@@ -334,12 +334,23 @@ def _follow_group_now(session: Session, ctx: RequestContext, settings: Settings,
         log.warning("Cinder did not answer for group %s of plan %s; running its last known "
                     "volumes", plan.cinder_group_id, plan.id)
         return
-    if {v.id for v in wanted} != {v.id for v in plan.volumes}:
-        plan.volumes = wanted
-        _check_consistency(session, plan)
-        plan.updated_at = now
-        session.flush()
-        announce(session, settings, plan, "plan.update.end", now)
+    set_volumes(session, settings, plan, wanted, now)
+
+
+def set_volumes(session: Session, settings: Settings, plan: Plan, wanted: list[Volume],
+                now: datetime) -> bool:
+    """Make `wanted` the volumes of a plan that follows its Cinder group, checked as a save
+    checks them; True when they changed. The caller holds `lock_membership`."""
+    if {v.id for v in wanted} == {v.id for v in plan.volumes}:
+        return False
+    log.info("plan %s follows Cinder group %s: %d volumes, was %d", plan.id,
+             plan.cinder_group_id, len(wanted), len(plan.volumes))
+    plan.volumes = wanted
+    _check_consistency(session, plan)
+    plan.updated_at = now
+    session.flush()
+    announce(session, settings, plan, "plan.update.end", now)
+    return True
 
 
 def lock_membership(session: Session, plan: Plan) -> None:

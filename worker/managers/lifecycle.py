@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from redis.exceptions import RedisError
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -41,16 +41,12 @@ from services.webhooks import openstack
 from worker.engine.copy import CopyStats
 from worker.engine.qos import Pacer
 from worker.managers import notices
+from worker.managers.limits_watch import LimitsWatch
 from worker.managers.phases import Phases
 from worker.managers.signals import JobCancelled, JobLost, JobSignal
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
-
-POLL_SECONDS = 0.25
-"""How often a running job looks for QoS changes and cancel requests: an operator's change
-takes effect well within a second."""
-
 
 @dataclass(frozen=True, kw_only=True)
 class ClaimedJob:
@@ -193,72 +189,6 @@ def _create_restore_point(session: Session, job: Job) -> None:
     session.flush()
 
 
-class _LimitsWatch:
-    """Reads the QoS limits and cancel requests of every job this process runs, in one
-    query each POLL_SECONDS, from one thread. Each job polling for itself cost a session a
-    job four times a second (a pool ping, BEGIN, the SELECT, COMMIT): at 20 jobs in flight
-    80 sessions a second, a fifth of a fleet night's worker samples and PostgreSQL's CPU
-    besides (bench/README.md, nightly fleet)."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        self._jobs: dict[str, JobReporter] = {}
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._failing = False
-
-    def add(self, reporter: JobReporter) -> None:
-        with self._lock:
-            self._jobs[reporter.job.id] = reporter
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="job-limits",
-                                                daemon=True)
-                self._thread.start()
-
-    def remove(self, reporter: JobReporter) -> None:
-        with self._lock:
-            if self._jobs.get(reporter.job.id) is reporter:
-                del self._jobs[reporter.job.id]
-
-    def _run(self) -> None:
-        while True:
-            time.sleep(POLL_SECONDS)
-            with self._lock:
-                watched = dict(self._jobs)
-            if not watched:
-                continue
-            try:
-                self.poll(watched)
-            except Exception:
-                # The database may be briefly away: limits and cancels wait for it; the
-                # heartbeat, which fails the same way, decides what happens to the jobs.
-                if not self._failing:
-                    log.warning("could not read the running jobs' limits", exc_info=True)
-                self._failing = True
-            else:
-                self._failing = False
-
-    def poll(self, watched: dict[str, JobReporter]) -> None:
-        with self.db.reading() as session:
-            rows = session.execute(
-                select(Job.id, Job.qos_bytes_per_second, Job.qos_ops_per_second,
-                       Job.cancel_requested_at).where(Job.id.in_(sorted(watched)))).all()
-        for job_id, bps, iops, cancel_at in rows:
-            watched[job_id].follow_limits(bps, iops, cancel_at)
-
-
-_watches: dict[int, _LimitsWatch] = {}
-_watches_lock = threading.Lock()
-
-
-def _limits_watch(db: Database) -> _LimitsWatch:
-    with _watches_lock:
-        watch = _watches.get(id(db))
-        if watch is None or watch.db is not db:
-            watch = _watches[id(db)] = _LimitsWatch(db)
-        return watch
-
-
 class JobReporter:
     """Keeps a running job's heartbeat fresh from a thread of its own (liveness must not
     depend on progress: a copy may wait on a lock or a slow cluster), follows the job's QoS
@@ -267,8 +197,10 @@ class JobReporter:
     JobLost / JobCancelled so the copy stops."""
 
     def __init__(self, db: Database, job: ClaimedJob, interval: float,
-                 leases: Leases | None = None, *, notify_openstack: bool = False) -> None:
+                 leases: Leases | None, limits: LimitsWatch, *,
+                 notify_openstack: bool = False) -> None:
         self.db = db
+        self._limits = limits
         self.notify_openstack = notify_openstack
         self.job = job
         self.leases = leases
@@ -291,7 +223,6 @@ class JobReporter:
         """Managers lap their steps on it; published on the job when it ends."""
 
     def __enter__(self) -> JobReporter:
-        self._limits = _limits_watch(self.db)
         self._limits.add(self)
         self._thread.start()
         return self
@@ -326,9 +257,13 @@ class JobReporter:
             log.warning("job %s lost its slot on %s (lease expired and taken); it finishes "
                         "anyway", self.job.id, full.label)
 
+    @property
+    def job_id(self) -> str:
+        return self.job.id
+
     def follow_limits(self, bps: int | None, iops: int | None,
                       cancel_at: datetime | None) -> None:
-        """The job's row as `_LimitsWatch` read it: new QoS limits apply at once, a cancel
+        """The job's row as the limits watch read it: new QoS limits apply at once, a cancel
         request stops the copy at its next progress call."""
         if (bps, iops) != self.pacer.limits():
             log.info("job %s QoS now %s B/s, %s op/s", self.job.id, bps, iops)
@@ -588,7 +523,8 @@ def run_job(rt: Runtime, job_id: str, kind: str, body: JobBody) -> None:
         return
     try:
         with JobReporter(rt.db, job, rt.settings.progress_interval_seconds,
-                         rt.leases, notify_openstack=openstack.enabled(rt.settings)) as reporter:
+                         rt.leases, rt.limits,
+                         notify_openstack=openstack.enabled(rt.settings)) as reporter:
             try:
                 body(job, reporter)
             except JobLost:
