@@ -10,6 +10,7 @@ import contextlib
 import logging
 import re
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from services.errors import (
     StorageError,
     VolumeBusy,
 )
+from services.openstack.cinder import CinderVolume
 from services.plans import offsite
 from services.plans.prunes import request_prune
 from services.records.restore_points import RestorePoint
@@ -98,19 +100,22 @@ class BackupSteps(JobSteps):
         return status == RestorePointStatus.AVAILABLE
 
     def work(self) -> Outcome:
-        found = check_owner(self.rt.cinder, self.volume, self.job.project_id)
         lock_volume(self.rt, self.job, self.reporter, self.volume)
         self.reporter.phases.lap("prepare")
         try:
-            # Cinder's word on `bootable` lets a restore into a new volume say so too.
-            stats, self.removal = self.copy(found.bootable if found else None)
+            stats, self.removal = self.copy()
             return Outcome(stats=stats)
         finally:
             locks.unlock(self.rt.db, self.volume.id, self.job.id)
 
-    def copy(self, bootable: bool | None) -> tuple[CopyStats, SourceSnapshotRemoval]:
+    def check_owner(self) -> CinderVolume | None:
+        """Cinder's word that the job's project still owns the volume (raises otherwise);
+        its `bootable` lets a restore into a new volume say so too."""
+        return check_owner(self.rt.cinder, self.volume, self.job.project_id)
+
+    def copy(self) -> tuple[CopyStats, SourceSnapshotRemoval]:
         """Everything up to and including the commit point."""
-        return _copy(self.rt, self.job, self.reporter, self.rp, self.volume, bootable)
+        return _copy(self.rt, self.job, self.reporter, self.rp, self.volume, self.check_owner)
 
     def clean_up(self) -> None:
         """Remove what a failed attempt made on the target and the source."""
@@ -198,19 +203,23 @@ class _TargetSide:
 
 
 def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
-          volume: Volume, bootable: bool | None) -> tuple[CopyStats, SourceSnapshotRemoval]:
+          volume: Volume, owner: Callable[[], CinderVolume | None],
+          ) -> tuple[CopyStats, SourceSnapshotRemoval]:
     target = rbd_target(rt.settings, rp.target)
     phases = reporter.phases
     with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
             rt.clusters.ioctx(target.cluster, target.pool) as dst_io, ExitStack() as stack:
         phases.lap("open")
-        # The source snapshot waits for the mon's next proposal; the target side (the
-        # backup image, the base and its manifest) is made ready meanwhile. (Not the
-        # backup image's exclusive lock: taken by hand, librbd would refuse it to a
-        # restore point's delete running at the same time.)
-        (source_snapshots, snap_id, source), side = side_by_side(
-            stack, lambda here: open_source(rt, job, reporter, src_io, volume, rp, here),
-            lambda there: _open_target(rt, job, rp, dst_io, there))
+        # The source snapshot waits for the mon's next proposal; meanwhile Cinder says
+        # whether the project still owns the volume (its refusal wins over any error of
+        # the snapshot, which the undo then removes: no byte is read before both ended),
+        # and the target side (the backup image, the base and its manifest) is made
+        # ready. (Not the backup image's exclusive lock: taken by hand, librbd would
+        # refuse it to a restore point's delete running at the same time.)
+        (found, side), (source_snapshots, snap_id, source) = side_by_side(
+            stack, lambda here: (owner(), _open_target(rt, job, rp, dst_io, here)),
+            lambda there: open_source(rt, job, reporter, src_io, volume, rp, there))
+        bootable = found.bootable if found else None
         phases.lap("snapshot")
         size = source.size()
         order = source.stat()["order"]

@@ -158,8 +158,10 @@ def previous_manifest(rt: Runtime, rp: RestorePoint, store: ChunkStore
 class ObjectBackupSteps(BackupSteps):
     noun = "backup"
 
-    def copy(self, bootable: bool | None) -> tuple[CopyStats, SourceSnapshotRemoval]:
+    def copy(self) -> tuple[CopyStats, SourceSnapshotRemoval]:
         rt, job, rp, volume, reporter = self.rt, self.job, self.rp, self.volume, self.reporter
+        found = self.check_owner()
+        bootable = found.bootable if found else None
         with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, ExitStack() as stack:
             reporter.phases.lap("open")
             source_snapshots, _snap_id, source = open_source(rt, job, reporter, src_io,

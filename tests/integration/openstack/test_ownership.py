@@ -1,10 +1,12 @@
 """A Cinder volume transferred to another project is no longer backed up by the old
-project's plan: ownership is checked again when each job starts (issue 12, item 6)."""
+project's plan: ownership is checked again when each job starts (issue 12, item 6), beside
+the source snapshot, which the refused job then removes again."""
 
 from __future__ import annotations
 
 import rbd
 
+from services.records.restore_points import snapshot_name
 from tests.support import ceph
 from tests.support.openstack import (
     Cloud,
@@ -45,6 +47,13 @@ def test_a_transferred_volume_is_not_backed_up_by_its_old_project(
         rp = os_cairn.call("GET", f"/v1/restore-points/{done['restore_point_id']}",
                            token).json()
         assert rp["status"] == "error"
+        # The snapshot taken while Cinder was asked is gone: nothing of the refused job
+        # stays on the volume that is now another project's.
+        with ceph.ioctx("ceph-a", "volumes") as io, \
+                rbd.Image(io, image_of(volume.id), read_only=True) as image:
+            names = {snap["name"] for snap in image.list_snaps()}
+        assert snapshot_name(done["restore_point_id"]) not in names
+        assert snapshot_name(first["restore_point_id"]) in names
         # The restore point made before the transfer stays the old project's.
         kept = os_cairn.call("GET", f"/v1/restore-points/{first['restore_point_id']}", token)
         assert kept.json()["status"] == "available"
