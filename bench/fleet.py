@@ -17,7 +17,8 @@ Each night is backed up three ways, one after the other, on the same volumes:
 It prints, per night and method: volumes per hour, wall time, CPU-seconds per volume (the
 workers', cinder-backup's with its rbd children, the shell's children), and for Cairn the
 median and p95 of each phase of its jobs (`timings.phases`) and the worker time of a job
-(its phases after the claim). Then the ratios the issue asks for.
+(its phases after the claim), also less its two waits on the mon. Then the ratios the
+issue asks for.
 
     .venv/bin/python bench/fleet.py [--volumes 20] [--size-gib 1] [--fill 0.25]
                                     [--change 0.02] [--jobs-per-worker 4]
@@ -100,6 +101,8 @@ class Night:
     cpu_seconds: float
     phases: dict[str, list[float]] = field(default_factory=dict)
     worker_seconds: list[float] = field(default_factory=list)
+    own_seconds: list[float] = field(default_factory=list)
+    """The worker time less the waits on the mon."""
     job_seconds: list[float] = field(default_factory=list)
     """From the claim to the end, as the job's timings say (started_at to finished_at)."""
 
@@ -137,6 +140,11 @@ def ensure_pool(name: str) -> None:
     if name not in ceph_cli("osd", "pool", "ls").split():
         ceph_cli("osd", "pool", "create", name, "8")
         ceph_cli("osd", "pool", "application", "enable", name, "rbd")
+
+
+WAITS = ("snapshot", "target_snapshot")
+"""The phases in which a job waits for the mon's next proposal (its source snapshot, during
+which the target side is opened too; its target snapshot)."""
 
 
 # ---------------------------------------------------------------- the volumes
@@ -199,6 +207,8 @@ def cairn_night(cairn: OpenStackCairn, token: str, plan_id: str, night: int,
             result.phases.setdefault(name, []).append(value)
         result.worker_seconds.append(sum(v for k, v in phases.items()
                                          if k not in ("queue_wait", "claim")))
+        result.own_seconds.append(sum(v for k, v in phases.items()
+                                      if k not in ("queue_wait", "claim", *WAITS)))
         result.job_seconds.append(job["timings"]["duration_seconds"] or 0.0)
     assert len(jobs) == n, f"{len(jobs)} jobs for {n} volumes"
     return result
@@ -325,6 +335,8 @@ def report(results: list[Night]) -> None:
             print(f"  {name:>16} {statistics.median(values):8.3f} {pct(values, 0.95):8.3f}")
         print(f"  {'worker time':>16} {statistics.median(r.worker_seconds):8.3f} "
               f"{pct(r.worker_seconds, 0.95):8.3f}   (a job's phases after its claim)")
+        print(f"  {'less the waits':>16} {statistics.median(r.own_seconds):8.3f} "
+              f"{pct(r.own_seconds, 0.95):8.3f}   (less {', '.join(WAITS)})")
         print(f"  {'job duration':>16} {statistics.median(r.job_seconds):8.3f} "
               f"{pct(r.job_seconds, 0.95):8.3f}   (started_at to finished_at)")
     by = {(r.method, r.night): r for r in results}

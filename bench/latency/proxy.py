@@ -57,12 +57,19 @@ class Leg(asyncio.Protocol):
         if self.peer is None or self.peer.transport is None:
             self.timer = self.loop.call_later(0.001, self._release)
             return
+        if self.peer.transport.is_closing():
+            # The peer's socket is gone (the client closed it): what it was owed has nowhere
+            # to go, and writing it would raise in the event loop.
+            self.queue.clear()
+            self.queued = 0
+            return
         now = self.loop.time()
         while self.queue and self.queue[0][0] <= now:
             _, data = self.queue.popleft()
             self.queued -= len(data)
             self.peer.transport.write(data)
-        if self.transport is not None and self.queued <= PAUSE_BYTES:
+        if (self.transport is not None and not self.transport.is_closing()
+                and self.queued <= PAUSE_BYTES):
             self.transport.resume_reading()
         if self.queue:
             self.timer = self.loop.call_at(self.queue[0][0], self._release)
