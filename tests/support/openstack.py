@@ -286,7 +286,8 @@ def _group_type() -> str:
 def _wait_group(api: CinderApi, group_id: str) -> dict[str, Any]:
     deadline = time.monotonic() + 60
     while True:
-        group = _group_call(api, "GET", f"/groups/{group_id}?list_volume=true")["group"]
+        group: dict[str, Any] = _group_call(
+            api, "GET", f"/groups/{group_id}?list_volume=true")["group"]
         if group["status"] == "available":
             return group
         assert group["status"] not in ("error", "error_deleting"), group
