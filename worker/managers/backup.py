@@ -26,7 +26,6 @@ from services.errors import (
     StorageError,
     VolumeBusy,
 )
-from services.openstack.cinder import CinderVolume
 from services.plans import offsite
 from services.plans.prunes import request_prune
 from services.records.restore_points import RestorePoint
@@ -108,10 +107,11 @@ class BackupSteps(JobSteps):
         finally:
             locks.unlock(self.rt.db, self.volume.id, self.job.id)
 
-    def check_owner(self) -> CinderVolume | None:
-        """Cinder's word that the job's project still owns the volume (raises otherwise);
-        its `bootable` lets a restore into a new volume say so too."""
-        return check_owner(self.rt.cinder, self.volume, self.job.project_id)
+    def check_owner(self) -> bool | None:
+        """Raise unless Cinder says the job's project still owns the volume; returns its
+        `bootable` (None when unknown), so a restore into a new volume can say so too."""
+        found = check_owner(self.rt.cinder, self.volume, self.job.project_id)
+        return found.bootable if found else None
 
     def copy(self) -> tuple[CopyStats, SourceSnapshotRemoval]:
         """Everything up to and including the commit point."""
@@ -203,7 +203,7 @@ class _TargetSide:
 
 
 def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
-          volume: Volume, owner: Callable[[], CinderVolume | None],
+          volume: Volume, owner: Callable[[], bool | None],
           ) -> tuple[CopyStats, SourceSnapshotRemoval]:
     target = rbd_target(rt.settings, rp.target)
     phases = reporter.phases
@@ -216,10 +216,9 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         # and the target side (the backup image, the base and its manifest) is made
         # ready. (Not the backup image's exclusive lock: taken by hand, librbd would
         # refuse it to a restore point's delete running at the same time.)
-        (found, side), (source_snapshots, snap_id, source) = side_by_side(
+        (bootable, side), (source_snapshots, snap_id, source) = side_by_side(
             stack, lambda here: (owner(), _open_target(rt, job, rp, dst_io, here)),
             lambda there: open_source(rt, job, reporter, src_io, volume, rp, there))
-        bootable = found.bootable if found else None
         phases.lap("snapshot")
         size = source.size()
         order = source.stat()["order"]

@@ -48,6 +48,7 @@ from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True, kw_only=True)
 class ClaimedJob:
     """What a manager knows of the job it runs, read once when the worker claimed it."""

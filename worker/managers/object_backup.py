@@ -160,8 +160,7 @@ class ObjectBackupSteps(BackupSteps):
 
     def copy(self) -> tuple[CopyStats, SourceSnapshotRemoval]:
         rt, job, rp, volume, reporter = self.rt, self.job, self.rp, self.volume, self.reporter
-        found = self.check_owner()
-        bootable = found.bootable if found else None
+        bootable = self.check_owner()
         with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, ExitStack() as stack:
             reporter.phases.lap("open")
             source_snapshots, _snap_id, source = open_source(rt, job, reporter, src_io,
