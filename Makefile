@@ -76,8 +76,15 @@ test: ## install what is missing, build the portal, start the stack's servers (K
 test-unit: bootstrap ## the unit tier: every test that needs no server (seconds; nothing has to run)
 	@$(PY) -m pytest -p no:cacheprovider -q tests/unit
 
-test-only: ## run both tiers against an already running stack
-	@$(PY) -m pytest -p no:cacheprovider --durations=25
+COVERAGE ?= 0
+test-only: ## run both tiers against an already running stack (COVERAGE=1: and report line coverage of api/ services/ worker/)
+ifeq ($(COVERAGE),1)
+	@rm -rf $(STATE)/coverage && mkdir -p $(STATE)/coverage
+	@$(PY) -m coverage run -m pytest -p no:cacheprovider --durations=25 $(ARGS)
+	@$(PY) -m coverage combine -q && $(PY) -m coverage report | tail -n 1
+else
+	@$(PY) -m pytest -p no:cacheprovider --durations=25 $(ARGS)
+endif
 
 SEED ?= $(shell date +%s)
 CASES ?= 300
