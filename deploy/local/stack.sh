@@ -33,8 +33,10 @@ redis_up() {
     mkdir -p "$state/redis"
     if pid_alive "$redis_pid"; then echo "redis: already running (127.0.0.1:$REDIS_PORT)"; return; fi
     require_free_port "$REDIS_PORT" redis CAIRN_REDIS_PORT
+    # 64 databases: every concurrent test session (pytest-xdist workers, `make soak`) keeps
+    # its broker and leases in databases of its own.
     redis-server --daemonize yes --bind 127.0.0.1 --port "$REDIS_PORT" --save "" \
-        --appendonly no --dir "$state/redis" --pidfile "$redis_pid" \
+        --databases 64 --appendonly no --dir "$state/redis" --pidfile "$redis_pid" \
         --logfile "$state/redis/redis.log" >/dev/null
     wait_for 10 redis redis-cli -p "$REDIS_PORT" ping
     echo "redis: up (127.0.0.1:$REDIS_PORT)"
