@@ -57,7 +57,7 @@ def scopes_for(settings: Settings, kind: JobKind, project_id: str,
         scopes.append(Scope(f"{_PREFIX}target:{target}", slots, f"target {target!r}"))
         scopes.append(Scope(f"{_PREFIX}share:{target}:{project_id}",
                             project_share(settings, slots),
-                            f"project {project_id!r}'s share of target {target!r}"))
+                            f"project {project_id!r} on target {target!r}"))
     scopes.append(Scope(f"{_PREFIX}project:{project_id}", settings.max_jobs_per_project,
                         f"project {project_id!r}"))
     return scopes

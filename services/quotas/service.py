@@ -142,7 +142,7 @@ def excess(session: Session, project_id: str) -> str | None:
     return _storage_message(project_id, used, quota.max_bytes, 0)
 
 
-def hand_on(session: Session, rp: RestorePoint) -> None:
+def pass_on(session: Session, rp: RestorePoint) -> None:
     """`rp` is being deleted: the data it added that later restore points of its chain
     still hold stays on the target, so its bytes move to the next one that holds data
     (up to that one's volume size: a restore point holds at most a whole image). The

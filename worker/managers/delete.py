@@ -79,7 +79,7 @@ def delete_restore_point(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
     with rt.db.session() as session:
         row = session.get(RestorePoint, rp.id)
         if row is not None and row.status == RestorePointStatus.DELETING:
-            quotas.hand_on(session, row)
+            quotas.pass_on(session, row)
         if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
                               RestorePointStatus.DELETED, expect=RestorePointStatus.DELETING,
                               extra={"deleted_at": utcnow()}):

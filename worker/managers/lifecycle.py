@@ -102,7 +102,8 @@ class ClaimedJob:
 def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
     """Move the job from queued to running for this worker; None when it is not queued (a
     duplicate delivery, or already done), not due yet, outside its plan's backup window, or
-    without a free concurrency slot: it then goes back to admission."""
+    without a free concurrency slot: it then goes back to admission. A backup whose
+    project's quotas have no room for it any more ends `failed` here, before it starts."""
     now = rt.clock()
     began = time.monotonic()
     with rt.db.session() as session:
@@ -115,28 +116,31 @@ def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
                      job_id, wait_until.isoformat())
             _back_to_admission(session, job_id, not_before=wait_until)
             return None
-        room = 0
-        if job.kind == JobKind.BACKUP and job.restore_point_id is None:
-            room, refused = _quota_room(session, job)
-            if refused is not None:
-                log.info("job %s refused at its start: %s", job_id, refused)
-                _refuse(session, job_id, QuotaExceeded.code, refused)
-                return None
         scopes = scopes_for(rt.settings, JobKind(job.kind), job.project_id, job.target)
-        blocked = rt.leases.acquire(job_id, scopes)
-        if blocked is not None:
-            log.info("job %s waits for a slot on %s", job_id, blocked.label)
-            _back_to_admission(session, job_id, not_before=job.not_before)
-            return None
-        due = max(job.queued_at, job.not_before or job.queued_at)
-        try:
-            claimed = _start(session, job, scopes, rt.name, room=room,
-                             notify_openstack=openstack.enabled(rt.settings))
-        except BaseException:
-            # Not started after all (the database went away, or another delivery won):
-            # the slots are not kept for a job that is not running here.
-            rt.leases.release(job_id, scopes)
-            raise
+        room, refused = (_quota_room(session, job)
+                         if job.kind == JobKind.BACKUP and job.restore_point_id is None
+                         else (0, None))
+        if refused is not None:
+            log.info("job %s refused at its start: %s", job_id, refused)
+            _refuse(session, job_id, QuotaExceeded.code, refused)
+        else:
+            blocked = rt.leases.acquire(job_id, scopes)
+            if blocked is not None:
+                log.info("job %s waits for a slot on %s", job_id, blocked.label)
+                _back_to_admission(session, job_id, not_before=job.not_before)
+                return None
+            due = max(job.queued_at, job.not_before or job.queued_at)
+            try:
+                claimed = _start(session, job, scopes, rt.name, room=room,
+                                 notify_openstack=openstack.enabled(rt.settings))
+            except BaseException:
+                # Not started after all (the database went away, or another delivery
+                # won): the slots are not kept for a job that is not running here.
+                rt.leases.release(job_id, scopes)
+                raise
+    if refused is not None:
+        rt.leases.release(job_id, scopes)  # admission's slots for it go to the next job
+        return None
     if claimed is None:
         return None
     return replace(claimed, claim_seconds=time.monotonic() - began,

@@ -39,7 +39,7 @@ def _delete(db: Database, rp_id: str) -> None:
     with db.session() as session:
         rp = session.get(RestorePoint, rp_id)
         assert rp is not None
-        quotas.hand_on(session, rp)
+        quotas.pass_on(session, rp)
         rp.status = RestorePointStatus.DELETED
 
 
