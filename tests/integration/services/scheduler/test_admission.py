@@ -35,17 +35,16 @@ class RecordingDispatcher:
         return [job_id for job_id, _ in jobs]
 
 
-# Beside the session stacks' databases (1 and 2 past the offset), never on another
-# session's: concurrent sessions run with offsets apart.
-REDIS_DB = 3 + int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
+# The session's own Redis database (where its sqlite stack's broker lives), never flushed:
+# every key a test takes names its own random targets and projects, and expires by itself
+# (a lease's key lives twice the lease), so concurrent sessions and the stack are untouched.
+REDIS_DB = 1 + int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
 
 
 @pytest.fixture
 def redis() -> Iterator[Redis]:
     client = Redis.from_url(f"redis://127.0.0.1:{REDIS_PORT}/{REDIS_DB}")
-    client.flushdb()
     yield client
-    client.flushdb()
     client.close()
 
 
@@ -143,7 +142,7 @@ def test_a_job_not_yet_due_is_not_started(fresh_database_url: str, redis: Redis)
     db = Database(fresh_database_url)
     dispatcher = RecordingDispatcher()
     admission = Admission(db, Leases(redis, 60), dispatcher, settings)  # type: ignore[arg-type]
-    (job,) = add_jobs(db, f"p-{uuid.uuid4().hex[:6]}", 1, "local")
+    (job,) = add_jobs(db, f"p-{uuid.uuid4().hex[:6]}", 1, f"t-{uuid.uuid4().hex[:6]}")
     with db.session() as session:
         session.execute(update(Job).where(Job.id == job)
                         .values(not_before=utcnow() + timedelta(hours=1)))
