@@ -417,12 +417,16 @@ def run_nights(args: argparse.Namespace, directory: Path, member: User, ids: lis
         backup_proc = start_cinder_backup(cinder_backup_conf(directory),
                                           LOGS / "cinder-backup.log")
     with migrated_database("postgresql", directory) as url:
-        slots = str(2 * args.jobs_per_worker)
+        slots = 2 * args.jobs_per_worker
         production = {f"CAIRN_{name.upper()}": str(Settings.model_fields[name].default)
                       for name in PRODUCTION}
         cairn = start_cairn(url, 7, LOGS / "cairn", workers=2, **production,
                             CAIRN_WORKER_CONCURRENCY=str(args.jobs_per_worker),
-                            CAIRN_MAX_JOBS_PER_TARGET=slots, CAIRN_MAX_JOBS_PER_PROJECT=slots)
+                            # One project backs the fleet up: every worker thread its
+                            # own, and one target slot beyond its share (a project never
+                            # holds all of a target's).
+                            CAIRN_MAX_JOBS_PER_TARGET=str(slots + 1),
+                            CAIRN_MAX_JOBS_PER_PROJECT=str(slots))
         try:
             token = member.token()
             plan = cairn.call("POST", "/v1/plans", token, json={

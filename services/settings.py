@@ -281,8 +281,11 @@ class Settings(BaseSettings):
     """Copy jobs running at once against one backup target (unless the target sets its own
     `max_jobs`). Jobs over the limit stay queued and start as soon as a slot frees."""
 
-    max_jobs_per_project: int = Field(default=8, ge=1)
-    """Copy jobs of one project running at once, whatever the target."""
+    max_jobs_per_project: int = Field(default=2, ge=1)
+    """Copy jobs of one project running at once, whatever the target; below
+    `max_jobs_per_target`, so that one tenant's queue leaves every target room for others.
+    Whatever it is set to, a project never holds all the slots of a target that has more
+    than one (`services/limits/leases.py`)."""
 
     lease_seconds: float = Field(default=60.0, gt=0)
     """Lifetime of a concurrency slot (a lease in Redis) unless its job's worker renews it:

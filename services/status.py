@@ -85,8 +85,9 @@ class RestorePointKind(enum.StrEnum):
 S = TypeVar("S", bound=enum.StrEnum)
 
 ACTIVE_JOB_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
-COPY_JOB_KINDS = (JobKind.BACKUP, JobKind.RESTORE, JobKind.VERIFY)
-"""Jobs that run the copy engine: they have QoS limits and can be cancelled."""
+COPY_JOB_KINDS = (JobKind.BACKUP, JobKind.RESTORE, JobKind.VERIFY, JobKind.COPY)
+"""Jobs that move data (the copy engine, or an off-site copy's upload): they hold
+concurrency slots, have QoS limits and can be cancelled."""
 
 JOB_TRANSITIONS: Mapping[JobStatus, frozenset[JobStatus]] = {
     JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.CANCELLED, JobStatus.FAILED}),

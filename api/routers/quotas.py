@@ -30,9 +30,12 @@ def get_quota(project_id: ProjectId, session: SessionDep) -> ProjectQuotaPublic:
             responses=error_responses(401, 403, 422), summary="Set a project's quota (admin)",
             dependencies=[allowed("quota:update")])
 def set_quota(project_id: ProjectId, body: QuotaLimits, session: SessionDep) -> ProjectQuotaPublic:
-    """Limits apply to new backups: run-now and plan creation answer 413 over quota, and a
-    scheduled backup over quota fails with the reason. Nothing existing is deleted."""
-    service.set_limits(session, project_id, body.restore_points, body.gigabytes)
+    """Limits apply to new restore points (backups and off-site copies): requests answer
+    413 over quota, a scheduled backup over quota fails with the reason, and a running one
+    stops once the project is over its storage limit (docs/scheduling.md, Quotas). Nothing
+    existing is deleted."""
+    max_bytes = None if body.gigabytes is None else round(body.gigabytes * service.GIB)
+    service.set_limits(session, project_id, body.restore_points, max_bytes)
     return _public(session, project_id)
 
 
@@ -41,6 +44,9 @@ def _public(session: Session, project_id: str) -> ProjectQuotaPublic:
     used = service.usage(session, project_id)
     return ProjectQuotaPublic(
         project_id=project_id,
-        limits=QuotaLimits(restore_points=quota.restore_points, gigabytes=quota.gigabytes),
+        limits=QuotaLimits(restore_points=quota.restore_points,
+                           gigabytes=None if quota.max_bytes is None
+                           else quota.max_bytes / service.GIB),
         usage=QuotaUsage(restore_points=used.restore_points,
-                         gigabytes_stored=round(used.bytes_stored / service.GIB, 3)))
+                         gigabytes_stored=round(used.bytes_stored / service.GIB, 6),
+                         bytes_stored=used.bytes_stored))

@@ -138,7 +138,7 @@ def verify(restore_point_id: RestorePointId, session: SessionDep, ctx: ContextDe
 
 
 @router.post("/{restore_point_id}/copy", status_code=202, response_model=JobPublic,
-             responses=error_responses(401, 404, 409, 422),
+             responses=error_responses(401, 404, 409, 413, 422),
              summary="Copy a restore point off site",
              dependencies=[allowed("restore_point:copy")])
 def copy(restore_point_id: RestorePointId, body: CopyCreate, session: SessionDep,
@@ -146,6 +146,7 @@ def copy(restore_point_id: RestorePointId, body: CopyCreate, session: SessionDep
     """Queue a copy of the restore point, read from its backup pool (not from the volume), to
     an object target. The copy is a restore point of its own (`copied_from_restore_point_id`)
     at the same instant; the job's `restore_point_id` names it. It sends only the chunks
-    the target lacks: after a first copy of the volume, little more than what changed."""
+    the target lacks: after a first copy of the volume, little more than what changed.
+    It counts against the project's quotas as a backup does (413 when they leave no room)."""
     return once.answer(202, lambda: JobPublic.of(copies.start_copy(
         session, ctx, settings, restore_point_id, body)))

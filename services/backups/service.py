@@ -27,12 +27,13 @@ def create_backup(session: Session, ctx: RequestContext, settings: Settings,
     ref = volume.ref
     # The volume's project owns the backup, whoever asked for it (an administrator).
     project_id = volume.project_id
-    quotas.require_room(session, project_id, 1)
+    room = quotas.estimate(session, volume.id, target, request.kind)
+    quotas.require_room(session, project_id, 1, room)
     running = jobs.active_backup_for_volume(session, volume.id)
     if running is not None:
         raise _already_running(str(ref), running.id)
     rp = RestorePoint(project_id=project_id, volume=volume, volume_id=volume.id,
-                      target=target, kind=request.kind)
+                      target=target, kind=request.kind, quota_bytes=room)
     session.add(rp)
     session.flush()
     job = Job(**factory.backup(

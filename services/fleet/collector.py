@@ -173,7 +173,7 @@ class FleetCollector(Collector):
         per_project: dict[str, int] = {}
         for project, status, n, size in session.execute(
                 select(RestorePoint.project_id, RestorePoint.status, func.count(),
-                       func.coalesce(func.sum(RestorePoint.bytes_copied), 0))
+                       func.coalesce(func.sum(RestorePoint.quota_bytes), 0))
                 .where(RestorePoint.status != RestorePointStatus.DELETED)
                 .group_by(RestorePoint.project_id, RestorePoint.status)):
             points.add_metric([project, str(status)], n)

@@ -1,10 +1,10 @@
 """Concurrency slots as leases in Redis: one sorted set per scope (a backup target, a
-project), members are job ids scored by their expiry. Taking the slots of a job is one Lua
-script over all its scopes, all or nothing, timed by Redis's own clock (no skew between
-hosts). A worker renews its job's leases with every heartbeat; a dead worker stops renewing
-and its slots free themselves when the lease runs out. Redis holds nothing that cannot be
-rebuilt: after a Redis restart the leases are gone, running jobs take them back on their
-next renewal and waiting ones are admitted again."""
+project, a project's share of a target), members are job ids scored by their expiry. Taking
+the slots of a job is one Lua script over all its scopes, all or nothing, timed by Redis's
+own clock (no skew between hosts). A worker renews its job's leases with every heartbeat; a
+dead worker stops renewing and its slots free themselves when the lease runs out. Redis
+holds nothing that cannot be rebuilt: after a Redis restart the leases are gone, running
+jobs take them back on their next renewal and waiting ones are admitted again."""
 
 from __future__ import annotations
 
@@ -46,17 +46,29 @@ class Scope:
 
 def scopes_for(settings: Settings, kind: JobKind, project_id: str,
                target: str | None) -> list[Scope]:
-    """The limits a job counts against: copy jobs against their target and their project;
-    prunes and deletes (short, metadata-only) against none."""
+    """The limits a job counts against: jobs that move data against their target, their
+    project, and their project's share of the target; prunes and deletes (short,
+    metadata-only) against none."""
     if kind not in COPY_JOB_KINDS:
         return []
     scopes = []
     if target is not None:
-        scopes.append(Scope(f"{_PREFIX}target:{target}", target_job_limit(settings, target),
-                            f"target {target!r}"))
+        slots = target_job_limit(settings, target)
+        scopes.append(Scope(f"{_PREFIX}target:{target}", slots, f"target {target!r}"))
+        scopes.append(Scope(f"{_PREFIX}share:{target}:{project_id}",
+                            project_share(settings, slots),
+                            f"project {project_id!r} on target {target!r}"))
     scopes.append(Scope(f"{_PREFIX}project:{project_id}", settings.max_jobs_per_project,
                         f"project {project_id!r}"))
     return scopes
+
+
+def project_share(settings: Settings, target_slots: int) -> int:
+    """The slots of one target that one project may hold: `max_jobs_per_project`, and never
+    all of a target's slots when it has more than one. Whatever the limits are set to (a
+    target's own `max_jobs` below the project limit included), one tenant's queue leaves
+    a slot of every shared target to the others; fair share hands it on."""
+    return max(1, min(settings.max_jobs_per_project, target_slots - 1))
 
 
 class Leases:

@@ -205,7 +205,9 @@ def run_now(session: Session, ctx: RequestContext, settings: Settings,
         _follow_group_now(session, ctx, settings, volumes_from, plan, now)
     busy = jobs_repository.volumes_with_active_backup(session, [v.id for v in plan.volumes])
     free = [v for v in plan.volumes if v.id not in busy]
-    quotas.require_room(session, plan.project_id, len(free))
+    room = sum(quotas.estimate(session, v.id, plan.target, request.kind) for v in free) \
+        if quotas.has_storage_limit(session, plan.project_id) else 0
+    quotas.require_room(session, plan.project_id, len(free), room)
     jobs: list[Job] = []
     skipped = [{"volume": v.ref, "reason": "a backup of this volume is already queued or "
                 "running"} for v in plan.volumes if v.id in busy]

@@ -7,13 +7,19 @@ class QuotaLimits(BaseModel):
     """None (null) means unlimited."""
 
     restore_points: int | None = Field(default=None, ge=0, le=2**53)
-    gigabytes: int | None = Field(default=None, ge=0, le=2**53)
+    gigabytes: float | None = Field(
+        default=None, ge=0, le=2**32,
+        description="Storage limit in GiB (2^30 bytes); fractions allowed (0.5 is 512 MiB). "
+                    "Counts what the project's restore points hold on their targets, before "
+                    "compression (docs/scheduling.md, Quotas)")
 
 
 class QuotaUsage(BaseModel):
     restore_points: int = Field(description="Restore points not deleted (creating included)")
-    gigabytes_stored: float = Field(description="Sum of the bytes each restore point copied, "
-                                                "in GiB")
+    gigabytes_stored: float = Field(description="What the project's restore points hold on "
+                                                "their targets, in GiB: the data each one "
+                                                "added, and the room running backups reserve")
+    bytes_stored: int = Field(description="The same in bytes")
 
 
 class ProjectQuotaPublic(BaseModel):

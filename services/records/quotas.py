@@ -15,5 +15,6 @@ class ProjectQuota(Base):
 
     project_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     restore_points: Mapped[int | None] = mapped_column(BigInteger)
-    gigabytes: Mapped[int | None] = mapped_column(BigInteger)
+    max_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    """The storage limit in bytes (the API speaks GiB, fractions allowed)."""
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

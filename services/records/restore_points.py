@@ -75,6 +75,10 @@ class RestorePoint(Base):
     volume, or Cinder could not tell); a restore into Cinder makes its volume bootable."""
     size_bytes: Mapped[int | None] = mapped_column(BigInteger)
     bytes_copied: Mapped[int | None] = mapped_column(BigInteger)
+    quota_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    """What it counts against its project's storage quota (`services/quotas/service.py`):
+    while `creating`, the room it reserved (raised as it writes); once `available`, the
+    data it added to its target, plus what deleted ones before it left it holding."""
     duration_seconds: Mapped[float | None] = mapped_column(Float)
     checksum_algorithm: Mapped[str | None] = mapped_column(String(32))
     objects_checksummed: Mapped[int | None] = mapped_column(BigInteger)

@@ -11,6 +11,7 @@ from services import dispatch
 from services.context import RequestContext
 from services.errors import Conflict, InvalidInput, RestorePointBusy
 from services.jobs import factory
+from services.quotas import service as quotas
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
 from services.restore_points import repository as restore_points
@@ -68,13 +69,17 @@ def check_copyable(settings: Settings, source: RestorePoint, target: str) -> Non
 
 def queue_copy(session: Session, settings: Settings, source: RestorePoint, target: str,
                qos: factory.Qos, plan_id: str | None = None) -> Job:
-    """The copy's restore point (`creating`, dated at its source's instant) and its job."""
+    """The copy's restore point (`creating`, dated at its source's instant) and its job. A
+    copy is a restore point like a backup's: it counts against the project's quotas, and
+    is refused up front when they leave no room for it."""
+    room = quotas.estimate(session, source.volume_id, target, RestorePointKind.INCREMENTAL)
+    quotas.require_room(session, source.project_id, 1, room)
     copy = RestorePoint(project_id=source.project_id, volume_id=source.volume_id,
                         target=target, kind=RestorePointKind.FULL,
                         status=RestorePointStatus.CREATING,
                         copied_from_restore_point_id=source.id, plan_id=plan_id,
                         group_id=source.group_id, source_bootable=source.source_bootable,
-                        created_at=source.created_at)
+                        created_at=source.created_at, quota_bytes=room)
     session.add(copy)
     session.flush()
     job = Job(**factory.copy(copy, max_attempts=settings.job_max_attempts, qos=qos,

@@ -42,6 +42,10 @@ class TransferStats:
     bytes_read: int = 0
     bytes_sent: int = 0
     """Sealed (compressed, encrypted) bytes uploaded or downloaded."""
+    bytes_new: int = 0
+    """Data (before compression) of the chunks the base and `known` did not name: what the
+    upload adds to its chain, whether sent now or found stored (another volume's, or a
+    failed attempt's). The project's storage quota counts this."""
     bytes_written: int = 0
     hash_seal_seconds: float = 0.0
     """Naming, compressing and encrypting (or opening), summed over the threads."""
@@ -161,6 +165,7 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
         t2 = time.monotonic()
         with lock:
             present = name in known
+        new = not present
         sent = 0
         seal_s = 0.0
         if not present:
@@ -182,6 +187,8 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
             moved.bytes_done += length
             moved.bytes_read += length
             moved.bytes_written += sent
+            if new:
+                stats.bytes_new += length
             if present:
                 stats.chunks_known += 1
             else:

@@ -22,6 +22,7 @@ from services.base import utcnow
 from services.errors import (
     DataCorrupt,
     NotFound,
+    QuotaExceeded,
     SnapshotsLeft,
     StorageError,
     VolumeBusy,
@@ -58,6 +59,7 @@ from worker.managers.lifecycle import (
     JobSteps,
     Outcome,
 )
+from worker.managers.quota_guard import QuotaGuard
 from worker.managers.side_by_side import side_by_side
 from worker.managers.signals import JobLost
 from worker.runtime import Runtime
@@ -135,7 +137,7 @@ class BackupSteps(JobSteps):
         removal.report()
 
     def record_failure(self, status: JobStatus, code: str, message: str) -> None:
-        settle_unfinished(self.rt, self.rp.id, status, message)
+        settle_unfinished(self.rt, self.rp.id, status, code, message)
 
     def aftercare(self, outcome: Outcome) -> Aftercare:
         rt, rp, job = self.rt, self.rp, self.job
@@ -166,15 +168,18 @@ class BackupSteps(JobSteps):
         return steps
 
 
-def settle_unfinished(rt: Runtime, rp_id: str, status: JobStatus, message: str) -> None:
-    """A restore point whose making failed is `error` with the reason; a cancelled one
-    leaves nothing behind, so it is gone too."""
-    to = (RestorePointStatus.DELETED if status == JobStatus.CANCELLED
-          else RestorePointStatus.ERROR)
+def settle_unfinished(rt: Runtime, rp_id: str, status: JobStatus, code: str,
+                      message: str) -> None:
+    """A restore point whose making failed is `error` with the reason; a cancelled one, or
+    one the project's quota had no room for, leaves nothing behind, so it is gone too (it
+    would count against the very quota that refused it). Either way its data was removed,
+    so it holds none of the quota."""
+    gone = status == JobStatus.CANCELLED or code == QuotaExceeded.code
+    to = RestorePointStatus.DELETED if gone else RestorePointStatus.ERROR
     with rt.db.session() as session:
         guarded_update(session, RestorePoint, rp_id, RESTORE_POINT_TRANSITIONS, to,
                        expect=RestorePointStatus.CREATING,
-                       extra={"status_reason": message, "deleted_at": utcnow()
+                       extra={"status_reason": message, "quota_bytes": 0, "deleted_at": utcnow()
                               if to == RestorePointStatus.DELETED else None})
 
 
@@ -207,6 +212,8 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
           ) -> tuple[CopyStats, SourceSnapshotRemoval]:
     target = rbd_target(rt.settings, rp.target)
     phases = reporter.phases
+    guard = QuotaGuard(rt, rp.id, job.project_id)
+    reporter.quota = guard.progress
     with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
             rt.clusters.ioctx(target.cluster, target.pool) as dst_io, ExitStack() as stack:
         phases.lap("open")
@@ -237,6 +244,9 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                                       by_digest=source_snapshots is None)
         phases.lap("plan")  # the diff, then the copy the engine timed itself
         phases.move("plan", "copy", stats.elapsed)
+        # What an earlier attempt wrote is this restore point's too (counted whole).
+        held = stats.bytes_written + stats.bytes_resumed
+        guard.settle(held)
         start = base.manifest if base else manifest.Manifest(1 << order, size)
         final = start.updated(record, size)
         manifest.store(dst_io, rp.manifest_object, final, volume_id=rp.volume_id)
@@ -253,7 +263,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
             session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
             RestorePointStatus.AVAILABLE, expect=RestorePointStatus.CREATING,
             extra={"size_bytes": size, "bytes_copied": stats.bytes_written,
-                   "bytes_read": stats.bytes_read,
+                   "quota_bytes": held, "bytes_read": stats.bytes_read,
                    "kind": RestorePointKind.INCREMENTAL if base else RestorePointKind.FULL,
                    "base_restore_point_id": base.restore_point.id if base else None,
                    "full_reason": full_reason,

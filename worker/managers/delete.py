@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from services.base import utcnow
 from services.errors import NotFound, RestorePointBusy
+from services.quotas import service as quotas
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.settings import is_object_target, rbd_target
@@ -72,9 +73,13 @@ def settle_refused_delete(session: Session, rp_id: str, code: str, message: str)
 
 
 def delete_restore_point(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
-    """Remove a `deleting` restore point's data and mark it deleted."""
+    """Remove a `deleting` restore point's data and mark it deleted; what later restore
+    points of its chain still hold of its data stays counted in its project's quota."""
     _delete(rt, rp, volume)
     with rt.db.session() as session:
+        row = session.get(RestorePoint, rp.id)
+        if row is not None and row.status == RestorePointStatus.DELETING:
+            quotas.pass_on(session, row)
         if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
                               RestorePointStatus.DELETED, expect=RestorePointStatus.DELETING,
                               extra={"deleted_at": utcnow()}):

@@ -21,10 +21,11 @@ from sqlalchemy.orm import Session
 
 from services.base import utcnow
 from services.db import Database
-from services.errors import CairnError
+from services.errors import CairnError, QuotaExceeded
 from services.limits.leases import Leases, Scope, scopes_for
 from services.metrics import events
 from services.plans import timing
+from services.quotas import service as quotas
 from services.records.jobs import Job
 from services.records.plans import Plan
 from services.records.restore_points import RestorePoint
@@ -101,7 +102,8 @@ class ClaimedJob:
 def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
     """Move the job from queued to running for this worker; None when it is not queued (a
     duplicate delivery, or already done), not due yet, outside its plan's backup window, or
-    without a free concurrency slot: it then goes back to admission."""
+    without a free concurrency slot: it then goes back to admission. A backup whose
+    project's quotas have no room for it any more ends `failed` here, before it starts."""
     now = rt.clock()
     began = time.monotonic()
     with rt.db.session() as session:
@@ -115,27 +117,37 @@ def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
             _back_to_admission(session, job_id, not_before=wait_until)
             return None
         scopes = scopes_for(rt.settings, JobKind(job.kind), job.project_id, job.target)
-        blocked = rt.leases.acquire(job_id, scopes)
-        if blocked is not None:
-            log.info("job %s waits for a slot on %s", job_id, blocked.label)
-            _back_to_admission(session, job_id, not_before=job.not_before)
-            return None
-        due = max(job.queued_at, job.not_before or job.queued_at)
-        try:
-            claimed = _start(session, job, scopes, rt.name,
-                             notify_openstack=openstack.enabled(rt.settings))
-        except BaseException:
-            # Not started after all (the database went away, or another delivery won):
-            # the slots are not kept for a job that is not running here.
-            rt.leases.release(job_id, scopes)
-            raise
+        room, refused = (_quota_room(session, job)
+                         if job.kind == JobKind.BACKUP and job.restore_point_id is None
+                         else (0, None))
+        if refused is not None:
+            log.info("job %s refused at its start: %s", job_id, refused)
+            _refuse(session, job_id, QuotaExceeded.code, refused)
+        else:
+            blocked = rt.leases.acquire(job_id, scopes)
+            if blocked is not None:
+                log.info("job %s waits for a slot on %s", job_id, blocked.label)
+                _back_to_admission(session, job_id, not_before=job.not_before)
+                return None
+            due = max(job.queued_at, job.not_before or job.queued_at)
+            try:
+                claimed = _start(session, job, scopes, rt.name, room=room,
+                                 notify_openstack=openstack.enabled(rt.settings))
+            except BaseException:
+                # Not started after all (the database went away, or another delivery
+                # won): the slots are not kept for a job that is not running here.
+                rt.leases.release(job_id, scopes)
+                raise
+    if refused is not None:
+        rt.leases.release(job_id, scopes)  # admission's slots for it go to the next job
+        return None
     if claimed is None:
         return None
     return replace(claimed, claim_seconds=time.monotonic() - began,
                    queue_wait_seconds=max(0.0, (utcnow() - due).total_seconds()))
 
 
-def _start(session: Session, job: Job, scopes: list[Scope], worker: str, *,
+def _start(session: Session, job: Job, scopes: list[Scope], worker: str, *, room: int = 0,
            notify_openstack: bool = False) -> ClaimedJob | None:
     job_id = job.id
     won = guarded_update(
@@ -148,7 +160,7 @@ def _start(session: Session, job: Job, scopes: list[Scope], worker: str, *,
         return None
     session.refresh(job)
     if job.kind == JobKind.BACKUP and job.restore_point_id is None:
-        _create_restore_point(session, job)
+        _create_restore_point(session, job, room)
     events.job_started(job.kind, job.project_id, job.plan_id)
     claimed = ClaimedJob.of(job, tuple(scopes))
     # Committed with the move to running (the claim's transaction), as the end is with its.
@@ -176,14 +188,32 @@ def _back_to_admission(session: Session, job_id: str, *, not_before: datetime | 
                     .values(sent_at=None, not_before=not_before))
 
 
-def _create_restore_point(session: Session, job: Job) -> None:
+def _quota_room(session: Session, job: Job) -> tuple[int, str | None]:
+    """What a scheduled or run-now backup's restore point reserves, and why the project's
+    quotas refuse it now (the quota may have filled since the job was queued)."""
+    assert job.volume_id is not None
+    assert job.target is not None
+    room = quotas.estimate(session, job.volume_id, job.target,
+                           job.backup_kind or RestorePointKind.INCREMENTAL)
+    return room, quotas.shortfall(session, job.project_id, 1, room)
+
+
+def _refuse(session: Session, job_id: str, code: str, message: str) -> None:
+    """A queued job that may not start at all ends `failed` with the reason."""
+    guarded_update(session, Job, job_id, JOB_TRANSITIONS, JobStatus.FAILED,
+                   expect=JobStatus.QUEUED,
+                   extra={"finished_at": utcnow(), "error_code": code,
+                          "error_message": f"the job could not start: {message}"})
+
+
+def _create_restore_point(session: Session, job: Job, room: int) -> None:
     """A scheduled or run-now backup gets its restore point when it starts, so a job
     waiting for its window or a free slot holds no half-made restore point."""
     assert job.volume_id is not None
     assert job.target is not None
     rp = RestorePoint(project_id=job.project_id, volume_id=job.volume_id, target=job.target,
                       kind=job.backup_kind or RestorePointKind.INCREMENTAL,
-                      plan_id=job.plan_id, group_id=job.group_id)
+                      plan_id=job.plan_id, group_id=job.group_id, quota_bytes=room)
     session.add(rp)
     session.flush()
     job.restore_point_id = rp.id
@@ -208,6 +238,9 @@ class JobReporter:
         self.interval = interval
         self.on_persist: Callable[[CopyStats], None] | None = None
         """Called before each progress write (a backup saves its checkpoint there)."""
+        self.quota: Callable[[CopyStats], None] | None = None
+        """Called before each progress write by a job that writes a restore point: it
+        raises once the project is over its storage quota (`quota_guard.py`)."""
         self._last = 0.0
         self._last_bytes = 0
         self._began = time.monotonic()
@@ -307,6 +340,8 @@ class JobReporter:
         if self._last:
             rate = (stats.bytes_done - self._last_bytes) / (now - self._last)
         self._last, self._last_bytes = now, stats.bytes_done
+        if self.quota is not None:
+            self.quota(stats)
         if self.on_persist is not None:
             self.on_persist(stats)
         self._write({**stats_values(stats), "rate_bytes_per_second": rate})

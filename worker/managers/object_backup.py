@@ -38,6 +38,7 @@ from worker.managers.backup import BackupSteps, SourceSnapshotRemoval, open_sour
 from worker.managers.lifecycle import ClaimedJob, JobReporter
 from worker.managers.object_stores import open_store
 from worker.managers.progress import ReporterProgress
+from worker.managers.quota_guard import QuotaGuard
 from worker.managers.signals import JobLost
 from worker.runtime import Runtime
 
@@ -82,6 +83,8 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
     store its manifest, under the target's shared lease (ADR 0007)."""
     phases = reporter.phases
     settings = object_target(rt.settings, rp.target)
+    guard = QuotaGuard(rt, rp.id, rp.project_id)
+    reporter.quota = guard.progress
     store = open_store(rt.settings, rp.target, create=True)
     if job.attempt > 1:  # an interrupted attempt's manifest is not trusted
         store.delete_manifest(rp.project_id, rp.id)
@@ -101,6 +104,7 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         finished = time.monotonic()
         phases.lap("copy")
         reporter.check()
+        guard.settle(transfer.bytes_new)
         lease.check()  # no sweep ran meanwhile: every chunk named is stored
         store.write_manifest(rp.project_id, rp.id, manifest)
         phases.lap("manifest")
@@ -126,6 +130,7 @@ def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> 
             session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
             RestorePointStatus.AVAILABLE, expect=RestorePointStatus.CREATING,
             extra={"size_bytes": sent.manifest.image_size, "bytes_copied": transfer.bytes_sent,
+                   "quota_bytes": transfer.bytes_new,
                    "bytes_read": transfer.bytes_read,
                    "kind": RestorePointKind.INCREMENTAL if base else RestorePointKind.FULL,
                    "base_restore_point_id": base.restore_point_id if base else None,

@@ -132,4 +132,4 @@ class CopySteps(JobSteps):
         return "the partial copy's manifest was removed (its chunks stay for a retry)"
 
     def record_failure(self, status: JobStatus, code: str, message: str) -> None:
-        settle_unfinished(self.rt, self.rp.id, status, message)
+        settle_unfinished(self.rt, self.rp.id, status, code, message)

@@ -97,3 +97,111 @@ affinity:
 {{ toYaml . | indent 2 }}
 {{- end }}
 {{- end -}}
+
+{{/* A NetworkPolicy of one component: its metrics port open to the monitoring namespace
+only, what `ingress` adds, and egress to the destinations of network_policy.egress. */}}
+{{- define "cairn.networkPolicy" -}}
+{{- $root := .root -}}
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: {{ include "cairn.fullname" $root }}-{{ .component }}
+  labels:
+{{ include "cairn.labels" (dict "root" $root "component" .component) | indent 4 }}
+spec:
+  podSelector:
+    matchLabels:
+{{ include "cairn.selector" (dict "root" $root "component" .component) | indent 6 }}
+  policyTypes: [Ingress, Egress]
+  ingress:
+{{- with .ingress }}
+{{ . | trim | indent 4 }}
+{{- end }}
+    # Metrics: the monitoring namespace only (they name every tenant's projects and volumes).
+    - from:
+        - namespaceSelector:
+            matchLabels:
+{{ toYaml $root.Values.network_policy.monitoring_namespace_selector | indent 14 }}
+      ports:
+        - {port: {{ .metrics_port }}, protocol: TCP}
+  egress:
+{{- range $name, $destination := $root.Values.network_policy.egress }}
+{{- $wanted := or (ne $name "messaging") (hasPrefix "messaging" (toString $root.Values.conf.cairn.notification_driver)) }}
+{{- if and $destination.to $wanted }}
+    # {{ $name }}
+    - to:
+{{ toYaml $destination.to | indent 8 }}
+      ports:
+{{- range $destination.ports }}
+        - port: {{ .port }}
+          protocol: {{ .protocol | default "TCP" }}
+{{- with .end_port }}
+          endPort: {{ . }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with .egress }}
+{{ . | trim | indent 4 }}
+{{- end }}
+{{- end -}}
+
+{{/* The worker's egress to webhook receivers: "the public internet" as a NetworkPolicy
+can say it, every address except the ranges that are not public (private, loopback,
+link-local, CGNAT, benchmarking, multicast, reserved; in IPv6 also the forms that embed an
+IPv4 address: IPv4-mapped and -compatible, NAT64, 6to4), every port; plus the networks
+conf.cairn.webhook_allowed_networks lets webhooks reach. */}}
+{{- define "cairn.webhookEgress" -}}
+# Webhook receivers: public addresses, any port.
+- to:
+    - ipBlock:
+        cidr: 0.0.0.0/0
+        except: [0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 169.254.0.0/16,
+                 172.16.0.0/12, 192.0.0.0/24, 192.0.2.0/24, 192.168.0.0/16, 198.18.0.0/15,
+                 198.51.100.0/24, 203.0.113.0/24, 224.0.0.0/4, 240.0.0.0/4]
+    - ipBlock:
+        cidr: ::/0
+        except: ["::/96", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64",
+                 "2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10", "fec0::/10",
+                 "ff00::/8"]
+{{- range .Values.conf.cairn.webhook_allowed_networks }}
+    - ipBlock: {cidr: {{ . | quote }}}
+{{- end }}
+{{- end -}}
+
+{{/* Who reaches the API's REST port (the only port the Service and the Ingress route). */}}
+{{- define "cairn.restIngress" -}}
+{{- if .Values.network_policy.api_from }}
+# The REST API and the portal: from network_policy.api_from.
+- from:
+{{ toYaml .Values.network_policy.api_from | indent 4 }}
+  ports:
+    - {port: {{ .Values.endpoints.api.port }}, protocol: TCP}
+{{- else }}
+# The REST API and the portal: from anywhere (network_policy.api_from is empty); the
+# API authenticates every request.
+- ports:
+    - {port: {{ .Values.endpoints.api.port }}, protocol: TCP}
+{{- end }}
+{{- end -}}
+
+{{/* The key webhook signing secrets are encrypted under: the API stores secrets, the
+worker signs deliveries; the scheduler never reads one, so it is not mounted there. */}}
+{{- define "cairn.webhookKeyEnv" -}}
+- name: CAIRN_WEBHOOK_SECRET_KEY_FILE
+  value: /etc/cairn/webhooks/secret.key
+{{- end -}}
+
+{{- define "cairn.webhookKeyMount" -}}
+- {name: webhook-secret-key, mountPath: /etc/cairn/webhooks, readOnly: true}
+{{- end -}}
+
+{{- define "cairn.webhookKeyVolume" -}}
+{{- with .Values.secrets.webhook_secret_key -}}
+- name: webhook-secret-key
+  secret:
+    secretName: {{ .name }}
+    items: [{key: {{ .key }}, path: secret.key}]
+    defaultMode: 0440
+{{- end -}}
+{{- end -}}

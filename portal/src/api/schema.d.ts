@@ -347,8 +347,10 @@ export interface paths {
         get: operations["get_quota_v1_quotas__project_id__get"];
         /**
          * Set a project's quota (admin)
-         * @description Limits apply to new backups: run-now and plan creation answer 413 over quota, and a
-         *     scheduled backup over quota fails with the reason. Nothing existing is deleted.
+         * @description Limits apply to new restore points (backups and off-site copies): requests answer
+         *     413 over quota, a scheduled backup over quota fails with the reason, and a running one
+         *     stops once the project is over its storage limit (docs/scheduling.md, Quotas). Nothing
+         *     existing is deleted.
          */
         put: operations["set_quota_v1_quotas__project_id__put"];
         post?: never;
@@ -486,6 +488,7 @@ export interface paths {
          *     an object target. The copy is a restore point of its own (`copied_from_restore_point_id`)
          *     at the same instant; the job's `restore_point_id` names it. It sends only the chunks
          *     the target lacks: after a first copy of the volume, little more than what changed.
+         *     It counts against the project's quotas as a backup does (413 when they leave no room).
          */
         post: operations["copy_v1_restore_points__restore_point_id__copy_post"];
         delete?: never;
@@ -1608,7 +1611,10 @@ export interface components {
          * @description None (null) means unlimited.
          */
         QuotaLimits: {
-            /** Gigabytes */
+            /**
+             * Gigabytes
+             * @description Storage limit in GiB (2^30 bytes); fractions allowed (0.5 is 512 MiB). Counts what the project's restore points hold on their targets, before compression (docs/scheduling.md, Quotas)
+             */
             gigabytes?: number | null;
             /** Restore Points */
             restore_points?: number | null;
@@ -1616,8 +1622,13 @@ export interface components {
         /** QuotaUsage */
         QuotaUsage: {
             /**
+             * Bytes Stored
+             * @description The same in bytes
+             */
+            bytes_stored: number;
+            /**
              * Gigabytes Stored
-             * @description Sum of the bytes each restore point copied, in GiB
+             * @description What the project's restore points hold on their targets, in GiB: the data each one added, and the room running backups reserve
              */
             gigabytes_stored: number;
             /**
@@ -4416,6 +4427,15 @@ export interface operations {
             };
             /** @description Conflict with the current state */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Over the project's quota */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

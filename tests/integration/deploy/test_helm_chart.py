@@ -3,10 +3,17 @@ strictly and renders for each value set in ci/, the manifests pass Kubernetes' o
 every container is probed, limited and non-root, the database is migrated before anything
 runs, no secret reaches a ConfigMap, monitoring objects appear only with the Prometheus
 Operator, bad values are refused by values.schema.json, and the ConfigMap is settings
-Cairn itself accepts."""
+Cairn itself accepts. And what an operator's mistake must not open: the chart refuses
+noauth outside development, an empty or name-based cloud admin list, a project limit not
+below the target's and missing shared keys, each with the fix; metrics are served and
+scraped on ports of their own that no Service of the Ingress names and that only the
+monitoring namespace reaches; and the pods' egress stays within what Cairn uses, the
+worker's webhooks reaching public addresses only."""
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -159,7 +166,7 @@ def test_monitoring_objects_only_with_the_prometheus_operator() -> None:
     objects = _objects("monitoring", operator=True)
     monitor = next(obj for obj in objects if obj["kind"] == "ServiceMonitor")
     assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
-    assert {e["port"] for e in monitor["spec"]["endpoints"]} == {"api", "metrics"}
+    assert {e["port"] for e in monitor["spec"]["endpoints"]} == {"metrics"}
     rule = next(obj for obj in objects if obj["kind"] == "PrometheusRule")
     alerts = yaml.safe_load((REPO / "deploy" / "prometheus" / "alerts.yml").read_text())
     assert rule["spec"] == alerts  # the chart's copy is the rules promtool tests
@@ -176,7 +183,13 @@ def test_the_charts_alert_rules_are_deploys() -> None:
     'manifests.ingress_api="yes"', 'conf.keystone.password="hunter2"',
     'conf.cairn.database_url="postgresql://u:p@db/cairn"',
     'secrets.database_url={"name": ""}', 'monitoring.scrape_interval="often"',
-    'pod.resources.worker.limits.memory="2GB"', 'conf.cairn.auth_strategy="none"'])
+    'pod.resources.worker.limits.memory="2GB"', 'conf.cairn.auth_strategy="none"',
+    # Cloud admins by Keystone id only: a name is unique only within its domain.
+    'conf.cairn.admin_projects=["admin"]',
+    'conf.cairn.admin_projects=["4F1B8C0E2D7A4E5F9A3B6C1D0E2F4A5B"]',
+    'conf.cairn.environment=null', 'conf.cairn.metrics_allowed_networks=["10.0.0.0/8"]',
+    'conf.cairn.api_metrics_port=8787', 'endpoints.metrics.api_port=0',
+    'network_policy.egress.ceph.to=[{"ipBlock": {"cidr": "10.0.0.0/8"}, "from": "x"}]'])
 def test_the_schema_refuses_bad_values(bad: str) -> None:
     done = _render(CHART / "ci" / "minimal-values.yaml", sets=(bad,), check=False)
     assert done.returncode != 0, f"accepted {bad}"
@@ -205,3 +218,238 @@ def test_the_config_map_is_settings_cairn_accepts(name: str, tmp_path: Path,
     for cluster in settings.clusters.values():
         assert str(cluster.conf).startswith("/etc/ceph/")
     assert settings.worker_metrics_port > 0
+
+
+MINIMAL = CHART / "ci" / "minimal-values.yaml"
+ADMIN_ID = "4f1b8c0e2d7a4e5f9a3b6c1d0e2f4a5b"
+
+
+def _objects_with(*sets: str, values: Path = MINIMAL) -> list[dict[str, Any]]:
+    out = _render(values, sets=sets, operator=True).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def _named(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    return next(obj for obj in objects
+                if obj["kind"] == kind and obj["metadata"]["name"] == f"cairn-cairn-{name}")
+
+
+@pytest.mark.parametrize(("sets", "says"), [
+    # Fail closed: never a configuration without authentication by accident.
+    (('conf.cairn.auth_strategy="noauth"',),
+     "renders only with conf.cairn.environment set to development"),
+    (('conf.cairn.auth_strategy="noauth"', 'conf.cairn.environment="production"'),
+     "renders only with conf.cairn.environment set to development"),
+    # Cloud admins by Keystone id, and none by default.
+    (('conf.cairn.admin_projects=[]',),
+     "conf.cairn.admin_projects is empty: list the Keystone project ID (not its name: names "
+     "are unique only within a domain) of the cloud's admin project, e.g. from `openstack "
+     "project show admin -f value -c id`"),
+    # One project never holds every slot of a target.
+    (('conf.cairn.max_jobs_per_project=4',),
+     "conf.cairn.max_jobs_per_project (4) must be below conf.cairn.max_jobs_per_target (4)"),
+    (('conf.cairn.max_jobs_per_target=2', 'conf.cairn.max_jobs_per_project=3'),
+     "conf.cairn.max_jobs_per_project (3) must be below conf.cairn.max_jobs_per_target (2)"),
+    # Keys every replica must share.
+    (('secrets.portal_session_key=null',),
+     "pod.replicas.api is 2: set secrets.portal_session_key"),
+    (('secrets.webhook_secret_key=null',), "set secrets.webhook_secret_key"),
+    # An egress policy that would cut the pods off Ceph.
+    (('network_policy.egress.ceph.to=[]',), "network_policy.egress.ceph.to is empty"),
+])
+def test_values_that_do_not_fit_together_are_refused_with_the_fix(sets: tuple[str, ...],
+                                                                   says: str) -> None:
+    done = _render(MINIMAL, sets=sets, check=False)
+    assert done.returncode != 0, f"rendered with {sets}"
+    assert says in done.stderr, done.stderr
+
+
+def test_the_chart_fails_closed_on_authentication() -> None:
+    # Every process is told its auth strategy and environment explicitly.
+    for name in VALUE_SETS:
+        [config] = [obj for obj in _objects(name) if obj["kind"] == "ConfigMap"]
+        assert config["data"]["CAIRN_AUTH_STRATEGY"] == "keystone", name
+        assert config["data"]["CAIRN_ENVIRONMENT"] == "production", name
+        assert json.loads(config["data"]["CAIRN_ADMIN_PROJECTS"]) == [ADMIN_ID], name
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert values["conf"]["cairn"]["admin_projects"] == []
+    # noauth only where development is asked for by name; then no Keystone at all.
+    objects = _objects_with('conf.cairn.auth_strategy="noauth"',
+                            'conf.cairn.environment="development"')
+    [config] = [obj for obj in objects if obj["kind"] == "ConfigMap"]
+    assert (config["data"]["CAIRN_AUTH_STRATEGY"], config["data"]["CAIRN_ENVIRONMENT"]) == (
+        "noauth", "development")
+    assert "CAIRN_KEYSTONE" not in config["data"]
+
+
+def test_one_api_replica_needs_no_portal_key() -> None:
+    objects = _objects_with('pod.replicas.api=1', 'secrets.portal_session_key=null')
+    api = _named(objects, "Deployment", "api")
+    [container] = _containers(api)
+    assert "CAIRN_PORTAL_SESSION_KEY_FILE" not in {e["name"] for e in container["env"]}
+
+
+def test_by_default_a_project_runs_fewer_jobs_than_a_target_takes() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())["conf"]["cairn"]
+    assert values["max_jobs_per_project"] < values["max_jobs_per_target"]
+    code = Settings.model_fields
+    assert code["max_jobs_per_project"].default < code["max_jobs_per_target"].default
+    for name in VALUE_SETS:
+        [config] = [obj for obj in _objects(name) if obj["kind"] == "ConfigMap"]
+        data = config["data"]
+        per_project = int(data.get("CAIRN_MAX_JOBS_PER_PROJECT",
+                                   code["max_jobs_per_project"].default))
+        assert per_project < int(data.get("CAIRN_MAX_JOBS_PER_TARGET",
+                                          code["max_jobs_per_target"].default)), name
+
+
+@pytest.mark.parametrize("name", VALUE_SETS)
+def test_metrics_are_served_and_scraped_on_ports_no_ingress_reaches(name: str) -> None:
+    objects = _objects(name, operator=True)
+    [config] = [obj for obj in objects if obj["kind"] == "ConfigMap"]
+    assert config["data"]["CAIRN_API_METRICS_PORT"] == "9103"
+    assert "CAIRN_METRICS_ALLOWED_NETWORKS" not in config["data"]
+    [api] = _containers(_named(objects, "Deployment", "api"))
+    assert {(p["name"], p["containerPort"]) for p in api["ports"]} == {
+        ("api", 8787), ("metrics", 9103)}
+    # The API's Service and its Ingress carry the REST port only.
+    service = _named(objects, "Service", "api")
+    assert [(p["name"], p["targetPort"]) for p in service["spec"]["ports"]] == [("api", "api")]
+    for ingress in (obj for obj in objects if obj["kind"] == "Ingress"):
+        backends = [path["backend"]["service"] for rule in ingress["spec"]["rules"]
+                    for path in rule["http"]["paths"]]
+        assert backends
+        assert all(b == {"name": "cairn-cairn-api", "port": {"name": "api"}}
+                   for b in backends), backends
+    # Prometheus scrapes each pod's own metrics port, never the REST port.
+    if name == "monitoring":
+        monitor = next(obj for obj in objects if obj["kind"] == "ServiceMonitor")
+        assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
+        scraped = _named(objects, "Service", "metrics")
+        assert [p["targetPort"] for p in scraped["spec"]["ports"]] == ["metrics"]
+
+
+def _policies(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {obj["metadata"]["name"].removeprefix("cairn-cairn-"): obj["spec"]
+            for obj in objects if obj["kind"] == "NetworkPolicy"}
+
+
+def _ports(rule: dict[str, Any]) -> set[int]:
+    return {p["port"] for p in rule.get("ports", [])}
+
+
+MONITORING_PEER = {"namespaceSelector": {"matchLabels": {
+    "kubernetes.io/metadata.name": "monitoring"}}}
+NOT_PUBLIC_V4 = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "127.0.0.0/8",
+                 "169.254.0.0/16", "100.64.0.0/10", "0.0.0.0/8", "224.0.0.0/4"]
+NOT_PUBLIC_V6 = ["::/96", "::ffff:0:0/96", "64:ff9b::/96", "2002::/16", "fc00::/7",
+                 "fe80::/10", "fec0::/10", "ff00::/8"]
+
+
+@pytest.mark.parametrize("name", VALUE_SETS)
+def test_network_policies_open_each_port_to_its_peers_only(name: str) -> None:
+    values = yaml.safe_load((CHART / "ci" / f"{name}-values.yaml").read_text())
+    policies = _policies(_objects(name))
+    assert set(policies) == {"api", "scheduler", "worker"}
+    metrics = {"api": 9103, "scheduler": 9102, "worker": 9101}
+    for component, spec in policies.items():
+        assert spec["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == component
+        assert set(spec["policyTypes"]) == {"Ingress", "Egress"}
+        # Metrics: from the monitoring namespace only, in a rule of their own.
+        [scrape] = [rule for rule in spec["ingress"] if metrics[component] in _ports(rule)]
+        assert scrape["from"] == [MONITORING_PEER]
+        assert _ports(scrape) == {metrics[component]}
+        others = [rule for rule in spec["ingress"] if rule is not scrape]
+        if component != "api":
+            assert others == [], component
+            continue
+        # The REST port: from network_policy.api_from (anywhere when it is empty).
+        [rest] = others
+        assert _ports(rest) == {8787}
+        api_from = values.get("network_policy", {}).get("api_from", [])
+        assert rest.get("from", []) == api_from
+    # Production names the ingress controller; the other sets leave the API public.
+    assert name != "production" or policies["api"]["ingress"][0]["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}]
+
+
+@pytest.mark.parametrize("name", VALUE_SETS)
+def test_egress_reaches_the_services_cairn_uses_and_the_public_internet_for_webhooks(
+        name: str) -> None:
+    values = yaml.safe_load((CHART / "ci" / f"{name}-values.yaml").read_text())
+    policies = _policies(_objects(name))
+    ceph = values["network_policy"]["egress"]["ceph"]["to"]
+    allowed = values.get("conf", {}).get("cairn", {}).get("webhook_allowed_networks", [])
+    for component, spec in policies.items():
+        rules = spec["egress"]
+        # A rule without `to` would be "anywhere": there is none.
+        assert all(rule.get("to") for rule in rules), component
+        by_port: dict[tuple[int, str], list[dict[str, Any]]] = {}
+        for rule in rules:
+            for port in rule.get("ports", []):
+                by_port.setdefault((port["port"], port["protocol"]), []).extend(rule["to"])
+        assert ("UDP" in {p for (n, p) in by_port if n == 53}), component  # DNS
+        assert by_port[(3300, "TCP")] == ceph
+        assert by_port[(6789, "TCP")] == ceph
+        [osds] = [port for rule in rules for port in rule.get("ports", [])
+                  if port["port"] == 6800]
+        assert osds["endPort"] == 7568
+        for port in (5432, 6379, 5000, 8776):  # database, Redis, Keystone, Cinder
+            assert by_port[(port, "TCP")], (component, port)
+        # RabbitMQ only when notifications are sent on it.
+        messaging = values.get("conf", {}).get("cairn", {}).get("notification_driver")
+        assert ((5672, "TCP") in by_port) == (messaging == "messagingv2"), component
+        public = [rule for rule in rules if not rule.get("ports")]
+        if component != "worker":
+            # The API and the scheduler never reach the internet.
+            assert public == [], component
+            continue
+        [webhooks] = public
+        blocks = [peer["ipBlock"] for peer in webhooks["to"]]
+        v4 = next(b for b in blocks if b["cidr"] == "0.0.0.0/0")
+        v6 = next(b for b in blocks if b["cidr"] == "::/0")
+        assert set(NOT_PUBLIC_V4) <= set(v4["except"])
+        assert set(NOT_PUBLIC_V6) <= set(v6["except"])
+        for block in (v4, v6):  # what the API server checks: every exception inside
+            whole = ipaddress.ip_network(block["cidr"])
+            assert all(ipaddress.ip_network(e).subnet_of(whole)  # type: ignore[arg-type]
+                       for e in block["except"])
+        # The private networks webhooks may reach (conf.cairn.webhook_allowed_networks).
+        assert [b["cidr"] for b in blocks if b not in (v4, v6)] == allowed
+        assert all("except" not in b for b in blocks if b not in (v4, v6))
+
+
+def test_webhooks_can_be_kept_off_the_internet() -> None:
+    policies = _policies(_objects_with('network_policy.worker_webhooks_to_public_internet=false'))
+    assert all(rule.get("ports") for rule in policies["worker"]["egress"])
+
+
+def test_without_network_policies_no_ceph_network_is_needed() -> None:
+    objects = _objects_with('manifests.network_policy=false', 'network_policy.egress.ceph.to=[]')
+    assert not [obj for obj in objects if obj["kind"] == "NetworkPolicy"]
+
+
+@pytest.mark.parametrize("name", VALUE_SETS)
+def test_the_keys_are_files_in_the_pods_that_use_them(name: str) -> None:
+    objects = _objects(name)
+    for component, keys in (("api", {"portal", "webhooks"}), ("worker", {"webhooks"}),
+                            ("scheduler", set())):
+        deployment = _named(objects, "Deployment", component)
+        [container] = _containers(deployment)
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+        files = {"portal": ("CAIRN_PORTAL_SESSION_KEY_FILE", "/etc/cairn/portal",
+                            "session.key", "cairn-portal"),
+                 "webhooks": ("CAIRN_WEBHOOK_SECRET_KEY_FILE", "/etc/cairn/webhooks",
+                              "secret.key", "cairn-webhooks")}
+        for key, (setting, directory, file, secret) in files.items():
+            if key not in keys:
+                assert setting not in env, (component, key)
+                assert directory not in mounts, (component, key)
+                continue
+            assert env[setting] == f"{directory}/{file}", (component, key)
+            volume = volumes[mounts[directory]]["secret"]
+            assert volume["secretName"] == secret
+            assert [item["path"] for item in volume["items"]] == [file]
+            assert volume["defaultMode"] == 0o440

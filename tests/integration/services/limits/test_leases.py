@@ -3,6 +3,7 @@ holder, and freed by themselves within the lease time when the holder is killed.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -15,15 +16,16 @@ from redis import Redis
 from services.limits.leases import Leases, Scope
 from tests.support.stack import REDIS_PORT
 
-REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/7"
+# The session's own Redis database, never flushed: every scope a test takes has a name
+# of its own and expires by itself, so concurrent sessions and the stack are untouched.
+REDIS_DB = 1 + int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
+REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/{REDIS_DB}"
 
 
 @pytest.fixture
 def leases() -> Iterator[Leases]:
     client = Redis.from_url(REDIS_URL)
-    client.flushdb()
     yield Leases(client, lease_seconds=2.0)
-    client.flushdb()
     client.close()
 
 

@@ -1,8 +1,11 @@
 """Admission on a real database and the real Redis: jobs start round-robin across projects
-(fair share), jobs over a limit wait without being sent, and a job not yet due waits."""
+(fair share), jobs over a limit wait without being sent, one project never takes every
+slot of a target whatever the limits say, copies wait for slots like backups, and a job
+not yet due waits."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -32,18 +35,23 @@ class RecordingDispatcher:
         return [job_id for job_id, _ in jobs]
 
 
+# The session's own Redis database (where its sqlite stack's broker lives), never flushed:
+# every key a test takes names its own random targets and projects, and expires by itself
+# (a lease's key lives twice the lease), so concurrent sessions and the stack are untouched.
+REDIS_DB = 1 + int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
+
+
 @pytest.fixture
 def redis() -> Iterator[Redis]:
-    client = Redis.from_url(f"redis://127.0.0.1:{REDIS_PORT}/8")
-    client.flushdb()
+    client = Redis.from_url(f"redis://127.0.0.1:{REDIS_PORT}/{REDIS_DB}")
     yield client
-    client.flushdb()
     client.close()
 
 
-def add_jobs(db: Database, project: str, count: int, target: str) -> list[str]:
+def add_jobs(db: Database, project: str, count: int, target: str,
+             kind: JobKind = JobKind.BACKUP) -> list[str]:
     with db.session() as session:
-        jobs = [Job(project_id=project, kind=JobKind.BACKUP, target=target,
+        jobs = [Job(project_id=project, kind=kind, target=target,
                     queued_at=utcnow() + timedelta(milliseconds=i)) for i in range(count)]
         session.add_all(jobs)
         session.flush()
@@ -93,12 +101,48 @@ def test_small_project_is_not_starved_by_a_big_one(fresh_database_url: str, redi
     db.dispose()
 
 
+def test_one_project_never_holds_every_slot_of_a_target(fresh_database_url: str,
+                                                       redis: Redis) -> None:
+    # A project limit far above the target's (an operator's mistake, or a target's own
+    # max_jobs below it): the project still leaves a slot to the others.
+    shared, alone = f"t-{uuid.uuid4().hex[:6]}", f"t-{uuid.uuid4().hex[:6]}"
+    settings = Settings(max_jobs_per_target=3, max_jobs_per_project=100,
+                        clusters={"ceph-a": {"conf": "/etc/ceph/ceph.conf"}},  # type: ignore[dict-item]
+                        backup_targets={alone: {"cluster": "ceph-a", "pool": "p",  # type: ignore[dict-item]
+                                                "max_jobs": 1}})
+    db = Database(fresh_database_url)
+    admission = Admission(db, Leases(redis, 60), RecordingDispatcher(), settings)  # type: ignore[arg-type]
+    big = add_jobs(db, f"big-{uuid.uuid4().hex[:6]}", 10, shared)
+    assert admission.admit(utcnow()).sent == big[:2]
+    assert admission.admit(utcnow()).sent == []  # the third slot waits for another project
+    other = add_jobs(db, f"other-{uuid.uuid4().hex[:6]}", 3, shared)
+    assert admission.admit(utcnow()).sent == other[:1]
+    # A target with one slot has nothing to share: it goes to one project at a time.
+    solo = add_jobs(db, f"solo-{uuid.uuid4().hex[:6]}", 2, alone)
+    assert admission.admit(utcnow()).sent == solo[:1]
+    db.dispose()
+
+
+def test_copies_wait_for_slots_like_backups(fresh_database_url: str, redis: Redis) -> None:
+    target = f"t-{uuid.uuid4().hex[:6]}"
+    settings = Settings(max_jobs_per_target=4, max_jobs_per_project=2)
+    db = Database(fresh_database_url)
+    leases = Leases(redis, 60)
+    admission = Admission(db, leases, RecordingDispatcher(), settings)  # type: ignore[arg-type]
+    project = f"p-{uuid.uuid4().hex[:6]}"
+    copies = add_jobs(db, project, 5, target, kind=JobKind.COPY)
+    assert admission.admit(utcnow()).sent == copies[:2]  # the project's limit
+    assert all(copies[0] in leases.holders(scope)
+               for scope in scopes_for(settings, JobKind.COPY, project, target))
+    db.dispose()
+
+
 def test_a_job_not_yet_due_is_not_started(fresh_database_url: str, redis: Redis) -> None:
     settings = Settings()
     db = Database(fresh_database_url)
     dispatcher = RecordingDispatcher()
     admission = Admission(db, Leases(redis, 60), dispatcher, settings)  # type: ignore[arg-type]
-    (job,) = add_jobs(db, f"p-{uuid.uuid4().hex[:6]}", 1, "local")
+    (job,) = add_jobs(db, f"p-{uuid.uuid4().hex[:6]}", 1, f"t-{uuid.uuid4().hex[:6]}")
     with db.session() as session:
         session.execute(update(Job).where(Job.id == job)
                         .values(not_before=utcnow() + timedelta(hours=1)))

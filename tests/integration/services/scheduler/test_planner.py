@@ -90,7 +90,7 @@ def test_a_busy_volume_skips_the_slot_and_over_quota_fails_it(db: Database) -> N
     schedule_due(db, settings(), datetime(2026, 11, 20, 1, 1, tzinfo=UTC))
     schedule_due(db, settings(), datetime(2026, 11, 20, 2, 1, tzinfo=UTC))   # 01:00 still queued
     with db.session() as session:
-        quotas.set_limits(session, owner, restore_points=0, gigabytes=None)
+        quotas.set_limits(session, owner, restore_points=0, max_bytes=None)
         session.query(Job).filter(Job.plan_id == plan, Job.status == JobStatus.QUEUED).update(
             {"status": JobStatus.SUCCEEDED})
     schedule_due(db, settings(), datetime(2026, 11, 20, 3, 1, tzinfo=UTC))

@@ -57,7 +57,7 @@ def _point(volume_id: str, project: str, status: RestorePointStatus, completed: 
            *, size: int = 100, corrupt: bool = False) -> RestorePoint:
     return RestorePoint(project_id=project, volume_id=volume_id, target="local",
                         status=status, created_at=completed - timedelta(minutes=5),
-                        completed_at=completed, bytes_copied=size,
+                        completed_at=completed, bytes_copied=size, quota_bytes=size,
                         verify_status=VerifyStatus.CORRUPT if corrupt else None)
 
 

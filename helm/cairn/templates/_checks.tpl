@@ -1,0 +1,27 @@
+{{/*
+Values the schema cannot refuse alone (they depend on each other). Each failure says what
+to set; templates/checks.yaml runs them on every render, whatever `manifests` switches.
+*/}}
+{{- define "cairn.checks" -}}
+{{- $conf := .Values.conf.cairn -}}
+{{- if and (eq $conf.auth_strategy "noauth") (ne $conf.environment "development") -}}
+{{- fail "conf.cairn.auth_strategy noauth trusts whatever project and roles a request's headers claim: it renders only with conf.cairn.environment set to development. Use auth_strategy keystone" -}}
+{{- end -}}
+{{- if and (eq $conf.auth_strategy "keystone") (empty $conf.admin_projects) -}}
+{{- fail "conf.cairn.admin_projects is empty: list the Keystone project ID (not its name: names are unique only within a domain) of the cloud's admin project, e.g. from `openstack project show admin -f value -c id`" -}}
+{{- end -}}
+{{- $perTarget := int (default 4 $conf.max_jobs_per_target) -}}
+{{- $perProject := int (default 2 $conf.max_jobs_per_project) -}}
+{{- if ge $perProject $perTarget -}}
+{{- fail (printf "conf.cairn.max_jobs_per_project (%d) must be below conf.cairn.max_jobs_per_target (%d): one project's queue would otherwise hold every slot of a target its tenants share" $perProject $perTarget) -}}
+{{- end -}}
+{{- if and (gt (int .Values.pod.replicas.api) 1) (not .Values.secrets.portal_session_key) -}}
+{{- fail (printf "pod.replicas.api is %d: set secrets.portal_session_key ({name, key} of a Secret holding `openssl rand -hex 32`), or each API replica seals portal sessions with a key of its own and a session works only on the replica that signed it in" (int .Values.pod.replicas.api)) -}}
+{{- end -}}
+{{- if not .Values.secrets.webhook_secret_key -}}
+{{- fail "set secrets.webhook_secret_key ({name, key} of a Secret holding `openssl rand -hex 32`): the API encrypts webhook signing secrets under it and the workers decrypt them to sign deliveries" -}}
+{{- end -}}
+{{- if and .Values.manifests.network_policy (empty .Values.network_policy.egress.ceph.to) -}}
+{{- fail "network_policy.egress.ceph.to is empty: name the Ceph clusters' public networks (e.g. [{ipBlock: {cidr: 10.20.0.0/24}}]; `ceph mon dump` lists the monitors), or Cairn's pods cannot reach Ceph. manifests.network_policy: false renders no NetworkPolicy at all" -}}
+{{- end -}}
+{{- end -}}
