@@ -19,7 +19,6 @@ from api.routers import (
     backups,
     health,
     jobs,
-    metrics,
     orphans,
     overview,
     plans,
@@ -39,6 +38,7 @@ from services.db import Database
 from services.dispatch import Dispatcher, make_celery
 from services.fleet.collector import FleetCollector
 from services.limits.leases import Leases
+from services.metrics import exposition
 from services.openstack.cinder import gateway_for
 from services.openstack.sessions import service_session
 from services.scheduler.admission import Admission
@@ -55,6 +55,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # full passes. The list benchmark's worst latencies went from 150-220 ms to 50-140 ms.
         gc.collect()
         gc.freeze()
+        # In each uvicorn worker process (the first of a host binds the port; in multiprocess
+        # mode it serves the others' samples too): never on the REST port, which answers 404.
+        exposition.serve("cairn-api", settings.metrics_host, settings.api_metrics_port,
+                         app.state.fleet)
         yield
         app.state.clusters.close()
         app.state.leases.close()
@@ -95,7 +99,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        body_timeout=settings.api_body_timeout_seconds)
     app.add_middleware(RequestMetrics)  # added last: outermost, it sees the door's refusals
     for module in (health, overview, volumes, plans, backups, jobs, restore_points,
-                   restore_point_groups, quotas, targets, orphans, webhooks, metrics, session):
+                   restore_point_groups, quotas, targets, orphans, webhooks, session):
         app.include_router(module.router)
     portal.install(app, settings.portal_dir)  # last: its catch-all must not hide a route
     return app

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from functools import lru_cache
-from ipaddress import IPv4Network, IPv6Network
 from pathlib import Path
 from typing import Literal
 
@@ -316,8 +315,15 @@ class Settings(BaseSettings):
     after each of their backups)."""
 
     metrics_host: str = "127.0.0.1"
-    """Where cairn-worker and cairn-scheduler serve /metrics (their own small HTTP server;
-    cairn-api serves it on its own port). On Kubernetes: 0.0.0.0, with a NetworkPolicy."""
+    """Where cairn-api, cairn-worker and cairn-scheduler serve /metrics (each on a port of
+    its own, never the API's port). On Kubernetes: 0.0.0.0, with a NetworkPolicy that lets
+    only Prometheus reach the metrics ports."""
+
+    api_metrics_port: int = Field(default=0, ge=0, le=65535)
+    """cairn-api's /metrics port: its request metrics and the fleet's gauges, which name
+    projects, plans and volumes. 0 serves none. The REST port answers 404 for /metrics, so
+    a proxy or an Ingress that serves the API can never reach them. Every uvicorn worker of
+    a host shares the port in multiprocess mode (PROMETHEUS_MULTIPROC_DIR)."""
 
     worker_metrics_port: int = Field(default=0, ge=0, le=65535)
     """cairn-worker's /metrics port; 0 serves none. Several workers on one host share it
@@ -325,12 +331,6 @@ class Settings(BaseSettings):
 
     scheduler_metrics_port: int = Field(default=0, ge=0, le=65535)
     """cairn-scheduler's /metrics port; 0 serves none."""
-
-    metrics_allowed_networks: list[IPvAnyNetwork] = Field(
-        default_factory=lambda: list[IPv4Network | IPv6Network](
-            [IPv4Network("127.0.0.0/8"), IPv6Network("::1/128")]))
-    """Clients (by address, as the API sees them) that may read cairn-api's /metrics:
-    the fleet's gauges name projects and volumes. Add the Prometheus pods' network."""
 
     target_probe_interval_seconds: float = Field(default=60.0, gt=0)
     """How often cairn-scheduler checks that each backup target's pool answers
