@@ -122,10 +122,12 @@ def run() -> None:
                         help="open connections one process accepts; more are answered 503")
     args = parser.parse_args()
     logging.basicConfig(level=args.log_level.upper())
-    # Idle keep-alive connections close after 5 s, and headers are capped at 16 KiB. A
-    # client that never finishes its headers holds only a socket; a proxy in front
-    # (docs/security.md) times those out.
+    # Idle keep-alive connections close after 5 s; a request's headers are bounded in size
+    # and in time by the protocol (api/http_protocol.py: uvicorn's httptools has neither).
+    # The client's address is the TCP peer's: uvicorn's own X-Forwarded-For handling trusts
+    # 127.0.0.1 by default, so any local client could name any address; a proxy in front is
+    # trusted only when CAIRN_API_TRUSTED_PROXIES names it (api/peers.py).
     uvicorn.run("api.main:create_app", factory=True, host=args.host, port=args.port,
                 workers=args.workers, log_level=args.log_level, timeout_keep_alive=5,
-                h11_max_incomplete_event_size=16 * 1024,
+                http="api.http_protocol:BoundedHttpToolsProtocol", proxy_headers=False,
                 limit_concurrency=args.limit_concurrency)

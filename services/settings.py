@@ -273,6 +273,16 @@ class Settings(BaseSettings):
     """A request body must arrive whole within this (408 otherwise); until it has, the
     request holds no thread and no database connection."""
 
+    api_max_header_bytes: int = Field(default=16 * 1024, ge=1024, le=1024 * 1024)
+    """A request's line and headers together may take this much (431 otherwise, and the
+    connection is closed). A Keystone token is about 200 bytes, the portal's cookie about
+    1.5 KiB."""
+
+    api_header_timeout_seconds: float = Field(default=10.0, gt=0)
+    """A request's headers must arrive whole within this of its first byte (for a
+    connection's first request: of the connection); 408 and a closed connection otherwise.
+    A client sending one byte a second, or nothing, holds a socket that long and no more."""
+
     worker_concurrency: int = Field(default=4, ge=1)
     """Jobs one cairn-worker process runs at once (the per-worker concurrency limit)."""
 
