@@ -12,7 +12,8 @@ import uvicorn
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
-from api import errors, idempotency, links, portal
+from api import docs, errors, idempotency, links, portal
+from api.callers import Callers, TokenChecks
 from api.gate import RequestGate
 from api.request_metrics import RequestMetrics
 from api.routers import (
@@ -32,7 +33,9 @@ from api.routers import (
 )
 from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
-from services.auth.portal_sessions import SessionSeal
+from services.auth.portal_sessions import SessionSeal, cookie_name
+from services.auth.portal_signouts import PortalSignOuts
+from services.auth.sign_in_throttle import SignInThrottle
 from services.clock import Clock, clock_for
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
@@ -60,6 +63,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         exposition.serve("cairn-api", settings.metrics_host, settings.api_metrics_port,
                          app.state.fleet)
         yield
+        if checks is not None:
+            checks.close()
+        app.state.portal_sign_outs.close()
         app.state.clusters.close()
         app.state.leases.close()
         app.state.db.dispose()
@@ -69,6 +75,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="1",
         summary="Backup-as-a-service for OpenStack volumes on Ceph RBD",
         lifespan=lifespan,
+        # FastAPI's pages load a CDN's scripts on the portal's origin: api/docs.py serves
+        # its own.
+        docs_url=None, redoc_url=None,
     )
     app.state.settings = settings
     app.state.clock = clock_for(settings.clock_file)
@@ -81,19 +90,30 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.clusters = CephClusters(settings)
     app.state.policy = Policy.from_file(settings.policy_file)
     app.state.portal_seal = SessionSeal.from_settings(settings)
+    app.state.portal_cookie = cookie_name(settings.portal_cookie_secure)
+    app.state.portal_sign_outs = PortalSignOuts.from_url(settings.redis_url)
+    app.state.sign_in_throttle = SignInThrottle.from_settings(settings)
     app.state.tokens = None
+    checks = None
     if settings.auth_strategy == "keystone":
         assert settings.keystone is not None  # the settings validator requires it
         app.state.tokens = TokenValidator(
             service_session(settings.keystone), cache_seconds=settings.token_cache_seconds,
             region=settings.keystone.region_name, interface=settings.keystone.interface,
             admin_projects=frozenset(settings.admin_projects))
+        checks = TokenChecks(app.state.tokens, concurrency=settings.api_token_checks,
+                             per_client=settings.api_token_checks_per_client,
+                             timeout=settings.api_token_check_timeout_seconds)
+    callers = Callers(checks=checks, seal=app.state.portal_seal,
+                      sign_outs=app.state.portal_sign_outs, cookie=app.state.portal_cookie,
+                      trusted_proxies=settings.api_trusted_proxies)
     app.state.cinder = gateway_for(settings.keystone, settings.cinder)
     app.state.fleet = fleet_registry(app.state.db, settings, app.state.clock)
     errors.install(app)
     idempotency.install(app)
     links.install(app)
-    app.add_middleware(RequestGate, limit=settings.api_threads,
+    app.add_middleware(RequestGate, callers=callers, clock=app.state.clock,
+                       limit=settings.api_threads,
                        per_client=settings.api_client_threads,
                        max_body_bytes=settings.api_max_body_bytes,
                        body_timeout=settings.api_body_timeout_seconds)
@@ -101,6 +121,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (health, overview, volumes, plans, backups, jobs, restore_points,
                    restore_point_groups, quotas, targets, orphans, webhooks, session):
         app.include_router(module.router)
+    docs.install(app, settings.portal_dir)
     portal.install(app, settings.portal_dir)  # last: its catch-all must not hide a route
     return app
 

@@ -192,13 +192,34 @@ class Settings(BaseSettings):
     when the directory holds no index.html."""
 
     portal_session_key_file: Path | None = None
-    """A file (a mounted secret) holding 64 hex digits: the key that seals the portal's
-    session cookie. Every API process of one deployment needs the same key. Unset: a key
-    made at start, so sessions end when the process does (development)."""
+    """A file (a mounted secret) holding the keys that seal the portal's session cookie, 64
+    hex digits each, one per line: the first seals, every one opens (a session sealed under
+    a previous key lasts until it expires). Rotate by adding the new key as the last line,
+    then moving it first once every process has it, then removing the old one once the
+    longest session has passed (docs/portal.md). Every API process of one deployment needs
+    the same file. Unset: a key made at start, so sessions end when the process does
+    (development)."""
 
-    portal_cookie_secure: bool | None = None
-    """Mark the session cookie Secure (sent over HTTPS only). Unset: when the request came
-    over HTTPS (or a proxy said so with X-Forwarded-Proto)."""
+    portal_cookie_secure: bool = True
+    """The session cookie is `__Host-cairn_session`: Secure (sent over HTTPS only; browsers
+    count http://127.0.0.1 and http://localhost as secure too), for the whole host and no
+    other. false, for development over plain HTTP on another address, names it
+    `cairn_session` without Secure; refused in production."""
+
+    portal_sign_in_attempts_per_minute: int = Field(default=20, ge=1)
+    """Portal sign-ins one client address may try in a minute (429 after), counted in Redis
+    by every API process together."""
+
+    portal_sign_in_failures: int = Field(default=5, ge=1)
+    """Failed sign-ins of one user name from one client address within
+    `portal_sign_in_failure_window_seconds` before that address may not try that user
+    again until the window ends (429). Six times as many failures from one address, over
+    any user names, close it to every user. Keystone's own lockout
+    (`[security_compliance] lockout_failure_attempts`) covers guesses spread over many
+    addresses."""
+
+    portal_sign_in_failure_window_seconds: float = Field(default=900.0, gt=0)
+    """How long a failed sign-in counts against its address."""
 
     policy_file: Path | None = None
     """OpenStack-style policy file (YAML or JSON) overriding the default rules."""
@@ -272,6 +293,25 @@ class Settings(BaseSettings):
     api_body_timeout_seconds: float = Field(default=10.0, gt=0)
     """A request body must arrive whole within this (408 otherwise); until it has, the
     request holds no thread and no database connection."""
+
+    api_trusted_proxies: list[IPvAnyNetwork] = Field(default_factory=list)
+    """Proxies (JSON list of CIDRs) whose X-Forwarded-For names the client: a request whose
+    TCP peer is in one of them is taken to come from the nearest address in that header
+    that is not. Empty: every client is its TCP peer, whatever it sends. Name only proxies
+    that overwrite or append to the header (an Ingress controller, a load balancer)."""
+
+    api_token_checks: int = Field(default=4, ge=1, le=64)
+    """Tokens one cairn-api process asks Keystone about at once (those not in its cache),
+    on threads of their own: a flood of unknown tokens waits for these, never for the
+    request slots, and a cached token never waits at all."""
+
+    api_token_checks_per_client: int = Field(default=2, ge=1, le=64)
+    """Of the unknown tokens waiting for or in a Keystone check, how many one client address
+    may have; more are refused at once (429), before anything else is done for them."""
+
+    api_token_check_timeout_seconds: float = Field(default=10.0, gt=0)
+    """How long a request waits for its token's Keystone check (503 after it, with
+    Retry-After); the check itself is bounded by Keystone's HTTP timeout."""
 
     api_max_header_bytes: int = Field(default=16 * 1024, ge=1024, le=1024 * 1024)
     """A request's line and headers together may take this much (431 otherwise, and the
@@ -420,6 +460,9 @@ class Settings(BaseSettings):
                                  "Keystone's catalog")
         if self.environment == "production" and self.clock_file is not None:
             raise ValueError("clock_file replaces the real time; refused in production")
+        if self.environment == "production" and not self.portal_cookie_secure:
+            raise ValueError("portal_cookie_secure false sends the portal's session over "
+                             "plain HTTP; refused in production")
         if self.environment == "production" and self.auth_strategy == "noauth":
             raise ValueError("auth_strategy noauth trusts request headers; refused in production")
         return self
