@@ -96,9 +96,10 @@ class TokenChecks:
                     f"{self.per_client} tokens from your address are being checked with "
                     "Keystone already; send the next one when they are answered",
                     retry_after=1)
-            check = asyncio.ensure_future(self._check(token, address))
+            self._by_client[address] = self._by_client.get(address, 0) + 1
+            check = asyncio.ensure_future(self._check(token))
             self._running[key] = check
-            check.add_done_callback(lambda _done: self._running.pop(key, None))
+            check.add_done_callback(lambda done: self._finished(done, key, address))
         try:
             # shield: one waiter's timeout must not cancel the check others share.
             return await asyncio.wait_for(asyncio.shield(check), self.timeout)
@@ -106,31 +107,32 @@ class TokenChecks:
             raise ServiceUnavailable(f"Keystone did not check the token within "
                                      f"{self.timeout:g} s; try again shortly") from None
 
-    async def _check(self, token: str, address: str) -> RequestContext:
-        self._by_client[address] = self._by_client.get(address, 0) + 1
+    def _finished(self, done: asyncio.Future[RequestContext], key: str, address: str) -> None:
+        if not done.cancelled():
+            done.exception()  # seen, if every waiter had given up on it already
+        self._running.pop(key, None)
+        remaining = self._by_client.get(address, 1) - 1
+        if remaining:
+            self._by_client[address] = remaining
+        else:
+            self._by_client.pop(address, None)
+
+    async def _check(self, token: str) -> RequestContext:
+        if self._slots is None:  # made on first use, inside the server's event loop
+            self._slots = asyncio.Semaphore(self._concurrency)
+        await self._slots.acquire()
+        loop = asyncio.get_running_loop()
         try:
-            if self._slots is None:  # made on first use, inside the server's event loop
-                self._slots = asyncio.Semaphore(self._concurrency)
-            await self._slots.acquire()
-            loop = asyncio.get_running_loop()
-            try:
-                thread = loop.run_in_executor(self._executor, self.validator.context_for,
-                                              token)
-            except BaseException:
-                self._slots.release()
-                raise
-            # The slot is the thread's: given back when Keystone has answered (or the HTTP
-            # timeout ended the call), never earlier, so threads stay within the bound
-            # whatever the waiters do.
-            slots = self._slots
-            thread.add_done_callback(lambda _done: slots.release())
-            return await thread
-        finally:
-            remaining = self._by_client.get(address, 1) - 1
-            if remaining:
-                self._by_client[address] = remaining
-            else:
-                self._by_client.pop(address, None)
+            thread = loop.run_in_executor(self._executor, self.validator.context_for, token)
+        except BaseException:
+            self._slots.release()
+            raise
+        # The slot is the thread's: given back when Keystone has answered (or the HTTP
+        # timeout ended the call), never earlier, so threads stay within the bound
+        # whatever the waiters do.
+        slots = self._slots
+        thread.add_done_callback(lambda _done: slots.release())
+        return await thread
 
 
 class Callers:
