@@ -78,6 +78,9 @@ class TokenChecks:
         self._concurrency = concurrency
         self._slots: asyncio.Semaphore | None = None
         self._running: dict[str, asyncio.Future[RequestContext]] = {}
+        self._waiting: dict[str, int] = {}
+        """Requests waiting for each running check: one nobody waits for any more (they
+        all timed out) is dropped before it reaches Keystone."""
         self._by_client: dict[str, int] = {}
 
     def close(self) -> None:
@@ -97,15 +100,22 @@ class TokenChecks:
                     "Keystone already; send the next one when they are answered",
                     retry_after=1)
             self._by_client[address] = self._by_client.get(address, 0) + 1
-            check = asyncio.ensure_future(self._check(token))
+            check = asyncio.ensure_future(self._check(token, key))
             self._running[key] = check
             check.add_done_callback(lambda done: self._finished(done, key, address))
+        self._waiting[key] = self._waiting.get(key, 0) + 1
         try:
             # shield: one waiter's timeout must not cancel the check others share.
             return await asyncio.wait_for(asyncio.shield(check), self.timeout)
         except TimeoutError:
             raise ServiceUnavailable(f"Keystone did not check the token within "
                                      f"{self.timeout:g} s; try again shortly") from None
+        finally:
+            left = self._waiting[key] - 1
+            if left:
+                self._waiting[key] = left
+            else:
+                del self._waiting[key]
 
     def _finished(self, done: asyncio.Future[RequestContext], key: str, address: str) -> None:
         if not done.cancelled():
@@ -117,10 +127,13 @@ class TokenChecks:
         else:
             self._by_client.pop(address, None)
 
-    async def _check(self, token: str) -> RequestContext:
+    async def _check(self, token: str, key: str) -> RequestContext:
         if self._slots is None:  # made on first use, inside the server's event loop
             self._slots = asyncio.Semaphore(self._concurrency)
         await self._slots.acquire()
+        if not self._waiting.get(key):
+            self._slots.release()
+            raise ServiceUnavailable("nobody waits for this token's check any more")
         loop = asyncio.get_running_loop()
         try:
             thread = loop.run_in_executor(self._executor, self.validator.context_for, token)

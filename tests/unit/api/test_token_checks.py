@@ -152,3 +152,23 @@ def test_a_check_keystone_does_not_answer_in_time_is_a_503_and_keeps_its_thread(
 
     _run(scenario())
     checks.close()
+
+
+def test_checks_everyone_gave_up_on_never_reach_keystone() -> None:
+    keystone = SlowKeystone()
+    checks = _checks(keystone, concurrency=1, per_client=100, timeout=0.2)
+
+    async def scenario() -> None:
+        given_up = await asyncio.gather(
+            *(checks.context(f"garbage-{i}", f"10.0.2.{i}") for i in range(50)),
+            return_exceptions=True)
+        assert all(isinstance(r, ServiceUnavailable) for r in given_up)
+        keystone.answer.set()
+        assert (await checks.context("token-fresh", "10.0.3.1")).project_id \
+            == "p-token-fresh"
+
+    _run(scenario())
+    # The first flood token's thread was running when its waiter gave up; the other 49
+    # were dropped when their turn came.
+    assert keystone.calls == ["garbage-0", "token-fresh"]
+    checks.close()
