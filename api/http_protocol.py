@@ -13,8 +13,9 @@ otherwise, before anything is parsed further), and must be complete within
 (408 otherwise), after which the connection is closed. Both answers are written by the
 protocol itself: the request never reaches the application.
 
-Measured with `bench/hostile_load.py` (docs/operations.md): the same throughput and
-latencies as plain httptools; h11 with its limit cost a third of the list's throughput."""
+Measured with wrk (one process, 50 connections, `GET /v1/session/options`, three rounds on a
+shared 2-core machine): plain httptools 2 900-4 100 req/s, this protocol 3 900-5 600, h11
+with its limit 2 000-3 400; this costs nothing measurable, h11 would cost about a fifth."""
 
 from __future__ import annotations
 
