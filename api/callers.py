@@ -27,13 +27,13 @@ import hashlib
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from starlette.requests import cookie_parser
 from starlette.types import Scope
 
-from api.peers import Network, client_address
+from api.peers import Network, client_address, client_network
 from services.auth.keystone import TokenValidator
 from services.auth.portal_sessions import PortalSession, SessionSeal
 from services.auth.portal_signouts import PortalSignOuts
@@ -53,6 +53,8 @@ class Caller:
     """Whose share of the process's slots the request takes."""
     address: str
     """The client's address (`api/peers.py`)."""
+    network: str
+    """What counts as one client for limits: the address, or an IPv6 address's /64."""
     context: RequestContext | None = None
     """The validated caller, when the request brought a valid token or portal session."""
     token: str | None = None
@@ -167,40 +169,42 @@ class Callers:
         """Raises Unauthorized, TooManyRequests or ServiceUnavailable for a token sent in
         X-Auth-Token that cannot be used: the door answers those itself."""
         address = self.address(scope)
+        network = client_network(address)
+        anonymous = Caller(f"client:{network}", address, network)
         token_header = headers.get(b"x-auth-token")
         project_header = headers.get(b"x-project-id")
         if self.checks is not None and token_header:
             token = token_header.decode("latin-1")
             if len(token) > MAX_TOKEN_BYTES:
-                return Caller(f"client:{address}", address)
-            context = await self.checks.context(token, address)
-            return self._validated(context, token, address)
+                return anonymous
+            context = await self.checks.context(token, network)
+            return self._validated(context, token, anonymous)
         if token_header is None and project_header is None:
             session, unusable = await self._portal_session(headers, now)
             if unusable is not None:
-                return Caller(f"client:{address}", address, session=session, error=unusable)
+                return replace(anonymous, session=session, error=unusable)
             if session is not None:
                 if self.checks is None:
-                    return Caller(f"noauth:{address}/{session.project_id}", address,
-                                  session=session)
+                    return replace(anonymous, key=f"noauth:{network}/{session.project_id}",
+                                   session=session)
                 assert session.token is not None
                 try:
-                    context = await self.checks.context(session.token, address)
+                    context = await self.checks.context(session.token, network)
                 except CairnError as exc:
-                    return Caller(f"client:{address}", address, session=session, error=exc)
-                return self._validated(context, session.token, address, session)
+                    return replace(anonymous, session=session, error=exc)
+                return self._validated(context, session.token, anonymous, session)
         if self.checks is None and project_header:
             # noauth: the project a request names is who it is, as the routes take it.
             project = hashlib.sha256(project_header).hexdigest()[:16]
-            return Caller(f"noauth:{address}/{project}", address)
-        return Caller(f"client:{address}", address)
+            return replace(anonymous, key=f"noauth:{network}/{project}")
+        return anonymous
 
     @staticmethod
-    def _validated(context: RequestContext, token: str, address: str,
+    def _validated(context: RequestContext, token: str, anonymous: Caller,
                    session: PortalSession | None = None) -> Caller:
         who = context.user_id or hashlib.sha256(token.encode()).hexdigest()[:16]
-        return Caller(f"user:{context.project_id}/{who}", address, context=context,
-                      token=token, session=session)
+        return replace(anonymous, key=f"user:{context.project_id}/{who}", context=context,
+                       token=token, session=session)
 
     async def _portal_session(self, headers: dict[bytes, bytes], now: datetime
                               ) -> tuple[PortalSession | None, CairnError | None]:

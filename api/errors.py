@@ -26,6 +26,11 @@ restart, Keystone behind a load balancer) take seconds."""
 log = logging.getLogger(__name__)
 
 
+class ClientNotReading(Exception):
+    """The door (api/gate.py) could not hand on part of an answer in time: the client
+    stopped reading. Raised through the application; the connection is closed."""
+
+
 class ErrorBody(BaseModel):
     code: str
     message: str
@@ -135,7 +140,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error")
+        if not isinstance(exc, ClientNotReading):  # the door logs those, in a line
+            log.exception("unhandled error")
         return _render(500, "internal_error", "internal error; the operator's logs have details")
 
 

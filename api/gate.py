@@ -15,19 +15,26 @@
    database session from its dependency's setup to its cleanup on the thread pool: without a
    bound, a burst can take every pooled connection while the requests that would give one
    back wait for a thread.
+5. Its client takes each part of the answer within `api_send_timeout_seconds`, or the
+   connection is closed and the slot given back: a client that stopped reading held it for
+   good (a 240 KB /openapi.json does not fit the socket's buffers).
 Waiting at 2, 3 and 4 is asynchronous and costs nothing."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.callers import Callers
+from api.errors import ClientNotReading
 from services.clock import Clock
 from services.errors import CairnError, ServiceUnavailable, TooManyRequests
+
+log = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
 """As api/errors.py's for a 503."""
@@ -41,7 +48,8 @@ class _Refused(Exception):
 
 class RequestGate:
     def __init__(self, app: ASGIApp, *, callers: Callers, clock: Clock, limit: int,
-                 per_client: int, max_body_bytes: int, body_timeout: float) -> None:
+                 per_client: int, max_body_bytes: int, body_timeout: float,
+                 send_timeout: float) -> None:
         self.app = app
         self.callers = callers
         self.clock = clock
@@ -49,6 +57,7 @@ class RequestGate:
         self.per_client = per_client
         self.max_body_bytes = max_body_bytes
         self.body_timeout = body_timeout
+        self.send_timeout = send_timeout
         self._slots: asyncio.Semaphore | None = None
         self._clients: dict[str, tuple[asyncio.Semaphore, int]] = {}
 
@@ -75,9 +84,22 @@ class RequestGate:
         client = self._client(key)
         try:
             async with client, self._slots:
-                await self.app(scope, _replay(body, receive), send)
+                await self.app(scope, _replay(body, receive), self._timed(send))
+        except ClientNotReading as exc:
+            # The server closes a connection whose answer was left incomplete.
+            log.warning("%s: %s", caller.address, exc)
         finally:
             self._release_client(key)
+
+    def _timed(self, send: Send) -> Send:
+        async def timed(message: Message) -> None:
+            try:
+                await asyncio.wait_for(send(message), self.send_timeout)
+            except TimeoutError:
+                raise ClientNotReading(f"the client took no part of its answer within "
+                                       f"{self.send_timeout:g} s") from None
+
+        return timed
 
     async def _read_body(self, headers: dict[bytes, bytes],
                          receive: Receive) -> bytes | None:

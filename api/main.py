@@ -116,7 +116,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        limit=settings.api_threads,
                        per_client=settings.api_client_threads,
                        max_body_bytes=settings.api_max_body_bytes,
-                       body_timeout=settings.api_body_timeout_seconds)
+                       body_timeout=settings.api_body_timeout_seconds,
+                       send_timeout=settings.api_send_timeout_seconds)
     app.add_middleware(RequestMetrics)  # added last: outermost, it sees the door's refusals
     for module in (health, overview, volumes, plans, backups, jobs, restore_points,
                    restore_point_groups, quotas, targets, orphans, webhooks, session):

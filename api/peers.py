@@ -2,8 +2,8 @@
 of the proxies an operator named (`api_trusted_proxies`), whose X-Forwarded-For is then read
 from the right, past every trusted proxy, to the first address none of them is. A client
 writes whatever it likes into X-Forwarded-For; only what a trusted proxy appended counts.
-The request gate keys anonymous callers by it, and the portal's sign-in throttle counts by
-it."""
+The request gate keys anonymous callers by it (an IPv6 address by its /64), and the
+portal's sign-in throttle counts by it."""
 
 from __future__ import annotations
 
@@ -32,6 +32,17 @@ def client_address(scope: Scope, trusted_proxies: Sequence[Network]) -> str:
             return str(address)
         nearest = str(address)
     return nearest
+
+
+def client_network(address: str) -> str:
+    """What counts as one client for limits: an IPv4 address, or an IPv6 address's /64
+    (one host is routinely given a whole /64, and would otherwise be 2^64 clients)."""
+    parsed = _parse(address)
+    if isinstance(parsed, IPv6Address) and parsed.ipv4_mapped is None:
+        return str(IPv6Network(f"{parsed}/64", strict=False))
+    if isinstance(parsed, IPv6Address) and parsed.ipv4_mapped is not None:
+        return str(parsed.ipv4_mapped)
+    return address
 
 
 def _parse(text: str) -> IPv4Address | IPv6Address | None:

@@ -294,6 +294,11 @@ class Settings(BaseSettings):
     """A request body must arrive whole within this (408 otherwise); until it has, the
     request holds no thread and no database connection."""
 
+    api_send_timeout_seconds: float = Field(default=30.0, gt=0)
+    """A client must take each part of its answer within this (about 48 KiB at a time) or
+    its connection is closed: one that stops reading would otherwise hold its request's
+    slot and database connection for good."""
+
     api_trusted_proxies: list[IPvAnyNetwork] = Field(default_factory=list)
     """Proxies (JSON list of CIDRs) whose X-Forwarded-For names the client: a request whose
     TCP peer is in one of them is taken to come from the nearest address in that header

@@ -213,7 +213,7 @@ async def sign_in(body: SignIn, request: Request, response: Response, settings: 
     keystone = _keystone(settings)
     throttle: SignInThrottle = request.app.state.sign_in_throttle
     caller = _caller(request)
-    address = caller.address if caller is not None else ""
+    address = caller.network if caller is not None else ""
     user = f"{body.domain}/{body.username or body.project_id or ''}"
     await run_in_threadpool(throttle.attempt, address, user)
     if keystone is not None:

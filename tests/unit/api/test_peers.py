@@ -6,7 +6,7 @@ from __future__ import annotations
 from ipaddress import ip_network
 from typing import Any
 
-from api.peers import client_address
+from api.peers import client_address, client_network
 
 PROXIES = [ip_network("10.0.0.0/24"), ip_network("fd00::/64")]
 
@@ -45,3 +45,11 @@ def test_text_that_is_no_address_ends_the_trust() -> None:
     scope = _scope("10.0.0.5", "203.0.113.9, evil, 10.0.0.8")
     assert client_address(scope, PROXIES) == "10.0.0.8"
     assert client_address(_scope("10.0.0.5", "unknown"), PROXIES) == "10.0.0.5"
+
+
+def test_an_ipv6_client_is_its_64_for_limits() -> None:
+    assert client_network("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64"
+    assert client_network("2001:db8:1:2:bbbb::9") == "2001:db8:1:2::/64"
+    assert client_network("::ffff:198.51.100.7") == "198.51.100.7"
+    assert client_network("198.51.100.7") == "198.51.100.7"
+    assert client_network("") == ""
