@@ -96,10 +96,11 @@ def test_a_copy_of_a_signed_out_session_opens_nowhere(stack: Stack) -> None:
     signed = browser.post("/v1/session", json={"project_id": "portal-copy"})
     assert signed.status_code == 200, signed.text
     copy = TestClient(stack.client.app, base_url="https://testserver")
-    copy.cookies.set(COOKIE, browser.cookies[COOKIE])
+    for name, value in browser.cookies.items():
+        copy.cookies.set(name, value)
     assert copy.get("/v1/jobs").status_code == 200
     out = browser.delete("/v1/session", headers={"X-CSRF-Token": signed.json()["csrf_token"]})
-    assert out.status_code == 200, out.text
+    assert out.is_success, out.text
     refused = copy.get("/v1/jobs")
     assert refused.status_code == 401, refused.text
     assert copy.get("/v1/session").status_code == 401
