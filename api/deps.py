@@ -14,15 +14,10 @@ from fastapi import Depends, Header, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from api.callers import Caller
 from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
-from services.auth.portal_sessions import (
-    COOKIE,
-    CSRF_HEADER,
-    SAFE_METHODS,
-    PortalSession,
-    SessionSeal,
-)
+from services.auth.portal_sessions import CSRF_HEADER, SAFE_METHODS, PortalSession
 from services.clock import Clock
 from services.context import RequestContext
 from services.db import Database
@@ -71,9 +66,14 @@ async def get_context(
                                           pattern=r"^[A-Za-z0-9_., -]{0,512}$")] = None,
 ) -> RequestContext:
     validator: TokenValidator | None = request.app.state.tokens
-    if x_auth_token is None and x_project_id is None and COOKIE in request.cookies:
-        seal: SessionSeal = request.app.state.portal_seal
-        session = seal.open(request.cookies[COOKIE], request.app.state.clock())
+    # The door (api/gate.py) found the caller before the request took a slot: a token it
+    # validated is not asked about again, and Keystone is never asked from a slot.
+    caller: Caller | None = getattr(request.state, "caller", None)
+    if x_auth_token is None and x_project_id is None \
+            and request.app.state.portal_cookie in request.cookies:
+        if caller is not None and caller.error is not None:
+            raise caller.error
+        session = caller.session if caller is not None else None
         if session is None:
             raise Unauthorized("your portal session has ended; sign in again")
         require_csrf(request, session)
@@ -84,7 +84,9 @@ async def get_context(
         if not x_auth_token:
             raise Unauthorized("missing X-Auth-Token header: authenticate with Keystone and "
                                "send the token (openstack token issue)")
-        # Asking Keystone blocks: only a token missing from the cache costs a thread.
+        if caller is not None and caller.context is not None and caller.token == x_auth_token:
+            return caller.context
+        # Without the door (never in a served request): the cache, else Keystone.
         cached = validator.cached_context(x_auth_token)
         if cached is not None:
             return cached

@@ -16,7 +16,7 @@ from sqlalchemy.exc import DataError, DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from services.errors import CairnError
+from services.errors import CairnError, TooManyRequests
 from services.formats import IMAGE_SPEC, PRINTABLE, UUID
 
 RETRY_AFTER_SECONDS = 5
@@ -24,6 +24,11 @@ RETRY_AFTER_SECONDS = 5
 restart, Keystone behind a load balancer) take seconds."""
 
 log = logging.getLogger(__name__)
+
+
+class ClientNotReading(Exception):
+    """The door (api/gate.py) could not hand on part of an answer in time: the client
+    stopped reading. Raised through the application; the connection is closed."""
 
 
 class ErrorBody(BaseModel):
@@ -48,13 +53,17 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     text = {400: "Bad request", 401: "Missing or invalid credentials", 404: "Not found",
             403: "The caller's role may not do this", 409: "Conflict with the current state",
             413: "Over the project's quota", 422: "Invalid input",
+            429: "Too many attempts from this client; Retry-After says when to try again",
             503: "A Ceph cluster, Keystone or Cinder is unreachable"}
     return {s: {"model": ErrorResponse, "description": text.get(s, "Error")} for s in statuses}
 
 
-def _render(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
+def _render(status: int, code: str, message: str, details: Any = None,
+            retry_after: int | None = None) -> JSONResponse:
     body = ErrorResponse(error=ErrorBody(code=code, message=message, details=details or None))
-    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
+    if retry_after is None and status == 503:
+        retry_after = RETRY_AFTER_SECONDS
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
     return JSONResponse(status_code=status, content=body.model_dump(mode="json"),
                         headers=headers)
 
@@ -72,7 +81,8 @@ def install(app: FastAPI) -> None:
     async def cairn_error(_request: Request, exc: CairnError) -> JSONResponse:
         if exc.status_code >= 500:
             log.error("%s: %s", exc.code, exc.message)
-        return _render(exc.status_code, exc.code, exc.message, exc.details)
+        retry_after = exc.retry_after if isinstance(exc, TooManyRequests) else None
+        return _render(exc.status_code, exc.code, exc.message, exc.details, retry_after)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -130,7 +140,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error")
+        if not isinstance(exc, ClientNotReading):  # the door logs those, in a line
+            log.exception("unhandled error")
         return _render(500, "internal_error", "internal error; the operator's logs have details")
 
 

@@ -12,14 +12,14 @@ import uvicorn
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
-from api import errors, idempotency, links, portal
+from api import docs, errors, idempotency, links, portal
+from api.callers import Callers, TokenChecks
 from api.gate import RequestGate
 from api.request_metrics import RequestMetrics
 from api.routers import (
     backups,
     health,
     jobs,
-    metrics,
     orphans,
     overview,
     plans,
@@ -33,12 +33,15 @@ from api.routers import (
 )
 from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
-from services.auth.portal_sessions import SessionSeal
+from services.auth.portal_sessions import SessionSeal, cookie_name
+from services.auth.portal_signouts import PortalSignOuts
+from services.auth.sign_in_throttle import SignInThrottle
 from services.clock import Clock, clock_for
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
 from services.fleet.collector import FleetCollector
 from services.limits.leases import Leases
+from services.metrics import exposition
 from services.openstack.cinder import gateway_for
 from services.openstack.sessions import service_session
 from services.scheduler.admission import Admission
@@ -55,7 +58,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # full passes. The list benchmark's worst latencies went from 150-220 ms to 50-140 ms.
         gc.collect()
         gc.freeze()
+        # In each uvicorn worker process (the first of a host binds the port; in multiprocess
+        # mode it serves the others' samples too): never on the REST port, which answers 404.
+        exposition.serve("cairn-api", settings.metrics_host, settings.api_metrics_port,
+                         app.state.fleet)
         yield
+        if checks is not None:
+            checks.close()
+        app.state.portal_sign_outs.close()
         app.state.clusters.close()
         app.state.leases.close()
         app.state.db.dispose()
@@ -65,6 +75,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="1",
         summary="Backup-as-a-service for OpenStack volumes on Ceph RBD",
         lifespan=lifespan,
+        # FastAPI's pages load a CDN's scripts on the portal's origin: api/docs.py serves
+        # its own.
+        docs_url=None, redoc_url=None,
     )
     app.state.settings = settings
     app.state.clock = clock_for(settings.clock_file)
@@ -77,26 +90,39 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.clusters = CephClusters(settings)
     app.state.policy = Policy.from_file(settings.policy_file)
     app.state.portal_seal = SessionSeal.from_settings(settings)
+    app.state.portal_cookie = cookie_name(settings.portal_cookie_secure)
+    app.state.portal_sign_outs = PortalSignOuts.from_url(settings.redis_url)
+    app.state.sign_in_throttle = SignInThrottle.from_settings(settings)
     app.state.tokens = None
+    checks = None
     if settings.auth_strategy == "keystone":
         assert settings.keystone is not None  # the settings validator requires it
         app.state.tokens = TokenValidator(
             service_session(settings.keystone), cache_seconds=settings.token_cache_seconds,
             region=settings.keystone.region_name, interface=settings.keystone.interface,
             admin_projects=frozenset(settings.admin_projects))
+        checks = TokenChecks(app.state.tokens, concurrency=settings.api_token_checks,
+                             per_client=settings.api_token_checks_per_client,
+                             timeout=settings.api_token_check_timeout_seconds)
+    callers = Callers(checks=checks, seal=app.state.portal_seal,
+                      sign_outs=app.state.portal_sign_outs, cookie=app.state.portal_cookie,
+                      trusted_proxies=settings.api_trusted_proxies)
     app.state.cinder = gateway_for(settings.keystone, settings.cinder)
     app.state.fleet = fleet_registry(app.state.db, settings, app.state.clock)
     errors.install(app)
     idempotency.install(app)
     links.install(app)
-    app.add_middleware(RequestGate, limit=settings.api_threads,
+    app.add_middleware(RequestGate, callers=callers, clock=app.state.clock,
+                       limit=settings.api_threads,
                        per_client=settings.api_client_threads,
                        max_body_bytes=settings.api_max_body_bytes,
-                       body_timeout=settings.api_body_timeout_seconds)
+                       body_timeout=settings.api_body_timeout_seconds,
+                       send_timeout=settings.api_send_timeout_seconds)
     app.add_middleware(RequestMetrics)  # added last: outermost, it sees the door's refusals
     for module in (health, overview, volumes, plans, backups, jobs, restore_points,
-                   restore_point_groups, quotas, targets, orphans, webhooks, metrics, session):
+                   restore_point_groups, quotas, targets, orphans, webhooks, session):
         app.include_router(module.router)
+    docs.install(app, settings.portal_dir)
     portal.install(app, settings.portal_dir)  # last: its catch-all must not hide a route
     return app
 
@@ -118,10 +144,12 @@ def run() -> None:
                         help="open connections one process accepts; more are answered 503")
     args = parser.parse_args()
     logging.basicConfig(level=args.log_level.upper())
-    # Idle keep-alive connections close after 5 s, and headers are capped at 16 KiB. A
-    # client that never finishes its headers holds only a socket; a proxy in front
-    # (docs/security.md) times those out.
+    # Idle keep-alive connections close after 5 s; a request's headers are bounded in size
+    # and in time by the protocol (api/http_protocol.py: uvicorn's httptools has neither).
+    # The client's address is the TCP peer's: uvicorn's own X-Forwarded-For handling trusts
+    # 127.0.0.1 by default, so any local client could name any address; a proxy in front is
+    # trusted only when CAIRN_API_TRUSTED_PROXIES names it (api/peers.py).
     uvicorn.run("api.main:create_app", factory=True, host=args.host, port=args.port,
                 workers=args.workers, log_level=args.log_level, timeout_keep_alive=5,
-                h11_max_incomplete_event_size=16 * 1024,
+                http="api.http_protocol:BoundedHttpToolsProtocol", proxy_headers=False,
                 limit_concurrency=args.limit_concurrency)

@@ -209,6 +209,18 @@ class Unauthorized(CairnError):
     code = "unauthorized"
 
 
+class TooManyRequests(CairnError):
+    """The caller asks too often (portal sign-ins, unknown tokens at once); `retry_after`
+    says when to try again."""
+
+    status_code = 429
+    code = "too_many_requests"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, retry_after)
+
+
 class ServiceUnavailable(CairnError):
     """Another OpenStack service (Keystone, Cinder) could not be reached or failed."""
 

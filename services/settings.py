@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from functools import lru_cache
-from ipaddress import IPv4Network, IPv6Network
 from pathlib import Path
 from typing import Literal
 
@@ -193,13 +192,34 @@ class Settings(BaseSettings):
     when the directory holds no index.html."""
 
     portal_session_key_file: Path | None = None
-    """A file (a mounted secret) holding 64 hex digits: the key that seals the portal's
-    session cookie. Every API process of one deployment needs the same key. Unset: a key
-    made at start, so sessions end when the process does (development)."""
+    """A file (a mounted secret) holding the keys that seal the portal's session cookie, 64
+    hex digits each, one per line: the first seals, every one opens (a session sealed under
+    a previous key lasts until it expires). Rotate by adding the new key as the last line,
+    then moving it first once every process has it, then removing the old one once the
+    longest session has passed (docs/portal.md). Every API process of one deployment needs
+    the same file. Unset: a key made at start, so sessions end when the process does
+    (development)."""
 
-    portal_cookie_secure: bool | None = None
-    """Mark the session cookie Secure (sent over HTTPS only). Unset: when the request came
-    over HTTPS (or a proxy said so with X-Forwarded-Proto)."""
+    portal_cookie_secure: bool = True
+    """The session cookie is `__Host-cairn_session`: Secure (sent over HTTPS only; browsers
+    count http://127.0.0.1 and http://localhost as secure too), for the whole host and no
+    other. false, for development over plain HTTP on another address, names it
+    `cairn_session` without Secure; refused in production."""
+
+    portal_sign_in_attempts_per_minute: int = Field(default=20, ge=1)
+    """Portal sign-ins one client address may try in a minute (429 after), counted in Redis
+    by every API process together."""
+
+    portal_sign_in_failures: int = Field(default=5, ge=1)
+    """Failed sign-ins of one user name from one client address within
+    `portal_sign_in_failure_window_seconds` before that address may not try that user
+    again until the window ends (429). Six times as many failures from one address, over
+    any user names, close it to every user. Keystone's own lockout
+    (`[security_compliance] lockout_failure_attempts`) covers guesses spread over many
+    addresses."""
+
+    portal_sign_in_failure_window_seconds: float = Field(default=900.0, gt=0)
+    """How long a failed sign-in counts against its address."""
 
     policy_file: Path | None = None
     """OpenStack-style policy file (YAML or JSON) overriding the default rules."""
@@ -274,6 +294,40 @@ class Settings(BaseSettings):
     """A request body must arrive whole within this (408 otherwise); until it has, the
     request holds no thread and no database connection."""
 
+    api_send_timeout_seconds: float = Field(default=30.0, gt=0)
+    """A client must take each part of its answer within this (about 48 KiB at a time) or
+    its connection is closed: one that stops reading would otherwise hold its request's
+    slot and database connection for good."""
+
+    api_trusted_proxies: list[IPvAnyNetwork] = Field(default_factory=list)
+    """Proxies (JSON list of CIDRs) whose X-Forwarded-For names the client: a request whose
+    TCP peer is in one of them is taken to come from the nearest address in that header
+    that is not. Empty: every client is its TCP peer, whatever it sends. Name only proxies
+    that overwrite or append to the header (an Ingress controller, a load balancer)."""
+
+    api_token_checks: int = Field(default=4, ge=1, le=64)
+    """Tokens one cairn-api process asks Keystone about at once (those not in its cache),
+    on threads of their own: a flood of unknown tokens waits for these, never for the
+    request slots, and a cached token never waits at all."""
+
+    api_token_checks_per_client: int = Field(default=2, ge=1, le=64)
+    """Of the unknown tokens waiting for or in a Keystone check, how many one client address
+    may have; more are refused at once (429), before anything else is done for them."""
+
+    api_token_check_timeout_seconds: float = Field(default=10.0, gt=0)
+    """How long a request waits for its token's Keystone check (503 after it, with
+    Retry-After); the check itself is bounded by Keystone's HTTP timeout."""
+
+    api_max_header_bytes: int = Field(default=16 * 1024, ge=1024, le=1024 * 1024)
+    """A request's line and headers together may take this much (431 otherwise, and the
+    connection is closed). A Keystone token is about 200 bytes, the portal's cookie about
+    1.5 KiB."""
+
+    api_header_timeout_seconds: float = Field(default=10.0, gt=0)
+    """A request's headers must arrive whole within this of its first byte (for a
+    connection's first request: of the connection); 408 and a closed connection otherwise.
+    A client sending one byte a second, or nothing, holds a socket that long and no more."""
+
     worker_concurrency: int = Field(default=4, ge=1)
     """Jobs one cairn-worker process runs at once (the per-worker concurrency limit)."""
 
@@ -319,8 +373,15 @@ class Settings(BaseSettings):
     after each of their backups)."""
 
     metrics_host: str = "127.0.0.1"
-    """Where cairn-worker and cairn-scheduler serve /metrics (their own small HTTP server;
-    cairn-api serves it on its own port). On Kubernetes: 0.0.0.0, with a NetworkPolicy."""
+    """Where cairn-api, cairn-worker and cairn-scheduler serve /metrics (each on a port of
+    its own, never the API's port). On Kubernetes: 0.0.0.0, with a NetworkPolicy that lets
+    only Prometheus reach the metrics ports."""
+
+    api_metrics_port: int = Field(default=0, ge=0, le=65535)
+    """cairn-api's /metrics port: its request metrics and the fleet's gauges, which name
+    projects, plans and volumes. 0 serves none. The REST port answers 404 for /metrics, so
+    a proxy or an Ingress that serves the API can never reach them. Every uvicorn worker of
+    a host shares the port in multiprocess mode (PROMETHEUS_MULTIPROC_DIR)."""
 
     worker_metrics_port: int = Field(default=0, ge=0, le=65535)
     """cairn-worker's /metrics port; 0 serves none. Several workers on one host share it
@@ -328,12 +389,6 @@ class Settings(BaseSettings):
 
     scheduler_metrics_port: int = Field(default=0, ge=0, le=65535)
     """cairn-scheduler's /metrics port; 0 serves none."""
-
-    metrics_allowed_networks: list[IPvAnyNetwork] = Field(
-        default_factory=lambda: list[IPv4Network | IPv6Network](
-            [IPv4Network("127.0.0.0/8"), IPv6Network("::1/128")]))
-    """Clients (by address, as the API sees them) that may read cairn-api's /metrics:
-    the fleet's gauges name projects and volumes. Add the Prometheus pods' network."""
 
     target_probe_interval_seconds: float = Field(default=60.0, gt=0)
     """How often cairn-scheduler checks that each backup target's pool answers
@@ -413,6 +468,9 @@ class Settings(BaseSettings):
                                  "Keystone's catalog")
         if self.environment == "production" and self.clock_file is not None:
             raise ValueError("clock_file replaces the real time; refused in production")
+        if self.environment == "production" and not self.portal_cookie_secure:
+            raise ValueError("portal_cookie_secure false sends the portal's session over "
+                             "plain HTTP; refused in production")
         if self.environment == "production" and self.auth_strategy == "noauth":
             raise ValueError("auth_strategy noauth trusts request headers; refused in production")
         return self

@@ -1,6 +1,8 @@
-"""The portal's session: sign in (the tokens stay in a sealed HttpOnly cookie), who am I and
-what may I do, switch projects, sign out (the tokens are revoked). API clients keep using
-X-Auth-Token; the cookie is for the browser."""
+"""The portal's session: sign in (the tokens stay in a sealed HttpOnly cookie; attempts are
+throttled per client address), who am I and what may I do, switch projects, sign out (the
+tokens are revoked at Keystone and dropped from Cairn's cache, and the session is recorded
+as signed out, whatever Keystone answers). API clients keep using X-Auth-Token; the cookie
+is for the browser."""
 
 from __future__ import annotations
 
@@ -8,20 +10,24 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
+from api.callers import Caller
 from api.deps import NowDep, SettingsDep, get_policy, require_csrf
 from api.errors import error_responses
+from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
 from services.auth.portal_sessions import (
-    COOKIE,
     KeystoneSignIn,
     PortalSession,
     Project,
     SessionSeal,
     noauth_session,
 )
+from services.auth.portal_signouts import PortalSignOuts
+from services.auth.sign_in_throttle import SignInThrottle
 from services.context import RequestContext
 from services.errors import InvalidInput, Unauthorized
 from services.formats import PROJECT
@@ -71,6 +77,17 @@ class SessionPublic(BaseModel):
     expires_at: datetime
 
 
+class SignedOut(BaseModel):
+    tokens_revoked: bool = Field(
+        description="Keystone revoked the session's tokens (always true with noauth). When "
+                    "false they stay valid at Keystone until they expire, though Cairn no "
+                    "longer accepts this session")
+    ended_everywhere: bool = Field(
+        description="Every Cairn process refuses this session from now on (false when "
+                    "Cairn's Redis could not record the sign-out)")
+    message: str
+
+
 class SignInOptions(BaseModel):
     auth_strategy: Literal["noauth", "keystone"] = Field(
         description="keystone: sign in with domain, user name and password; noauth: name "
@@ -89,12 +106,42 @@ def _keystone(settings: Settings) -> KeystoneSignIn | None:
     return KeystoneSignIn(settings.keystone.auth_url)
 
 
+def _cookie(request: Request) -> str:
+    name: str = request.app.state.portal_cookie
+    return name
+
+
+def _caller(request: Request) -> Caller | None:
+    caller: Caller | None = getattr(request.state, "caller", None)
+    return caller
+
+
 def current(request: Request, now: datetime) -> PortalSession:
-    value = request.cookies.get(COOKIE)
-    session = None if value is None else _seal(request).open(value, now)
+    """The request's session, as the door opened it: sealed under the deployment's keys,
+    unexpired, and not signed out."""
+    caller = _caller(request)
+    if caller is None:  # never in a served request: the door always says who called
+        value = request.cookies.get(_cookie(request))
+        session = None if value is None else _seal(request).open(value, now)
+    else:
+        if caller.session is not None and caller.error is not None:
+            raise caller.error
+        session = caller.session
     if session is None:
         raise Unauthorized("you are not signed in, or your session has ended; sign in again")
     return session
+
+
+async def _context(request: Request, session: PortalSession) -> RequestContext:
+    """The session's caller: as the door validated it, else (a session just made) from
+    Keystone."""
+    caller = _caller(request)
+    if caller is not None and caller.context is not None and caller.token == session.token:
+        return caller.context
+    assert session.token is not None
+    tokens: TokenValidator = request.app.state.tokens
+    context: RequestContext = await run_in_threadpool(tokens.context_for, session.token)
+    return context
 
 
 async def _describe(request: Request, session: PortalSession, settings: Settings,
@@ -104,8 +151,7 @@ async def _describe(request: Request, session: PortalSession, settings: Settings
     if keystone is not None:
         assert session.token is not None
         assert session.unscoped is not None
-        ctx: RequestContext = await run_in_threadpool(request.app.state.tokens.context_for,
-                                                      session.token)
+        ctx = await _context(request, session)
         projects = await run_in_threadpool(keystone.projects, session.unscoped)
     else:
         ctx = session.noauth_context()
@@ -120,13 +166,30 @@ async def _describe(request: Request, session: PortalSession, settings: Settings
 
 def _set_cookie(request: Request, response: Response, session: PortalSession,
                 settings: Settings, now: datetime) -> None:
-    secure = settings.portal_cookie_secure
-    if secure is None:
-        secure = (request.url.scheme == "https"
-                  or request.headers.get("x-forwarded-proto") == "https")
-    response.set_cookie(COOKIE, _seal(request).seal(session),
+    # __Host-: Secure, Path=/, no Domain (services/auth/portal_sessions.py).
+    response.set_cookie(_cookie(request), _seal(request).seal(session),
                         max_age=max(0, int((session.expires_at - now).total_seconds())),
-                        path="/", httponly=True, samesite="strict", secure=secure)
+                        path="/", httponly=True, samesite="strict",
+                        secure=settings.portal_cookie_secure)
+
+
+async def _end(request: Request, session: PortalSession, keystone: KeystoneSignIn | None,
+               now: datetime) -> tuple[bool, bool]:
+    """Ends a session whatever Keystone answers: its tokens revoked at Keystone (if it
+    can), dropped from this process's token cache, and the session recorded as signed out
+    for every process. Returns (tokens revoked, recorded everywhere)."""
+    revoked = True
+    tokens: TokenValidator | None = request.app.state.tokens
+    for token in (session.token, session.unscoped):
+        if token is None:
+            continue
+        if tokens is not None:
+            tokens.forget(token, "this portal session was signed out; sign in again")
+        if keystone is not None:
+            revoked = await run_in_threadpool(keystone.revoke, token) and revoked
+    sign_outs: PortalSignOuts = request.app.state.portal_sign_outs
+    recorded: bool = await run_in_threadpool(sign_outs.sign_out, session, now)
+    return revoked, recorded
 
 
 PolicyDep = Annotated[Policy, Depends(get_policy)]
@@ -137,19 +200,31 @@ async def sign_in_options(settings: SettingsDep) -> SignInOptions:
     return SignInOptions(auth_strategy=settings.auth_strategy)
 
 
-@router.post("", response_model=SessionPublic, responses=error_responses(401, 403, 422, 503),
+@router.post("", response_model=SessionPublic,
+             responses=error_responses(401, 403, 422, 429, 503),
              summary="Sign in to the portal")
 async def sign_in(body: SignIn, request: Request, response: Response, settings: SettingsDep,
                   policy: PolicyDep, now: NowDep) -> SessionPublic:
     """With Keystone: the user's domain, name and password (and optionally the project);
-    with noauth: the project. The answer sets the session cookie (HttpOnly,
-    SameSite=Strict) and gives the CSRF token that changes must carry."""
+    with noauth: the project. The answer sets the session cookie (`__Host-cairn_session`:
+    HttpOnly, Secure, SameSite=Strict) and gives the CSRF token that changes must carry.
+    A client address may try `portal_sign_in_attempts_per_minute` times a minute, and fail
+    `portal_sign_in_failures` times a user within the failure window (429 beyond)."""
     keystone = _keystone(settings)
+    throttle: SignInThrottle = request.app.state.sign_in_throttle
+    caller = _caller(request)
+    address = caller.network if caller is not None else ""
+    user = f"{body.domain}/{body.username or body.project_id or ''}"
+    await run_in_threadpool(throttle.attempt, address, user)
     if keystone is not None:
         if not body.username or not body.password:
             raise InvalidInput("sign in with your user name and password", field="username")
-        session = await run_in_threadpool(keystone.sign_in, body.domain, body.username,
-                                          body.password, body.project_id)
+        try:
+            session = await run_in_threadpool(keystone.sign_in, body.domain, body.username,
+                                              body.password, body.project_id)
+        except Unauthorized:
+            await run_in_threadpool(throttle.failed, address, user)
+            raise
     else:
         if body.project_id is None:
             raise InvalidInput("with auth_strategy noauth, name the project to work in",
@@ -181,7 +256,13 @@ async def switch_project(body: ProjectSwitch, request: Request, response: Respon
         assert session.token is not None
         switched = await run_in_threadpool(keystone.scope, session.unscoped, body.project_id,
                                            session.user_name)
+        # The old session (its cookie, its project-scoped token) ends; the unscoped token
+        # goes on in the new one.
+        tokens: TokenValidator = request.app.state.tokens
+        tokens.forget(session.token, "this portal session switched projects; sign in again")
         await run_in_threadpool(keystone.revoke, session.token)
+        sign_outs: PortalSignOuts = request.app.state.portal_sign_outs
+        await run_in_threadpool(sign_outs.sign_out, session, now)
     else:
         switched = noauth_session(body.project_id, session.roles, now)
     described = await _describe(request, switched, settings, policy)
@@ -189,16 +270,30 @@ async def switch_project(body: ProjectSwitch, request: Request, response: Respon
     return described
 
 
-@router.delete("", status_code=204, responses=error_responses(401, 403),
-               summary="Sign out: the session's Keystone tokens are revoked")
-async def sign_out(request: Request, settings: SettingsDep, now: NowDep) -> Response:
+@router.delete("", response_model=SignedOut, responses=error_responses(401, 403),
+               summary="Sign out: the session ends, and its Keystone tokens are revoked")
+async def sign_out(request: Request, settings: SettingsDep, now: NowDep) -> JSONResponse:
+    """The session ends whatever Keystone answers: Cairn drops its tokens from its cache and
+    refuses the session (a copy of the cookie too) on every process. The answer says
+    whether Keystone revoked the tokens; when it did not, they stay valid at Keystone (for
+    other clients that hold them) until they expire."""
     session = current(request, now)
     require_csrf(request, session)
-    keystone = _keystone(settings)
-    if keystone is not None:
-        for token in (session.token, session.unscoped):
-            if token is not None:
-                await run_in_threadpool(keystone.revoke, token)
-    response = Response(status_code=204)
-    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    revoked, recorded = await _end(request, session, _keystone(settings), now)
+    if revoked and recorded:
+        message = "signed out; the session's Keystone tokens are revoked"
+    elif recorded:
+        message = ("signed out of Cairn, which no longer accepts this session; Keystone did "
+                   "not revoke its tokens (it could not be reached, or refused), so they stay "
+                   f"valid at Keystone until {session.expires_at.isoformat()}")
+    else:
+        message = ("signed out here, but Cairn could not record the sign-out for its other "
+                   "processes (its Redis is unreachable)"
+                   + ("" if revoked else " and Keystone did not revoke the session's tokens")
+                   + f": a copy of this session may work until {session.expires_at.isoformat()}"
+                   "; sign out again in a minute")
+    body = SignedOut(tokens_revoked=revoked, ended_everywhere=recorded, message=message)
+    response = JSONResponse(body.model_dump())
+    response.delete_cookie(_cookie(request), path="/", httponly=True, samesite="strict",
+                           secure=settings.portal_cookie_secure)
     return response

@@ -16,7 +16,9 @@ RABBIT_DIST_PORT=${CAIRN_RABBIT_DIST_PORT:-31682}
 EPMD_PORT=${CAIRN_EPMD_PORT:-31369}
 # Ceph RGW, the S3 endpoint of object-storage targets (CAIRN_RGW=1; `make test` always).
 RGW_PORT=${CAIRN_RGW_PORT:-31800}
-# Metrics: cairn-worker's and cairn-scheduler's /metrics, and Prometheus (PROMETHEUS=1).
+# Metrics: cairn-worker's, cairn-scheduler's and cairn-api's /metrics (each on a port of its
+# own; the API's port answers 404 there), and Prometheus (PROMETHEUS=1).
 WORKER_METRICS_PORT=${CAIRN_WORKER_METRICS_PORT:-31191}
 SCHEDULER_METRICS_PORT=${CAIRN_SCHEDULER_METRICS_PORT:-31192}
+API_METRICS_PORT=${CAIRN_API_METRICS_PORT:-31193}
 PROMETHEUS_PORT=${CAIRN_PROMETHEUS_PORT:-31090}

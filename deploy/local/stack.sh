@@ -91,6 +91,7 @@ CAIRN_BACKUP_TARGETS='{"local": {"cluster": "ceph-a", "pool": "backups"}$( [ "$s
 CAIRN_DEFAULT_BACKUP_TARGET=local
 CAIRN_WORKER_METRICS_PORT=$WORKER_METRICS_PORT
 CAIRN_SCHEDULER_METRICS_PORT=$SCHEDULER_METRICS_PORT
+CAIRN_API_METRICS_PORT=$API_METRICS_PORT
 CAIRN_PORTAL_SESSION_KEY_FILE=$state/portal-session.key
 ENV
     # The key sealing the portal's session cookies: made once, so a restart keeps sessions.
@@ -205,7 +206,7 @@ prometheus_up() {
 global: {scrape_interval: 15s, evaluation_interval: 15s}
 rule_files: ["$repo/deploy/prometheus/alerts.yml"]
 scrape_configs:
-  - {job_name: cairn-api, static_configs: [{targets: ["127.0.0.1:$API_PORT"]}]}
+  - {job_name: cairn-api, static_configs: [{targets: ["127.0.0.1:$API_METRICS_PORT"]}]}
   - {job_name: cairn-worker, static_configs: [{targets: ["127.0.0.1:$WORKER_METRICS_PORT"]}]}
   - {job_name: cairn-scheduler, static_configs: [{targets: ["127.0.0.1:$SCHEDULER_METRICS_PORT"]}]}
 YAML

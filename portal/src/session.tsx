@@ -1,14 +1,19 @@
 // Who is signed in, into which project, and what they may do. The session itself lives
 // in an HttpOnly cookie the API sets; the page only ever sees this description of it.
 import { QueryClient, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { api, ApiError, setCsrf, type Session } from "./api/client";
+import { api, ApiError, setCsrf, type Schemas, type Session } from "./api/client";
 
 export const SESSION_KEY = ["session"];
+/** What the last sign-out said when it could not end everything (Keystone kept the
+ * tokens, or not every Cairn process heard of it): the sign-in page shows it. */
+export const SIGNED_OUT_NOTE_KEY = ["signed-out-note"];
 
 /** Forget every other project's or user's data, keeping the session query itself (its
  * observers stay attached: clearing the whole cache would leave the screen behind). */
 function startOver(client: QueryClient, session: Session | null) {
-  client.removeQueries({ predicate: (q) => q.queryKey[0] !== SESSION_KEY[0] });
+  client.removeQueries({
+    predicate: (q) => q.queryKey[0] !== SESSION_KEY[0] && q.queryKey[0] !== SIGNED_OUT_NOTE_KEY[0],
+  });
   client.setQueryData(SESSION_KEY, session);
 }
 
@@ -63,7 +68,11 @@ export function useSwitchProject() {
 export function useSignOut() {
   const client = useQueryClient();
   return useMutation({
-    mutationFn: () => api<void>("DELETE", "/v1/session"),
+    mutationFn: () => api<Schemas["SignedOut"]>("DELETE", "/v1/session"),
+    onSuccess: (result) => {
+      const complete = result.tokens_revoked && result.ended_everywhere;
+      client.setQueryData(SIGNED_OUT_NOTE_KEY, complete ? null : result.message);
+    },
     onSettled: () => {
       setCsrf(null);
       startOver(client, null);

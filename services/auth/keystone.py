@@ -76,6 +76,14 @@ class TokenValidator:
         info = self._cached(key)
         return None if info is None else info.context(token, self.admin_projects)
 
+    def forget(self, token: str, reason: str) -> None:
+        """Drop a token this process trusts (a portal session signed out) and refuse it with
+        `reason` for the cache time, whatever Keystone says about it meanwhile."""
+        key = _cache_key(token)
+        with self._lock:
+            self._cache.pop(key, None)
+        self._remember_refusal(key, Unauthorized(reason))
+
     def _raise_if_refused(self, key: str) -> None:
         with self._lock:
             refused = self._refused.get(key)

@@ -4,20 +4,27 @@ hands the browser only a sealed, HttpOnly, SameSite=Strict cookie, so no script 
 ever holds a token. A change made with that cookie must also carry the session's CSRF token
 in a header, which a page of another site cannot read.
 
-The cookie is the session's only copy (AES-256-GCM under the deployment's key): nothing is
-kept server-side, so any API process of the deployment serves any request, and signing out
-revokes the tokens at Keystone."""
+The cookie is the session's only copy (AES-256-GCM under the deployment's key): any API
+process of the deployment serves any request. Signing out revokes the tokens at Keystone,
+drops them from the process's token cache, and records the session as signed out until it
+would have expired (`portal_signouts.py`), so a copy of the cookie opens nowhere even when
+Keystone could not revoke its tokens.
+
+The cookie is `__Host-cairn_session`: Secure, Path=/ and no Domain, so neither a page served
+over plain HTTP nor a sibling subdomain can set or overwrite it (session fixation)."""
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import hmac
 import json
 import logging
 import secrets
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from cryptography.exceptions import InvalidTag
@@ -25,13 +32,17 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from keystoneauth1 import exceptions as ks_exc
 
 from services.context import RequestContext
-from services.errors import Forbidden, ServiceUnavailable, Unauthorized
+from services.errors import Forbidden, ServiceUnavailable, StorageUnavailable, Unauthorized
 from services.openstack.sessions import make_session
-from services.settings import Settings, read_key_file
+from services.settings import Settings
 
 log = logging.getLogger(__name__)
 
-COOKIE = "cairn_session"
+COOKIE = "__Host-cairn_session"
+"""The browser keeps a `__Host-` cookie only when it is Secure, for Path=/ and without a
+Domain: no other host (a sibling subdomain) and no plain-HTTP page can plant or replace it."""
+PLAIN_COOKIE = "cairn_session"
+"""`portal_cookie_secure` false (development over plain HTTP on a non-loopback address)."""
 CSRF_HEADER = "X-CSRF-Token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 NOAUTH_HOURS = 12
@@ -72,17 +83,29 @@ class PortalSession:
     def csrf_matches(self, sent: str | None) -> bool:
         return sent is not None and hmac.compare_digest(sent.encode(), self.csrf.encode())
 
+    @property
+    def id(self) -> str:
+        """Names the session where it is recorded as signed out; tells nothing of its CSRF
+        token."""
+        return hashlib.sha256(b"cairn session id " + self.csrf.encode()).hexdigest()
+
+
+def cookie_name(secure: bool) -> str:
+    return COOKIE if secure else PLAIN_COOKIE
+
 
 def new_csrf() -> str:
     return secrets.token_urlsafe(32)
 
 
 class SessionSeal:
-    """Seals a session into a cookie value and opens it again; a value that was changed,
-    was sealed under another key, or has expired opens as None."""
+    """Seals a session into a cookie value under the current key and opens it again under
+    the current or a previous one (key rotation); a value that was changed, was sealed under
+    another key, or has expired opens as None."""
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, *previous: bytes) -> None:
         self._aead = AESGCM(key)
+        self._openers = [self._aead, *(AESGCM(k) for k in previous)]
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SessionSeal:
@@ -90,8 +113,7 @@ class SessionSeal:
             log.warning("CAIRN_PORTAL_SESSION_KEY_FILE is not set: portal sessions end when "
                         "this process does and are not shared with other API processes")
             return cls(secrets.token_bytes(32))
-        return cls(read_key_file(settings.portal_session_key_file,
-                                 "the portal's session key file"))
+        return cls(*read_keys(settings.portal_session_key_file))
 
     def seal(self, session: PortalSession) -> str:
         body = asdict(session)
@@ -103,13 +125,47 @@ class SessionSeal:
     def open(self, value: str, now: datetime) -> PortalSession | None:
         try:
             raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-            body = json.loads(self._aead.decrypt(raw[:12], raw[12:], _AAD))
+            body = json.loads(self._decrypt(raw))
             body["expires_at"] = datetime.fromisoformat(body["expires_at"])
             body["roles"] = tuple(body["roles"])
             session = PortalSession(**body)
         except (ValueError, binascii.Error, InvalidTag, TypeError, KeyError):
             return None
         return None if session.expired(now) else session
+
+    def _decrypt(self, raw: bytes) -> bytes:
+        for aead in self._openers:
+            try:
+                return aead.decrypt(raw[:12], raw[12:], _AAD)
+            except InvalidTag:
+                continue
+        raise InvalidTag
+
+
+def read_keys(path: Path) -> list[bytes]:
+    """The session keys in a key file: 64 hex digits a line, the current one first (blank
+    lines and lines starting with # are skipped)."""
+    what = "the portal's session key file"
+    try:
+        lines = [line.strip() for line in path.read_text().splitlines()]
+    except OSError as exc:
+        raise StorageUnavailable(f"cannot read {what} {path}: {exc}") from None
+    keys = []
+    for number, line in enumerate(lines, 1):
+        if not line or line.startswith("#"):
+            continue
+        try:
+            key = bytes.fromhex(line)
+        except ValueError:
+            key = b""
+        if len(key) != 32:
+            raise StorageUnavailable(f"{what} {path}: line {number} must hold 64 hex digits "
+                                     "(32 random bytes), the current key first")
+        keys.append(key)
+    if not keys:
+        raise StorageUnavailable(f"{what} {path} holds no key: write 64 hex digits "
+                                 "(od -An -vtx1 -N32 /dev/urandom | tr -d ' \\n')")
+    return keys
 
 
 class KeystoneSignIn:
@@ -158,14 +214,22 @@ class KeystoneSignIn:
         return sorted((Project(p["id"], p["name"]) for p in response.json()["projects"]
                        if p.get("enabled", True)), key=lambda p: p.name)
 
-    def revoke(self, token: str) -> None:
-        """Best effort: a token already gone is what signing out wants anyway."""
+    def revoke(self, token: str) -> bool:
+        """Whether Keystone revoked the token (or had it gone already, which is what signing
+        out wants anyway); False when it could not be reached or refused."""
         try:
-            self.session.request(self.auth_url + "/auth/tokens", "DELETE", raise_exc=False,
-                                 headers={"X-Auth-Token": token, "X-Subject-Token": token})
+            response = self.session.request(
+                self.auth_url + "/auth/tokens", "DELETE", raise_exc=False,
+                headers={"X-Auth-Token": token, "X-Subject-Token": token})
         except ks_exc.ClientException:
             log.warning("Keystone could not be reached to revoke a portal token",
                         exc_info=True)
+            return False
+        if response.status_code in (204, 401, 404):
+            return True
+        log.warning("Keystone answered %s when asked to revoke a portal token",
+                    response.status_code)
+        return False
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+from collections.abc import Iterable
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -17,6 +18,8 @@ from prometheus_client import (
     multiprocess,
     start_http_server,
 )
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +44,28 @@ def render(*registries: CollectorRegistry) -> tuple[bytes, str]:
     return b"".join(generate_latest(found) for found in registries), CONTENT_TYPE_LATEST
 
 
-def serve(name: str, host: str, port: int) -> bool:
-    """Serve /metrics on host:port from a thread of this process; False when another
-    process of this host already does (multiprocess mode: it serves this one's samples
-    too). Port 0 serves nothing."""
+class Combined(Collector):
+    """This host's samples (`registry()`) and further registries (cairn-api's fleet
+    gauges) in one exposition; each is read anew at every scrape."""
+
+    def __init__(self, *more: Collector) -> None:
+        self.more = more
+        self.own = registry()  # multiprocess mode: reads the directory at every collect()
+
+    def collect(self) -> Iterable[Metric]:
+        yield from self.own.collect()
+        for found in self.more:
+            yield from found.collect()
+
+
+def serve(name: str, host: str, port: int, *more: Collector) -> bool:
+    """Serve /metrics on host:port from a thread of this process, with the samples of
+    `registry()` and of `more`; False when another process of this host already does
+    (multiprocess mode: it serves this one's samples too). Port 0 serves nothing."""
     if port == 0:
         return False
     try:
-        start_http_server(port, addr=host, registry=registry())
+        start_http_server(port, addr=host, registry=Combined(*more) if more else registry())
     except OSError as exc:
         if exc.errno != errno.EADDRINUSE:
             raise

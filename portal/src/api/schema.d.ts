@@ -555,11 +555,19 @@ export interface paths {
         /**
          * Sign in to the portal
          * @description With Keystone: the user's domain, name and password (and optionally the project);
-         *     with noauth: the project. The answer sets the session cookie (HttpOnly,
-         *     SameSite=Strict) and gives the CSRF token that changes must carry.
+         *     with noauth: the project. The answer sets the session cookie (`__Host-cairn_session`:
+         *     HttpOnly, Secure, SameSite=Strict) and gives the CSRF token that changes must carry.
+         *     A client address may try `portal_sign_in_attempts_per_minute` times a minute, and fail
+         *     `portal_sign_in_failures` times a user within the failure window (429 beyond).
          */
         post: operations["sign_in_v1_session_post"];
-        /** Sign out: the session's Keystone tokens are revoked */
+        /**
+         * Sign out: the session ends, and its Keystone tokens are revoked
+         * @description The session ends whatever Keystone answers: Cairn drops its tokens from its cache and
+         *     refuses the session (a copy of the cookie too) on every process. The answer says
+         *     whether Keystone revoked the tokens; when it did not, they stay valid at Keystone (for
+         *     other clients that hold them) until they expire.
+         */
         delete: operations["sign_out_v1_session_delete"];
         options?: never;
         head?: never;
@@ -2059,6 +2067,21 @@ export interface components {
              * @enum {string}
              */
             auth_strategy: "noauth" | "keystone";
+        };
+        /** SignedOut */
+        SignedOut: {
+            /**
+             * Ended Everywhere
+             * @description Every Cairn process refuses this session from now on (false when Cairn's Redis could not record the sign-out)
+             */
+            ended_everywhere: boolean;
+            /** Message */
+            message: string;
+            /**
+             * Tokens Revoked
+             * @description Keystone revoked the session's tokens (always true with noauth). When false they stay valid at Keystone until they expire, though Cairn no longer accepts this session
+             */
+            tokens_revoked: boolean;
         };
         /** SimulatedPoint */
         SimulatedPoint: {
@@ -4721,6 +4744,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
+            /** @description Too many attempts from this client; Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
             /** @description A Ceph cluster, Keystone or Cinder is unreachable */
             503: {
                 headers: {
@@ -4742,11 +4774,13 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description Successful Response */
-            204: {
+            200: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    "application/json": components["schemas"]["SignedOut"];
+                };
             };
             /** @description Missing or invalid credentials */
             401: {

@@ -1,8 +1,8 @@
-import { useQuery } from "@tanstack/react-query";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { api, type Schemas } from "../api/client";
 import { ErrorNote } from "../components/ErrorNote";
-import { useSignIn } from "../session";
+import { SIGNED_OUT_NOTE_KEY, useSignIn } from "../session";
 
 /** Keystone's domain, user name and password, as OpenStack's own consoles ask; under
  * noauth (development) only the project. */
@@ -12,6 +12,7 @@ export function SignIn() {
     queryFn: () => api<Schemas["SignInOptions"]>("GET", "/v1/session/options"),
   });
   const signIn = useSignIn();
+  const signedOutNote = useQueryClient().getQueryData<string | null>(SIGNED_OUT_NOTE_KEY);
   const noauth = options.data?.auth_strategy === "noauth";
   const [domain, setDomain] = useState("Default");
   const [username, setUsername] = useState("");
@@ -33,6 +34,7 @@ export function SignIn() {
       <form onSubmit={submit} aria-label="Sign in">
         <h1>Cairn</h1>
         <p className="muted">Backups of your volumes</p>
+        {signedOutNote && <p role="status">{signedOutNote}</p>}
         {!noauth && (
           <>
             <label>

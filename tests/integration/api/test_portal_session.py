@@ -1,9 +1,13 @@
-"""The portal's session on the real app (noauth): the cookie is HttpOnly and
-SameSite=Strict, scopes every request to its project, lets reads through, and lets a change
-through only with the session's CSRF token; a forged cookie is no session. The built portal
-is served at `/` with its own routes, while unknown API paths stay JSON 404s."""
+"""The portal's session on the real app (noauth): the cookie is `__Host-` prefixed,
+Secure, HttpOnly and SameSite=Strict, scopes every request to its project, lets reads
+through, and lets a change through only with the session's CSRF token; a forged cookie is
+no session, and a signed-out one opens nowhere. The built portal is served at `/` with its
+own routes, and the API reference at `/docs` from the same origin only, while unknown API
+paths stay JSON 404s."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 import rados
@@ -17,9 +21,13 @@ from tests.support.stack import Stack
 pytestmark = pytest.mark.ceph
 
 
+COOKIE = "__Host-cairn_session"
+
+
 def _browser(stack: Stack) -> TestClient:
-    """A client of its own: the stack's shared one must not carry a session cookie."""
-    return TestClient(stack.client.app)
+    """A client of its own: the stack's shared one must not carry a session cookie. Over
+    https, as a browser keeps a Secure cookie for https (and for http://127.0.0.1)."""
+    return TestClient(stack.client.app, base_url="https://testserver")
 
 
 def test_a_noauth_session_scopes_reads_and_needs_its_csrf_token_for_changes(
@@ -37,9 +45,11 @@ def test_a_noauth_session_scopes_reads_and_needs_its_csrf_token_for_changes(
     signed = browser.post("/v1/session", json={"project_id": "portal-a"})
     assert signed.status_code == 200, signed.text
     cookie = signed.headers["set-cookie"]
-    assert "cairn_session=" in cookie
-    assert "httponly" in cookie.lower()
-    assert "samesite=strict" in cookie.lower()
+    assert cookie.startswith(f"{COOKIE}=")
+    attributes = [a.strip().lower() for a in cookie.split(";")[1:]]
+    # What a browser requires of a __Host- cookie: Secure, Path=/, no Domain.
+    assert {"httponly", "secure", "path=/", "samesite=strict"} <= set(attributes), cookie
+    assert not any(a.startswith("domain") for a in attributes), cookie
     body = signed.json()
     assert body["project_id"] == "portal-a"
     assert "backup:create" in body["allowed"]
@@ -70,15 +80,48 @@ def test_a_noauth_session_scopes_reads_and_needs_its_csrf_token_for_changes(
     csrf = switched.json()["csrf_token"]
 
     assert browser.delete("/v1/session").status_code == 403  # signing out is a change too
-    assert browser.delete("/v1/session", headers={"X-CSRF-Token": csrf}).status_code == 204
+    out = browser.delete("/v1/session", headers={"X-CSRF-Token": csrf})
+    assert out.status_code == 200, out.text
+    assert out.json()["tokens_revoked"] is True
+    assert out.json()["ended_everywhere"] is True
     assert browser.get("/v1/session").status_code == 401
     assert stack.client.delete(f"/v1/plans/{made.json()['id']}",
                                headers={"X-Project-Id": "portal-a"}).status_code == 204
 
 
+def test_a_copy_of_a_signed_out_session_opens_nowhere(stack: Stack) -> None:
+    # Before: the cookie was the session's only copy; signing out deleted it from the
+    # browser, and any copy (a thief's) went on working until it expired (12 hours here).
+    browser = _browser(stack)
+    signed = browser.post("/v1/session", json={"project_id": "portal-copy"})
+    assert signed.status_code == 200, signed.text
+    copy = TestClient(stack.client.app, base_url="https://testserver")
+    for name, value in browser.cookies.items():
+        copy.cookies.set(name, value)
+    assert copy.get("/v1/jobs").status_code == 200
+    out = browser.delete("/v1/session", headers={"X-CSRF-Token": signed.json()["csrf_token"]})
+    assert out.is_success, out.text
+    refused = copy.get("/v1/jobs")
+    assert refused.status_code == 401, refused.text
+    assert copy.get("/v1/session").status_code == 401
+    assert copy.post("/v1/plans", json={}, headers={
+        "X-CSRF-Token": signed.json()["csrf_token"]}).status_code == 401
+
+
+def test_a_session_cookie_over_plain_http_or_by_another_name_is_none(stack: Stack) -> None:
+    browser = _browser(stack)
+    signed = browser.post("/v1/session", json={"project_id": "portal-plain"})
+    value = browser.cookies[COOKIE]
+    # The unprefixed name a sibling host or a plain-HTTP page could plant is not read.
+    planted = TestClient(stack.client.app, base_url="https://testserver")
+    planted.cookies.set("cairn_session", value)
+    assert planted.get("/v1/jobs").status_code == 401
+    assert signed.status_code == 200
+
+
 def test_a_forged_session_cookie_is_refused(stack: Stack) -> None:
     browser = _browser(stack)
-    browser.cookies.set("cairn_session", "eyJwcm9qZWN0X2lkIjogImFkbWluIn0")
+    browser.cookies.set(COOKIE, "eyJwcm9qZWN0X2lkIjogImFkbWluIn0")
     refused = browser.get("/v1/jobs")
     assert refused.status_code == 401
     assert "sign in again" in refused.json()["error"]["message"]
@@ -104,3 +147,24 @@ def test_the_portal_is_served_at_the_root_and_the_api_keeps_its_paths(stack: Sta
         assert missing.status_code == 404, path
         assert missing.headers["content-type"].startswith("application/json")
     assert browser.get("/../../etc/passwd").text.find("root:") == -1
+
+
+def test_the_api_reference_loads_nothing_from_another_origin(stack: Stack) -> None:
+    """Before: FastAPI's /docs and /redoc pulled their scripts from a CDN into a page of the
+    portal's origin, where such a script can read the session's CSRF token."""
+    browser = _browser(stack)
+    page = browser.get("/docs")
+    assert page.status_code == 200, page.text[:300]
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'self'" in policy
+    assert "default-src 'none'" in policy
+    assert "frame-ancestors 'none'" in policy
+    sources = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert sources
+    assert all(s.startswith("/") and not s.startswith("//") for s in sources), sources
+    assert "<script>" not in page.text  # no inline script: the policy would block it
+    for source in sources:
+        assert browser.get(source).status_code == 200, source
+    assert "http" not in browser.get("/api-docs/init.js").text  # nothing fetched elsewhere
+    assert browser.get("/redoc", follow_redirects=False).headers["location"] == "/docs"
+    assert browser.get("/openapi.json").status_code == 200

@@ -1,8 +1,11 @@
 """Slow and stalled clients against a real `cairn-api` process (uvicorn, real sockets): they
-cost a buffer each and never the threads, database connections or answers of others."""
+cost a buffer each and never the threads, database connections or answers of others. Their
+headers are bounded in size and in time as well as their bodies."""
 
 from __future__ import annotations
 
+import contextlib
+import select
 import socket
 import time
 from collections.abc import Iterator
@@ -16,13 +19,15 @@ from tests.support.stack import BIN, HEADERS, Process, Stack
 pytestmark = pytest.mark.ceph
 
 BODY_TIMEOUT = 3
+HEADER_TIMEOUT = 2
 
 
 @pytest.fixture(scope="module")
 def api(stack: Stack) -> Iterator[str]:
     port = free_port()
     env = {**stack.env, "CAIRN_API_BODY_TIMEOUT_SECONDS": str(BODY_TIMEOUT),
-           "CAIRN_API_MAX_BODY_BYTES": str(64 * 1024)}
+           "CAIRN_API_MAX_BODY_BYTES": str(64 * 1024),
+           "CAIRN_API_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT)}
     process = Process("cairn-api", [str(BIN / "cairn-api"), "--port", str(port)], env,
                       stack.log_dir / "api-slow-clients.log")
     process.start("Uvicorn running")
@@ -92,3 +97,92 @@ def test_large_bodies_are_refused_before_they_are_read(api: str) -> None:
         assert response.status_code == 413, response.text
         # A body within the limit still works, after the refusals.
         assert client.get("/v1/plans", headers=HEADERS).status_code == 200
+
+
+def _connect(base: str) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1])))
+
+
+def _answer_to(base: str, request: bytes) -> str:
+    conn = _connect(base)
+    conn.settimeout(10)
+    try:
+        # The server may close before it has read everything: its answer counts.
+        with contextlib.suppress(OSError):
+            conn.sendall(request)
+        return _answer_before_reset(conn)
+    finally:
+        conn.close()
+
+
+def _answer_before_reset(conn: socket.socket) -> str:
+    """What the server wrote before it closed: a close with our bytes unread reaches us as a
+    reset after the answer."""
+    chunks = []
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := conn.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode()
+
+
+@pytest.mark.production_database_only
+def test_oversized_headers_are_refused_with_431(api: str) -> None:
+    # Before: httptools has no limit (the 16 KiB one applied to h11 only): answered 200.
+    one_large = _answer_to(api, b"GET /healthz HTTP/1.1\r\nHost: cairn\r\nX-Large: "
+                           + b"a" * 100_000 + b"\r\nConnection: close\r\n\r\n")
+    assert one_large.startswith("HTTP/1.1 431"), one_large[:200]
+    assert "headers_too_large" in one_large
+    many_small = _answer_to(api, b"GET /healthz HTTP/1.1\r\nHost: cairn\r\n" + b"".join(
+        b"X-Header-%d: %s\r\n" % (i, b"b" * 100) for i in range(200))
+        + b"Connection: close\r\n\r\n")
+    assert many_small.startswith("HTTP/1.1 431"), many_small[:200]
+    long_target = _answer_to(api, b"GET /healthz?" + b"q" * 20_000
+                             + b" HTTP/1.1\r\nHost: cairn\r\nConnection: close\r\n\r\n")
+    assert long_target.startswith("HTTP/1.1 431"), long_target[:200]
+    # A header that never ends is cut off once it passes the limit, not read for good.
+    endless = _connect(api)
+    endless.settimeout(10)
+    endless.sendall(b"GET /healthz HTTP/1.1\r\nHost: cairn\r\nX-Endless: ")
+    sent, cap = 0, 64 * 1024 * 1024
+    with contextlib.suppress(OSError):
+        while sent < cap:
+            endless.sendall(b"e" * 65536)
+            sent += 65536
+    assert sent < cap, "the server read 64 MiB of one header without closing"
+    endless.close()
+    # Ordinary requests, with the largest headers a client really sends, pass.
+    fine = _answer_to(api, b"GET /healthz HTTP/1.1\r\nHost: cairn\r\nX-Auth-Token: "
+                      + b"t" * 8000 + b"\r\nConnection: close\r\n\r\n")
+    assert fine.startswith("HTTP/1.1 200"), fine[:200]
+
+
+@pytest.mark.production_database_only
+def test_headers_sent_a_byte_a_second_are_cut_off_at_the_deadline(api: str) -> None:
+    # Before: uvicorn times nothing until a request's headers are complete, so each of
+    # these held its connection for as long as the client liked.
+    trickling, silent = _connect(api), _connect(api)
+    try:
+        started = time.monotonic()
+        trickling.sendall(b"GET /healthz HTTP/1.1\r\nHost: cairn\r\nX-Slow: ")
+        answer = b""
+        for _ in range(HEADER_TIMEOUT * 4):  # one byte a second, for up to 4 deadlines
+            try:
+                trickling.sendall(b"x")
+            except OSError:
+                break
+            if select.select([trickling], [], [], 1.0)[0]:
+                answer = _answer_before_reset(trickling).encode()
+                break
+        cut_after = time.monotonic() - started
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert b"header_timeout" in answer
+        assert cut_after < HEADER_TIMEOUT + 1.5, cut_after
+        # A connection that never sends a byte is cut off in the same time.
+        silent.settimeout(HEADER_TIMEOUT + 3)
+        assert _answer_before_reset(silent).startswith("HTTP/1.1 408")
+        assert time.monotonic() - started < HEADER_TIMEOUT + 2.5
+    finally:
+        trickling.close()
+        silent.close()
+    with httpx.Client(base_url=api, timeout=5) as client:
+        assert client.get("/healthz").status_code == 200

@@ -1,7 +1,8 @@
 """Cairn watched by a real Prometheus (Debian's package): it scrapes cairn-api (request
-metrics and the fleet's gauges), cairn-worker (job outcomes, durations, bytes) and
-cairn-scheduler (its loop, the targets' health), and loads Cairn's alert rules. After one
-backup that succeeds and one that fails, the queries an operator would run answer."""
+metrics and the fleet's gauges, on the API's metrics port), cairn-worker (job outcomes,
+durations, bytes) and cairn-scheduler (its loop, the targets' health), and loads Cairn's
+alert rules. After one backup that succeeds and one that fails, the queries an operator
+would run answer. The API's own port never answers /metrics."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,23 +21,31 @@ from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import start_failing_backup
 from tests.support.prometheus import Prometheus
+from tests.support.redis_server import free_port
 from tests.support.stack import REPO, Stack, api_process
 
 pytestmark = pytest.mark.ceph
 
 
 @pytest.fixture(scope="module")
-def api(stack: Stack) -> Iterator[str]:
-    """A real cairn-api process (Prometheus scrapes it over TCP) on the stack's database."""
-    with api_process(stack.env, stack.log_dir / "api-metrics.log") as address:
+def api_metrics_port() -> int:
+    return free_port()
+
+
+@pytest.fixture(scope="module")
+def api(stack: Stack, api_metrics_port: int) -> Iterator[str]:
+    """A real cairn-api process (Prometheus scrapes it over TCP) on the stack's database,
+    serving its metrics on a port of their own."""
+    env = {**stack.env, "CAIRN_API_METRICS_PORT": str(api_metrics_port)}
+    with api_process(env, stack.log_dir / "api-metrics.log") as address:
         yield address
 
 
 @pytest.fixture(scope="module")
-def prometheus(stack: Stack, api: str, tmp_path_factory: pytest.TempPathFactory
-               ) -> Iterator[Prometheus]:
+def prometheus(stack: Stack, api: str, api_metrics_port: int,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
     server = Prometheus(tmp_path_factory.mktemp("prometheus"), {
-        "cairn-api": api,
+        "cairn-api": f"127.0.0.1:{api_metrics_port}",
         "cairn-worker": f"127.0.0.1:{stack.env['CAIRN_WORKER_METRICS_PORT']}",
         "cairn-scheduler": f"127.0.0.1:{stack.env['CAIRN_SCHEDULER_METRICS_PORT']}",
     })
@@ -158,11 +166,19 @@ def test_prometheus_sees_a_backup_and_a_failed_backup(
         assert not job_ids & set(series["metric"].values()), series
 
 
-def test_metrics_are_refused_outside_the_allowed_networks(stack: Stack,
-                                                         tmp_path: Path) -> None:
-    env = {**stack.env, "CAIRN_METRICS_ALLOWED_NETWORKS": '["10.0.0.0/8"]'}
-    with api_process(env, tmp_path / "api.log") as address:
-        answer = httpx.get(f"http://{address}/metrics", timeout=10)
-    assert answer.status_code == 403, answer.text
-    assert "CAIRN_METRICS_ALLOWED_NETWORKS" in answer.json()["error"]["message"]
-    assert "cairn_" not in answer.text
+@pytest.mark.production_database_only
+def test_the_api_port_never_answers_metrics(stack: Stack, api: str,
+                                            api_metrics_port: int) -> None:
+    """The fleet's gauges name every tenant's projects, plans and volumes: whoever reaches
+    the API (an Ingress that serves `/`, any pod) must not read them, whatever address it
+    claims. They are on the metrics port only, which a NetworkPolicy opens to Prometheus."""
+    for headers in ({}, {"X-Forwarded-For": "127.0.0.1"}, {"X-Real-IP": "127.0.0.1"},
+                    {"X-Project-Id": "metrics", "X-Roles": "admin"}):
+        for path in ("/metrics", "/metrics/", "/metrics?name[]=cairn_fleet_up"):
+            answer = httpx.get(f"http://{api}{path}", headers=headers, timeout=10)
+            assert answer.status_code == 404, (path, headers, answer.text[:300])
+            assert "cairn_" not in answer.text
+    scraped = httpx.get(f"http://127.0.0.1:{api_metrics_port}/metrics", timeout=10)
+    assert scraped.status_code == 200
+    assert "cairn_fleet_up 1.0" in scraped.text
+    assert "cairn_api_requests_total" in scraped.text

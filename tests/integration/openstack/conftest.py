@@ -3,6 +3,7 @@ and a Cinder volume of project A that a plan has backed up once."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,12 @@ def os_cairn(cloud: Cloud, tmp_path_factory: pytest.TempPathFactory
     directory = tmp_path_factory.mktemp("openstack-cairn")
     with migrated_database("postgresql", directory) as url:
         # Plans follow their Cinder groups within a second, not production's 5 minutes.
-        cairn = start_cairn(url, 3, Path(directory) / "logs",
+        # A broker database of the session's own: two sessions sharing database 3 flushed
+        # and consumed each other's jobs. The stacks take offset + 1 and + 2, and offsets
+        # step by 2, so this one comes from the upper half of Redis's 64.
+        offset = int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
+        redis_db = 32 + offset if offset else 3
+        cairn = start_cairn(url, redis_db, Path(directory) / "logs",
                             CAIRN_CINDER_GROUP_SYNC_SECONDS="1")
         yield cairn
         cairn.stop()

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from services.auth.portal_sessions import PortalSession, SessionSeal, new_csrf
+import pytest
+
+from services.auth.portal_sessions import PortalSession, SessionSeal, new_csrf, read_keys
+from services.errors import StorageUnavailable
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
@@ -47,3 +51,34 @@ def test_the_csrf_token_must_match_exactly() -> None:
     assert not session.csrf_matches("abd")
     assert not session.csrf_matches("")
     assert not session.csrf_matches(None)
+
+
+def test_a_rotated_key_still_opens_what_the_previous_one_sealed() -> None:
+    old, new = secrets.token_bytes(32), secrets.token_bytes(32)
+    before = SessionSeal(old).seal(_session())
+    rotated = SessionSeal(new, old)
+    assert rotated.open(before, NOW) is not None
+    after = rotated.seal(_session())
+    assert SessionSeal(new).open(after, NOW) is not None  # sealed under the new key
+    assert SessionSeal(old).open(after, NOW) is None
+    assert SessionSeal(new).open(before, NOW) is None  # the old key removed: gone
+
+
+def test_the_key_file_holds_the_current_key_first(tmp_path: Path) -> None:
+    old, new = secrets.token_bytes(32), secrets.token_bytes(32)
+    path = tmp_path / "portal.key"
+    path.write_text(f"# current\n{new.hex()}\n\n{old.hex()}\n")
+    assert read_keys(path) == [new, old]
+    path.write_text(f"{new.hex()}\n{old.hex()[:-2]}\n")
+    with pytest.raises(StorageUnavailable, match="line 2 must hold 64 hex digits"):
+        read_keys(path)
+    path.write_text("\n# nothing\n")
+    with pytest.raises(StorageUnavailable, match="holds no key"):
+        read_keys(path)
+
+
+def test_signed_out_records_name_sessions_without_their_csrf_token() -> None:
+    session = _session(csrf="abc")
+    assert session.id != _session().id
+    assert "abc" not in session.id
+    assert len(session.id) == 64
