@@ -134,13 +134,16 @@ ContextDep = Annotated[RequestContext, Depends(get_context)]
 CinderDep = Annotated[CinderGateway | None, Depends(get_cinder)]
 
 
-def allowed(action: str) -> Any:
+def allowed(action: str, *, project_param: str | None = None) -> Any:
     """`ctx: Annotated[RequestContext, allowed("plan:create")]`: the caller, once the policy
-    lets them do `action` (403 otherwise, 401 before that without valid credentials)."""
+    lets them do `action` (403 otherwise, 401 before that without valid credentials).
+    `project_param` names the path parameter holding the project the request acts on (the
+    policy's `%(project_id)s`) when that is not the caller's own."""
 
-    async def check(ctx: ContextDep,
+    async def check(request: Request, ctx: ContextDep,
                     policy: Annotated[Policy, Depends(get_policy)]) -> RequestContext:
-        policy.enforce(action, ctx)
+        project = None if project_param is None else str(request.path_params[project_param])
+        policy.enforce(action, ctx, project)
         return ctx
 
     return Depends(check)
