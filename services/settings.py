@@ -7,9 +7,16 @@ from datetime import timedelta
 from functools import lru_cache
 from ipaddress import IPv4Network, IPv6Network
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, IPvAnyNetwork, SecretStr, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    IPvAnyNetwork,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.errors import StorageUnavailable, TargetNotConfigured, UnknownTarget
@@ -133,8 +140,9 @@ class Settings(BaseSettings):
         extra="ignore",
     )
 
-    environment: Literal["development", "production"] = "development"
-    """Deployment kind; production refuses development-only choices such as noauth."""
+    environment: Literal["development", "production"] = "production"
+    """Deployment kind. production (what an unset environment means) refuses
+    development-only choices: noauth, clock_file. development must be said explicitly."""
 
     database_url: str = "sqlite:///cairn.db"
     """SQLAlchemy URL of the database. SQLite is the embedded default, PostgreSQL
@@ -175,9 +183,15 @@ class Settings(BaseSettings):
     role in any other project only administers that project (as a member does). Empty:
     nobody is the cloud administrator through Keystone."""
 
-    auth_strategy: Literal["noauth", "keystone"] = "noauth"
-    """How requests are authenticated. keystone validates X-Auth-Token with Keystone; noauth
-    trusts X-Project-Id / X-Roles (development only)."""
+    auth_strategy: Literal["noauth", "keystone"]
+    """How requests are authenticated; no default, so a process nobody configured refuses
+    to start. keystone validates X-Auth-Token with Keystone; noauth trusts X-Project-Id /
+    X-Roles and needs environment development."""
+
+    noauth_allow_remote: bool = False
+    """Under noauth, cairn-api listens on a loopback address only (anyone who reaches a
+    noauth API is whoever they say). True lets it listen on others: a development stack in
+    a VM or container reached from its host."""
 
     keystone: KeystoneSettings | None = None
     """Cairn's service credentials, as JSON; required by auth_strategy keystone and by
@@ -378,6 +392,17 @@ class Settings(BaseSettings):
     """Development and tests only: read the current time from this file (ISO 8601), so
     tests can drive the scheduler through days, DST changes and outages."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _auth_is_configured(cls, data: object) -> object:
+        # Refused here, before the field's own "Field required", to say what to set.
+        if isinstance(data, dict) and data.get("auth_strategy") is None:
+            raise ValueError(
+                "CAIRN_AUTH_STRATEGY is not set: set it to keystone (with CAIRN_KEYSTONE and "
+                "CAIRN_ADMIN_PROJECTS) or, on a development machine only, to noauth with "
+                "CAIRN_ENVIRONMENT=development")
+        return data
+
     @model_validator(mode="after")
     def _check_references(self) -> Settings:
         for name, target in self.backup_targets.items():
@@ -410,8 +435,10 @@ class Settings(BaseSettings):
                                  "Keystone's catalog")
         if self.environment == "production" and self.clock_file is not None:
             raise ValueError("clock_file replaces the real time; refused in production")
-        if self.environment == "production" and self.auth_strategy == "noauth":
-            raise ValueError("auth_strategy noauth trusts request headers; refused in production")
+        if self.auth_strategy == "noauth" and self.environment != "development":
+            raise ValueError("CAIRN_AUTH_STRATEGY=noauth trusts request headers: anyone is who "
+                             "they say. It runs only with CAIRN_ENVIRONMENT=development set "
+                             "explicitly; production uses keystone")
         return self
 
 
@@ -419,6 +446,36 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process's settings, read once from the environment."""
     return Settings()
+
+
+def settings_for(process: str) -> Settings:
+    """The settings a process starts with; without a usable configuration it ends, saying
+    what to set (the settings' names, never their values: they may hold secrets). Nothing
+    falls back to an open default."""
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        reasons = "; ".join(_reason(error) for error in exc.errors())
+        raise SystemExit(f"{process}: refusing to start: {reasons}") from None
+
+
+def _reason(error: Any) -> str:
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if not error["loc"]:
+        return message
+    head, *rest = (str(part) for part in error["loc"])
+    return f"CAIRN_{head.upper()}{''.join(f'.{part}' for part in rest)}: {message}"
+
+
+class _DatabaseOnly(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CAIRN_", env_file=None, extra="ignore")
+    database_url: str = Settings.model_fields["database_url"].default
+
+
+def database_url_from_environment() -> str:
+    """CAIRN_DATABASE_URL alone: `cairn-manage db` migrates with nothing else configured (the
+    chart's migration job is given the database's URL and no more)."""
+    return _DatabaseOnly().database_url
 
 
 def target_names(settings: Settings) -> list[str]:

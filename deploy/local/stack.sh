@@ -84,6 +84,7 @@ pg_down() {
 env_file="$state/cairn.env"
 write_env() {
     cat >"$env_file" <<ENV
+CAIRN_ENVIRONMENT=development
 CAIRN_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:$PG_PORT/cairn
 CAIRN_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
 CAIRN_CLUSTERS='{"ceph-a": {"conf": "$state/ceph-a/ceph.conf"}$( [ "$second" = 1 ] && printf ', "ceph-b": {"conf": "%s"}' "$state/ceph-b/ceph.conf")}'

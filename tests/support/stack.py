@@ -37,6 +37,9 @@ HEADERS = {"X-Project-Id": PROJECT, "X-Roles": "member"}
 
 def service_env(database_url: str, redis_db: int, **overrides: str) -> dict[str, str]:
     env = {
+        # Said explicitly, as every process must: a development stack on loopback.
+        "CAIRN_ENVIRONMENT": "development",
+        "CAIRN_AUTH_STRATEGY": "noauth",
         "CAIRN_DATABASE_URL": database_url,
         "CAIRN_REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}/{redis_db}",
         "CAIRN_CLUSTERS": json.dumps({"ceph-a": {"conf": str(conf_path("ceph-a"))},

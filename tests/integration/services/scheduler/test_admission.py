@@ -63,7 +63,8 @@ def finish(db: Database, leases: Leases, settings: Settings, job_ids: list[str])
 
 def test_small_project_is_not_starved_by_a_big_one(fresh_database_url: str, redis: Redis) -> None:
     target = f"t-{uuid.uuid4().hex[:6]}"
-    settings = Settings(max_jobs_per_target=3, max_jobs_per_project=100)
+    settings = Settings(auth_strategy="noauth", environment="development",
+                        max_jobs_per_target=3, max_jobs_per_project=100)
     db = Database(fresh_database_url)
     leases = Leases(redis, lease_seconds=60)
     dispatcher = RecordingDispatcher()
@@ -94,7 +95,7 @@ def test_small_project_is_not_starved_by_a_big_one(fresh_database_url: str, redi
 
 
 def test_a_job_not_yet_due_is_not_started(fresh_database_url: str, redis: Redis) -> None:
-    settings = Settings()
+    settings = Settings(auth_strategy="noauth", environment="development")
     db = Database(fresh_database_url)
     dispatcher = RecordingDispatcher()
     admission = Admission(db, Leases(redis, 60), dispatcher, settings)  # type: ignore[arg-type]
