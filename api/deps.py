@@ -22,6 +22,7 @@ from services.auth.portal_sessions import (
     SAFE_METHODS,
     PortalSession,
     SessionSeal,
+    noauth_context,
 )
 from services.clock import Clock
 from services.context import RequestContext
@@ -78,7 +79,7 @@ async def get_context(
             raise Unauthorized("your portal session has ended; sign in again")
         require_csrf(request, session)
         if validator is None:
-            return session.noauth_context()
+            return session.noauth_context(_admin_projects(request))
         x_auth_token = session.token
     if validator is not None:
         if not x_auth_token:
@@ -96,8 +97,12 @@ async def get_context(
     if x_roles is None:
         return RequestContext(project_id=x_project_id, roles=frozenset({"member", "reader"}))
     roles = frozenset(r.strip() for r in x_roles.split(",") if r.strip())
-    # noauth is for development: whoever says admin is the cloud's administrator.
-    return RequestContext(project_id=x_project_id, roles=roles, cloud_admin="admin" in roles)
+    return noauth_context(x_project_id, roles, _admin_projects(request))
+
+
+def _admin_projects(request: Request) -> frozenset[str]:
+    settings: Settings = request.app.state.settings
+    return frozenset(settings.admin_projects)
 
 
 def require_csrf(request: Request, session: PortalSession) -> None:

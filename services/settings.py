@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from functools import lru_cache
 from ipaddress import IPv4Network, IPv6Network
@@ -129,6 +130,11 @@ class CinderSettings(BaseModel):
     several."""
 
 
+KEYSTONE_ID = re.compile(r"[0-9a-f]{32}")
+"""A Keystone project id: 32 lowercase hex digits (a UUID without dashes), unique across
+every domain, unlike a project's name."""
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="CAIRN_",
@@ -178,10 +184,12 @@ class Settings(BaseSettings):
     """Target used when a backup request names none."""
 
     admin_projects: list[str] = Field(default_factory=list)
-    """Keystone projects (ids or names) whose `admin` role makes a caller Cairn's cloud
-    administrator: every project's objects, quotas, orphans, RBD images by name. The admin
-    role in any other project only administers that project (as a member does). Empty:
-    nobody is the cloud administrator through Keystone."""
+    """Projects, by id, whose `admin` role makes a caller Cairn's cloud administrator: every
+    project's objects, quotas, orphans, RBD images by name. The admin role in any other
+    project only administers that project (as a member does). Under keystone each entry is
+    a Keystone project id (names are unique only within a domain, so any domain's admin
+    could make a project of the same name); under noauth, an X-Project-Id. Empty: nobody
+    is the cloud administrator."""
 
     auth_strategy: Literal["noauth", "keystone"]
     """How requests are authenticated; no default, so a process nobody configured refuses
@@ -439,7 +447,20 @@ class Settings(BaseSettings):
             raise ValueError("CAIRN_AUTH_STRATEGY=noauth trusts request headers: anyone is who "
                              "they say. It runs only with CAIRN_ENVIRONMENT=development set "
                              "explicitly; production uses keystone")
+        if self.auth_strategy == "keystone":
+            _check_keystone_ids(self.admin_projects)
         return self
+
+
+def _check_keystone_ids(admin_projects: list[str]) -> None:
+    for entry in admin_projects:
+        if not KEYSTONE_ID.fullmatch(entry):
+            raise ValueError(
+                f"CAIRN_ADMIN_PROJECTS holds Keystone project ids (32 lowercase hex digits), "
+                f"and {entry!r} is not one: a name would let any domain's admin make a project "
+                "of that name and become Cairn's cloud administrator. Find the id with "
+                f"`openstack project show {entry} -f value -c id` (with --domain D for a "
+                "project outside the Default domain)")
 
 
 @lru_cache(maxsize=1)

@@ -108,7 +108,7 @@ async def _describe(request: Request, session: PortalSession, settings: Settings
                                                       session.token)
         projects = await run_in_threadpool(keystone.projects, session.unscoped)
     else:
-        ctx = session.noauth_context()
+        ctx = session.noauth_context(frozenset(settings.admin_projects))
     return SessionPublic(
         auth_strategy=settings.auth_strategy, user_name=session.user_name,
         project_id=session.project_id,

@@ -1,5 +1,7 @@
 """Token validation against Keystone with Cairn's service credentials, cached for a short,
-configurable time and never past the token's own expiry (as keystonemiddleware does)."""
+configurable time and never past the token's own expiry (as keystonemiddleware does), and
+the caller it makes: the token's project and roles, and Cairn's cloud administrator when
+that project is one of `admin_projects` (by id)."""
 
 from __future__ import annotations
 
@@ -32,12 +34,12 @@ class TokenInfo:
     roles: frozenset[str]
     expires_at: datetime
     endpoints: dict[str, str]
-    project_name: str = ""
 
     def context(self, token: str, admin_projects: frozenset[str] = frozenset()
                 ) -> RequestContext:
-        cloud_admin = "admin" in self.roles and bool(
-            {self.project_id, self.project_name} & admin_projects)
+        # By id only: a project's name is unique only within its domain, so any domain's
+        # admin could make a project called like the admin project (issue 31).
+        cloud_admin = "admin" in self.roles and self.project_id in admin_projects
         return RequestContext(project_id=self.project_id, roles=self.roles,
                               user_id=self.user_id, token=token, endpoints=self.endpoints,
                               cloud_admin=cloud_admin)
@@ -151,4 +153,4 @@ class TokenValidator:
             roles=frozenset(r["name"] for r in body.get("roles", [])),
             expires_at=datetime.fromisoformat(body["expires_at"].replace("Z", "+00:00"))
             .astimezone(UTC),
-            endpoints=endpoints, project_name=project.get("name", ""))
+            endpoints=endpoints)

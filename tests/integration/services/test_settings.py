@@ -69,3 +69,14 @@ def test_noauth_api_refuses_an_address_beyond_loopback(tmp_path: Path) -> None:
                                    str(free_port())], development)])
     assert "--host 0.0.0.0 is not a loopback address" in out, out
     assert "CAIRN_NOAUTH_ALLOW_REMOTE=true" in out, out
+
+
+def test_keystone_admin_projects_by_name_refuse_to_start(tmp_path: Path) -> None:
+    keystone = {"CAIRN_AUTH_STRATEGY": "keystone",
+                "CAIRN_KEYSTONE": '{"auth_url": "http://127.0.0.1:9/v3", "username": "cairn", '
+                                  '"password": "never-shown"}',
+                "CAIRN_ADMIN_PROJECTS": '["admin"]'}
+    for out in _refusals(tmp_path, [(argv, keystone) for argv in _entry_points()]):
+        assert "CAIRN_ADMIN_PROJECTS holds Keystone project ids" in out, out
+        assert "openstack project show admin -f value -c id" in out, out
+        assert "never-shown" not in out, out

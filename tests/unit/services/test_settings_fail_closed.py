@@ -1,5 +1,5 @@
-"""Settings that fail closed: nothing runs without an explicit auth strategy, and noauth only
-in an explicit development environment."""
+"""Settings that fail closed: nothing runs without an explicit auth strategy, noauth only in
+an explicit development environment, and the cloud's administrators only by Keystone id."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from services.settings import Settings, get_settings, settings_for
 
+ADMIN_ID = "0123456789abcdef0123456789abcdef"
 KEYSTONE = {"auth_url": "http://keystone:5000/v3", "username": "cairn",
             "password": "hunter2-secret"}
 
@@ -45,6 +46,27 @@ def test_an_unset_environment_is_production() -> None:
     assert settings.environment == "production"
 
 
+@pytest.mark.parametrize("entry", ["admin", "cloud-admin", ADMIN_ID.upper(),
+                                   "01234567-89ab-cdef-0123-456789abcdef", ADMIN_ID + "0",
+                                   ADMIN_ID + "\n", "default", ""])
+def test_keystone_admin_projects_are_ids_and_a_name_says_how_to_find_the_id(entry: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        Settings(auth_strategy="keystone", keystone=KEYSTONE,  # type: ignore[arg-type]
+                 admin_projects=[ADMIN_ID, entry])
+    message = str(refused.value)
+    assert "Keystone project ids (32 lowercase hex digits)" in message
+    assert f"openstack project show {entry} -f value -c id" in message
+
+
+def test_keystone_ids_are_accepted_and_noauth_takes_its_project_headers() -> None:
+    settings = Settings(auth_strategy="keystone", keystone=KEYSTONE,  # type: ignore[arg-type]
+                        admin_projects=[ADMIN_ID])
+    assert settings.admin_projects == [ADMIN_ID]
+    noauth = Settings(auth_strategy="noauth", environment="development",
+                      admin_projects=["admin"])
+    assert noauth.admin_projects == ["admin"]
+
+
 def test_a_process_refuses_to_start_naming_what_to_set_and_no_secret(
         monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(SystemExit) as unset:
@@ -55,9 +77,15 @@ def test_a_process_refuses_to_start_naming_what_to_set_and_no_secret(
     monkeypatch.setenv("CAIRN_AUTH_STRATEGY", "keystone")
     monkeypatch.setenv("CAIRN_KEYSTONE", '{"auth_url": "http://k/v3", "username": "cairn"}')
     monkeypatch.setenv("CAIRN_KEYSTONE__PASSWORD", "hunter2-secret")
+    monkeypatch.setenv("CAIRN_ADMIN_PROJECTS", '["admin"]')
+    with pytest.raises(SystemExit) as named:
+        settings_for("cairn-api")
+    assert "openstack project show admin -f value -c id" in str(named.value)
+    assert "hunter2-secret" not in str(named.value)
+    get_settings.cache_clear()
+    monkeypatch.setenv("CAIRN_ADMIN_PROJECTS", f'["{ADMIN_ID}"]')
     monkeypatch.setenv("CAIRN_BACKUP_TARGETS", '{"local": {"cluster": "ceph-a"}}')
     with pytest.raises(SystemExit) as field:
         settings_for("cairn-scheduler")
     assert "CAIRN_BACKUP_TARGETS.local.pool: Field required" in str(field.value)
-    assert "hunter2-secret" not in str(field.value)
     get_settings.cache_clear()
