@@ -85,11 +85,12 @@ async def get_context(
         if not x_auth_token:
             raise Unauthorized("missing X-Auth-Token header: authenticate with Keystone and "
                                "send the token (openstack token issue)")
+        method, path = request.method, request.url.path
         # Asking Keystone blocks: only a token missing from the cache costs a thread.
-        cached = validator.cached_context(x_auth_token)
+        cached = validator.cached_context(x_auth_token, method, path)
         if cached is not None:
             return cached
-        return await run_in_threadpool(validator.context_for, x_auth_token)
+        return await run_in_threadpool(validator.context_for, x_auth_token, method, path)
     # auth_strategy noauth, as Cinder's: the caller says who it is.
     if not x_project_id:
         raise Unauthorized("missing X-Project-Id header: with auth_strategy noauth every "

@@ -105,7 +105,8 @@ async def _describe(request: Request, session: PortalSession, settings: Settings
         assert session.token is not None
         assert session.unscoped is not None
         ctx: RequestContext = await run_in_threadpool(request.app.state.tokens.context_for,
-                                                      session.token)
+                                                      session.token, request.method,
+                                                      request.url.path)
         projects = await run_in_threadpool(keystone.projects, session.unscoped)
     else:
         ctx = session.noauth_context(frozenset(settings.admin_projects))
