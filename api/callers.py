@@ -34,7 +34,7 @@ from starlette.requests import cookie_parser
 from starlette.types import Scope
 
 from api.peers import Network, client_address, client_network
-from services.auth.keystone import TokenValidator
+from services.auth.keystone import TokenInfo, TokenValidator
 from services.auth.portal_sessions import PortalSession, SessionSeal
 from services.auth.portal_signouts import PortalSignOuts
 from services.context import RequestContext
@@ -79,7 +79,7 @@ class TokenChecks:
                                              thread_name_prefix="token-check")
         self._concurrency = concurrency
         self._slots: asyncio.Semaphore | None = None
-        self._running: dict[str, asyncio.Future[RequestContext]] = {}
+        self._running: dict[str, asyncio.Future[TokenInfo]] = {}
         self._waiting: dict[str, int] = {}
         """Requests waiting for each running check: one nobody waits for any more (they
         all timed out) is dropped before it reaches Keystone."""
@@ -88,11 +88,18 @@ class TokenChecks:
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
-    async def context(self, token: str, address: str) -> RequestContext:
-        """The token's caller; Unauthorized, TooManyRequests or ServiceUnavailable."""
-        cached = self.validator.cached_context(token)  # raises for a token refused lately
+    async def context(self, token: str, address: str, method: str,
+                      path: str) -> RequestContext:
+        """The token's caller of the request `method path`; Unauthorized, Forbidden (its
+        access rules do not list the request), TooManyRequests or ServiceUnavailable."""
+        # Raises for a token refused lately.
+        cached = self.validator.cached_context(token, method, path)
         if cached is not None:
             return cached
+        info = await self._validated(token, address)
+        return self.validator.context_of(info, token, method, path)
+
+    async def _validated(self, token: str, address: str) -> TokenInfo:
         key = hashlib.sha256(token.encode()).hexdigest()
         check = self._running.get(key)
         if check is None:
@@ -119,7 +126,7 @@ class TokenChecks:
             else:
                 del self._waiting[key]
 
-    def _finished(self, done: asyncio.Future[RequestContext], key: str, address: str) -> None:
+    def _finished(self, done: asyncio.Future[TokenInfo], key: str, address: str) -> None:
         if not done.cancelled():
             done.exception()  # seen, if every waiter had given up on it already
         self._running.pop(key, None)
@@ -129,7 +136,7 @@ class TokenChecks:
         else:
             self._by_client.pop(address, None)
 
-    async def _check(self, token: str, key: str) -> RequestContext:
+    async def _check(self, token: str, key: str) -> TokenInfo:
         if self._slots is None:  # made on first use, inside the server's event loop
             self._slots = asyncio.Semaphore(self._concurrency)
         await self._slots.acquire()
@@ -138,7 +145,7 @@ class TokenChecks:
             raise ServiceUnavailable("nobody waits for this token's check any more")
         loop = asyncio.get_running_loop()
         try:
-            thread = loop.run_in_executor(self._executor, self.validator.context_for, token)
+            thread = loop.run_in_executor(self._executor, self.validator.validate, token)
         except BaseException:
             self._slots.release()
             raise
@@ -177,7 +184,7 @@ class Callers:
             token = token_header.decode("latin-1")
             if len(token) > MAX_TOKEN_BYTES:
                 return anonymous
-            context = await self.checks.context(token, network)
+            context = await self.checks.context(token, network, scope["method"], scope["path"])
             return self._validated(context, token, anonymous)
         if token_header is None and project_header is None:
             session, unusable = await self._portal_session(headers, now)
@@ -189,7 +196,8 @@ class Callers:
                                    session=session)
                 assert session.token is not None
                 try:
-                    context = await self.checks.context(session.token, network)
+                    context = await self.checks.context(session.token, network, scope["method"],
+                                                        scope["path"])
                 except CairnError as exc:
                     return replace(anonymous, session=session, error=exc)
                 return self._validated(context, session.token, anonymous, session)

@@ -17,7 +17,12 @@ from starlette.concurrency import run_in_threadpool
 from api.callers import Caller
 from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
-from services.auth.portal_sessions import CSRF_HEADER, SAFE_METHODS, PortalSession
+from services.auth.portal_sessions import (
+    CSRF_HEADER,
+    SAFE_METHODS,
+    PortalSession,
+    noauth_context,
+)
 from services.clock import Clock
 from services.context import RequestContext
 from services.db import Database
@@ -78,19 +83,22 @@ async def get_context(
             raise Unauthorized("your portal session has ended; sign in again")
         require_csrf(request, session)
         if validator is None:
-            return session.noauth_context()
+            return session.noauth_context(_admin_projects(request))
         x_auth_token = session.token
     if validator is not None:
         if not x_auth_token:
             raise Unauthorized("missing X-Auth-Token header: authenticate with Keystone and "
                                "send the token (openstack token issue)")
+        # The door validated the token and checked its access rules against this very
+        # request: it is not asked about again, and Keystone is never asked from a slot.
         if caller is not None and caller.context is not None and caller.token == x_auth_token:
             return caller.context
         # Without the door (never in a served request): the cache, else Keystone.
-        cached = validator.cached_context(x_auth_token)
+        method, path = request.method, request.url.path
+        cached = validator.cached_context(x_auth_token, method, path)
         if cached is not None:
             return cached
-        return await run_in_threadpool(validator.context_for, x_auth_token)
+        return await run_in_threadpool(validator.context_for, x_auth_token, method, path)
     # auth_strategy noauth, as Cinder's: the caller says who it is.
     if not x_project_id:
         raise Unauthorized("missing X-Project-Id header: with auth_strategy noauth every "
@@ -98,8 +106,12 @@ async def get_context(
     if x_roles is None:
         return RequestContext(project_id=x_project_id, roles=frozenset({"member", "reader"}))
     roles = frozenset(r.strip() for r in x_roles.split(",") if r.strip())
-    # noauth is for development: whoever says admin is the cloud's administrator.
-    return RequestContext(project_id=x_project_id, roles=roles, cloud_admin="admin" in roles)
+    return noauth_context(x_project_id, roles, _admin_projects(request))
+
+
+def _admin_projects(request: Request) -> frozenset[str]:
+    settings: Settings = request.app.state.settings
+    return frozenset(settings.admin_projects)
 
 
 def require_csrf(request: Request, session: PortalSession) -> None:
@@ -136,13 +148,16 @@ ContextDep = Annotated[RequestContext, Depends(get_context)]
 CinderDep = Annotated[CinderGateway | None, Depends(get_cinder)]
 
 
-def allowed(action: str) -> Any:
+def allowed(action: str, *, project_param: str | None = None) -> Any:
     """`ctx: Annotated[RequestContext, allowed("plan:create")]`: the caller, once the policy
-    lets them do `action` (403 otherwise, 401 before that without valid credentials)."""
+    lets them do `action` (403 otherwise, 401 before that without valid credentials).
+    `project_param` names the path parameter holding the project the request acts on (the
+    policy's `%(project_id)s`) when that is not the caller's own."""
 
-    async def check(ctx: ContextDep,
+    async def check(request: Request, ctx: ContextDep,
                     policy: Annotated[Policy, Depends(get_policy)]) -> RequestContext:
-        policy.enforce(action, ctx)
+        project = None if project_param is None else str(request.path_params[project_param])
+        policy.enforce(action, ctx, project)
         return ctx
 
     return Depends(check)

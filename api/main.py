@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import ipaddress
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -45,7 +46,7 @@ from services.metrics import exposition
 from services.openstack.cinder import gateway_for
 from services.openstack.sessions import service_session
 from services.scheduler.admission import Admission
-from services.settings import Settings, get_settings
+from services.settings import Settings, get_settings, settings_for
 from services.storage.ceph import CephClusters
 
 
@@ -133,6 +134,26 @@ def fleet_registry(db: Database, settings: Settings, clock: Clock) -> CollectorR
     return found
 
 
+def refuse_open_noauth(settings: Settings, host: str) -> None:
+    """noauth believes whoever reaches it: it listens on loopback only, unless the operator
+    said otherwise (`noauth_allow_remote`)."""
+    if settings.auth_strategy != "noauth" or settings.noauth_allow_remote or _loopback(host):
+        return
+    raise SystemExit(f"cairn-api: refusing to start: CAIRN_AUTH_STRATEGY=noauth believes "
+                     f"whoever reaches it, and --host {host} is not a loopback address. "
+                     "Listen on 127.0.0.1, use keystone, or set CAIRN_NOAUTH_ALLOW_REMOTE=true "
+                     "on a development machine whose network you trust")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name that may resolve anywhere
+
+
 def run() -> None:
     parser = argparse.ArgumentParser(prog="cairn-api")
     parser.add_argument("--host", default="127.0.0.1")
@@ -144,6 +165,7 @@ def run() -> None:
                         help="open connections one process accepts; more are answered 503")
     args = parser.parse_args()
     logging.basicConfig(level=args.log_level.upper())
+    refuse_open_noauth(settings_for("cairn-api"), args.host)
     # Idle keep-alive connections close after 5 s; a request's headers are bounded in size
     # and in time by the protocol (api/http_protocol.py: uvicorn's httptools has neither).
     # The client's address is the TCP peer's: uvicorn's own X-Forwarded-For handling trusts

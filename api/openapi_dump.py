@@ -16,7 +16,8 @@ from services.settings import Settings
 def document() -> str:
     # The app is only described, never serves a session: its key does not matter here.
     logging.getLogger("services.auth.portal_sessions").setLevel(logging.ERROR)
-    app = create_app(Settings(database_url="sqlite://", portal_dir=None))
+    app = create_app(Settings(database_url="sqlite://", portal_dir=None,
+                              auth_strategy="noauth", environment="development"))
     return json.dumps(app.openapi(), indent=1, sort_keys=True) + "\n"
 
 

@@ -68,7 +68,8 @@ NOW = datetime.now(UTC).replace(microsecond=0)
 
 
 def stack_env(url: str) -> dict[str, str]:
-    return {"CAIRN_DATABASE_URL": url,
+    return {"CAIRN_ENVIRONMENT": "development", "CAIRN_AUTH_STRATEGY": "noauth",
+            "CAIRN_DATABASE_URL": url,
             "CAIRN_REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}/{REDIS_DB}",
             "CAIRN_CLUSTERS": json.dumps({"ceph-a": {"conf": str(CEPH_CONF)}}),
             "CAIRN_BACKUP_TARGETS": json.dumps({"local": {"cluster": "ceph-a",
@@ -284,7 +285,7 @@ def bench_scheduler() -> None:
     name, url = new_database()
     try:
         db = Database(url)
-        settings = Settings(database_url=url,
+        settings = Settings(database_url=url, auth_strategy="noauth", environment="development",
                             redis_url=f"redis://127.0.0.1:{REDIS_PORT}/{REDIS_DB}",
                             clusters={"ceph-a": {"conf": str(CEPH_CONF)}},  # type: ignore[dict-item]
                             backup_targets={"local": {"cluster": "ceph-a", "pool": "backups"}},  # type: ignore[dict-item]

@@ -89,7 +89,8 @@ def flush_redis() -> None:
 
 
 def settings_for(url: str) -> Settings:
-    return Settings(database_url=url, redis_url=f"redis://127.0.0.1:{REDIS_PORT}/{REDIS_DB}",
+    return Settings(auth_strategy="noauth", environment="development",
+                    database_url=url, redis_url=f"redis://127.0.0.1:{REDIS_PORT}/{REDIS_DB}",
                     clusters={"ceph-a": {"conf": "/dev/null"}},  # type: ignore[dict-item]
                     backup_targets={"local": {"cluster": "ceph-a", "pool": "backups"}},  # type: ignore[dict-item]
                     max_jobs_per_target=100_000, max_jobs_per_project=100_000)
@@ -204,7 +205,8 @@ def fill_lists(db: Database, count: int) -> list[str]:
 
 
 def start_api(url: str, workers: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "CAIRN_DATABASE_URL": url,
+    env = {**os.environ, "CAIRN_ENVIRONMENT": "development", "CAIRN_AUTH_STRATEGY": "noauth",
+           "CAIRN_DATABASE_URL": url,
            "CAIRN_REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}/{REDIS_DB}",
            "CAIRN_CLUSTERS": json.dumps({}), "CAIRN_BACKUP_TARGETS": json.dumps({})}
     proc = subprocess.Popen([str(Path(sys.executable).parent / "cairn-api"), "--port",

@@ -22,7 +22,7 @@ import migrations
 from cli import cloud_config
 from services.openstack.identity import IdentityAdmin
 from services.openstack.sessions import make_session
-from services.settings import get_settings
+from services.settings import database_url_from_environment
 
 
 def alembic_config(database_url: str | None = None) -> Config:
@@ -30,7 +30,7 @@ def alembic_config(database_url: str | None = None) -> Config:
     config = Config(str(directory / "alembic.ini"))
     config.set_main_option("script_location", str(directory))
     config.set_main_option("sqlalchemy.url",
-                           (database_url or get_settings().database_url).replace("%", "%%"))
+                           (database_url or database_url_from_environment()).replace("%", "%%"))
     return config
 
 

@@ -16,8 +16,9 @@ class RequestContext:
     endpoints: dict[str, str] = field(default_factory=dict, compare=False)
     """The caller's catalog (service type → URL), from the token."""
     cloud_admin: bool = False
-    """The admin role in one of the configured admin projects (Keystone), or the admin role
-    under noauth. A project's own admin is not one: they administer their project only."""
+    """The admin role in a project whose id `admin_projects` holds (a Keystone project id, or
+    under noauth the X-Project-Id). A project's own admin is not one: they administer their
+    project only."""
 
     @property
     def is_admin(self) -> bool:

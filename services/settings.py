@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, IPvAnyNetwork, SecretStr, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    IPvAnyNetwork,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.errors import StorageUnavailable, TargetNotConfigured, UnknownTarget
@@ -121,6 +129,11 @@ class CinderSettings(BaseModel):
     several."""
 
 
+KEYSTONE_ID = re.compile(r"[0-9a-f]{32}")
+"""A Keystone project id: 32 lowercase hex digits (a UUID without dashes), unique across
+every domain, unlike a project's name."""
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="CAIRN_",
@@ -132,8 +145,9 @@ class Settings(BaseSettings):
         extra="ignore",
     )
 
-    environment: Literal["development", "production"] = "development"
-    """Deployment kind; production refuses development-only choices such as noauth."""
+    environment: Literal["development", "production"] = "production"
+    """Deployment kind. production (what an unset environment means) refuses
+    development-only choices: noauth, clock_file. development must be said explicitly."""
 
     database_url: str = "sqlite:///cairn.db"
     """SQLAlchemy URL of the database. SQLite is the embedded default, PostgreSQL
@@ -169,14 +183,22 @@ class Settings(BaseSettings):
     """Target used when a backup request names none."""
 
     admin_projects: list[str] = Field(default_factory=list)
-    """Keystone projects (ids or names) whose `admin` role makes a caller Cairn's cloud
-    administrator: every project's objects, quotas, orphans, RBD images by name. The admin
-    role in any other project only administers that project (as a member does). Empty:
-    nobody is the cloud administrator through Keystone."""
+    """Projects, by id, whose `admin` role makes a caller Cairn's cloud administrator: every
+    project's objects, quotas, orphans, RBD images by name. The admin role in any other
+    project only administers that project (as a member does). Under keystone each entry is
+    a Keystone project id (names are unique only within a domain, so any domain's admin
+    could make a project of the same name); under noauth, an X-Project-Id. Empty: nobody
+    is the cloud administrator."""
 
-    auth_strategy: Literal["noauth", "keystone"] = "noauth"
-    """How requests are authenticated. keystone validates X-Auth-Token with Keystone; noauth
-    trusts X-Project-Id / X-Roles (development only)."""
+    auth_strategy: Literal["noauth", "keystone"]
+    """How requests are authenticated; no default, so a process nobody configured refuses
+    to start. keystone validates X-Auth-Token with Keystone; noauth trusts X-Project-Id /
+    X-Roles and needs environment development."""
+
+    noauth_allow_remote: bool = False
+    """Under noauth, cairn-api listens on a loopback address only (anyone who reaches a
+    noauth API is whoever they say). True lets it listen on others: a development stack in
+    a VM or container reached from its host."""
 
     keystone: KeystoneSettings | None = None
     """Cairn's service credentials, as JSON; required by auth_strategy keystone and by
@@ -436,6 +458,17 @@ class Settings(BaseSettings):
     """Development and tests only: read the current time from this file (ISO 8601), so
     tests can drive the scheduler through days, DST changes and outages."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _auth_is_configured(cls, data: object) -> object:
+        # Refused here, before the field's own "Field required", to say what to set.
+        if isinstance(data, dict) and data.get("auth_strategy") is None:
+            raise ValueError(
+                "CAIRN_AUTH_STRATEGY is not set: set it to keystone (with CAIRN_KEYSTONE and "
+                "CAIRN_ADMIN_PROJECTS) or, on a development machine only, to noauth with "
+                "CAIRN_ENVIRONMENT=development")
+        return data
+
     @model_validator(mode="after")
     def _check_references(self) -> Settings:
         for name, target in self.backup_targets.items():
@@ -471,15 +504,60 @@ class Settings(BaseSettings):
         if self.environment == "production" and not self.portal_cookie_secure:
             raise ValueError("portal_cookie_secure false sends the portal's session over "
                              "plain HTTP; refused in production")
-        if self.environment == "production" and self.auth_strategy == "noauth":
-            raise ValueError("auth_strategy noauth trusts request headers; refused in production")
+        if self.auth_strategy == "noauth" and self.environment != "development":
+            raise ValueError("CAIRN_AUTH_STRATEGY=noauth trusts request headers: anyone is who "
+                             "they say. It runs only with CAIRN_ENVIRONMENT=development set "
+                             "explicitly; production uses keystone")
+        if self.auth_strategy == "keystone":
+            _check_keystone_ids(self.admin_projects)
         return self
+
+
+def _check_keystone_ids(admin_projects: list[str]) -> None:
+    for entry in admin_projects:
+        if not KEYSTONE_ID.fullmatch(entry):
+            raise ValueError(
+                f"CAIRN_ADMIN_PROJECTS holds Keystone project ids (32 lowercase hex digits), "
+                f"and {entry!r} is not one: a name would let any domain's admin make a project "
+                "of that name and become Cairn's cloud administrator. Find the id with "
+                f"`openstack project show {entry} -f value -c id` (with --domain D for a "
+                "project outside the Default domain)")
 
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     """The process's settings, read once from the environment."""
     return Settings()
+
+
+def settings_for(process: str) -> Settings:
+    """The settings a process starts with; without a usable configuration it ends, saying
+    what to set (the settings' names, never their values: they may hold secrets). Nothing
+    falls back to an open default."""
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        reasons = "; ".join(_reason(error) for error in exc.errors())
+        raise SystemExit(f"{process}: refusing to start: {reasons}") from None
+
+
+def _reason(error: Any) -> str:
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if not error["loc"]:
+        return message
+    head, *rest = (str(part) for part in error["loc"])
+    return f"CAIRN_{head.upper()}{''.join(f'.{part}' for part in rest)}: {message}"
+
+
+class _DatabaseOnly(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CAIRN_", env_file=None, extra="ignore")
+    database_url: str = Settings.model_fields["database_url"].default
+
+
+def database_url_from_environment() -> str:
+    """CAIRN_DATABASE_URL alone: `cairn-manage db` migrates with nothing else configured (the
+    chart's migration job is given the database's URL and no more)."""
+    return _DatabaseOnly().database_url
 
 
 def target_names(settings: Settings) -> list[str]:

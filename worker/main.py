@@ -12,11 +12,13 @@ import signal
 
 from services.dispatch import QUEUE
 from services.metrics import exposition
-from services.settings import get_settings
+from services.settings import settings_for
 
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # First: the Celery app reads the settings when it is imported.
+    settings = settings_for("cairn-worker")
     from worker.celery_app import app
 
     # `kill -USR2 <pid>` writes every thread's stack to the log, even when no Python code
@@ -24,7 +26,6 @@ def main() -> None:
     # test that timed out) sees what a stuck worker is doing. SIGUSR1 is Celery's own.
     faulthandler.register(signal.SIGUSR2, all_threads=True)
 
-    settings = get_settings()
     exposition.serve("cairn-worker", settings.metrics_host, settings.worker_metrics_port)
     app.worker_main([
         "worker", "--pool=threads", f"--concurrency={settings.worker_concurrency}",

@@ -21,14 +21,14 @@ def my_usage(session: SessionDep, ctx: ContextDep) -> ProjectQuotaPublic:
 
 @router.get("/v1/quotas/{project_id}", response_model=ProjectQuotaPublic,
             responses=error_responses(401, 403), summary="A project's quota and usage (admin)",
-            dependencies=[allowed("quota:get")])
+            dependencies=[allowed("quota:get", project_param="project_id")])
 def get_quota(project_id: ProjectId, session: SessionDep) -> ProjectQuotaPublic:
     return _public(session, project_id)
 
 
 @router.put("/v1/quotas/{project_id}", response_model=ProjectQuotaPublic,
             responses=error_responses(401, 403, 422), summary="Set a project's quota (admin)",
-            dependencies=[allowed("quota:update")])
+            dependencies=[allowed("quota:update", project_param="project_id")])
 def set_quota(project_id: ProjectId, body: QuotaLimits, session: SessionDep) -> ProjectQuotaPublic:
     """Limits apply to new restore points (backups and off-site copies): requests answer
     413 over quota, a scheduled backup over quota fails with the reason, and a running one

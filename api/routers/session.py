@@ -140,7 +140,8 @@ async def _context(request: Request, session: PortalSession) -> RequestContext:
         return caller.context
     assert session.token is not None
     tokens: TokenValidator = request.app.state.tokens
-    context: RequestContext = await run_in_threadpool(tokens.context_for, session.token)
+    context: RequestContext = await run_in_threadpool(tokens.context_for, session.token,
+                                                      request.method, request.url.path)
     return context
 
 
@@ -154,7 +155,7 @@ async def _describe(request: Request, session: PortalSession, settings: Settings
         ctx = await _context(request, session)
         projects = await run_in_threadpool(keystone.projects, session.unscoped)
     else:
-        ctx = session.noauth_context()
+        ctx = session.noauth_context(frozenset(settings.admin_projects))
     return SessionPublic(
         auth_strategy=settings.auth_strategy, user_name=session.user_name,
         project_id=session.project_id,

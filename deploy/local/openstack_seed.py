@@ -5,6 +5,7 @@ catalog entries, a demo project, and Cinder's readiness check. Idempotent.
     openstack_seed.py cinder-ready           (exit 0 once the scheduler knows a pool)
     openstack_seed.py cairn --password P --endpoint URL
     openstack_seed.py demo --clouds-yaml PATH
+    openstack_seed.py admin-project-id       (prints the id of the project `admin`)
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def main() -> int:
         p.add_argument("--password", required=True)
         p.add_argument("--endpoint")
     sub.add_parser("cinder-ready")
+    sub.add_parser("admin-project-id")
     demo = sub.add_parser("demo")
     demo.add_argument("--clouds-yaml", required=True)
     args = parser.parse_args()
@@ -62,6 +64,10 @@ def main() -> int:
                                   endpoint_filter={"service_type": "volumev3",
                                                    "interface": "public"}).json()["pools"]
         return 0 if pools else 1
+    elif args.cmd == "admin-project-id":
+        # Keystone's bootstrap made it; CAIRN_ADMIN_PROJECTS names it by id (a name is
+        # unique only within its domain).
+        print(ident.ensure_project("admin"))
     elif args.cmd == "demo":
         project = ident.ensure_project("demo")
         user = ident.ensure_user("demo", "demo-password")

@@ -84,6 +84,7 @@ pg_down() {
 env_file="$state/cairn.env"
 write_env() {
     cat >"$env_file" <<ENV
+CAIRN_ENVIRONMENT=development
 CAIRN_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:$PG_PORT/cairn
 CAIRN_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
 CAIRN_CLUSTERS='{"ceph-a": {"conf": "$state/ceph-a/ceph.conf"}$( [ "$second" = 1 ] && printf ', "ceph-b": {"conf": "%s"}' "$state/ceph-b/ceph.conf")}'
@@ -102,14 +103,23 @@ ENV
         printf "CAIRN_WEBHOOK_ALLOWED_NETWORKS='%s'\n" "$CAIRN_WEBHOOK_ALLOWED_NETWORKS" >>"$env_file"
     fi
     if [ "$openstack" = 1 ]; then
+        # The cloud's administrator is the admin role in Keystone's project `admin`, named
+        # by id (Keystone's bootstrap made it; a name is unique only within its domain).
+        local admin_project
+        admin_project=$("$venv/bin/python" "$here/openstack_seed.py" admin-project-id)
         cat >>"$env_file" <<ENV
 CAIRN_AUTH_STRATEGY=keystone
 CAIRN_KEYSTONE='{"auth_url": "http://127.0.0.1:$KEYSTONE_PORT/v3", "username": "cairn", "password": "$cairn_password", "project_name": "service", "region_name": "RegionOne"}'
 CAIRN_CINDER='{"cluster": "ceph-a", "pool": "volumes"}'
-CAIRN_ADMIN_PROJECTS='["admin"]'
+CAIRN_ADMIN_PROJECTS='["$admin_project"]'
 ENV
     else
-        echo "CAIRN_AUTH_STRATEGY=noauth" >>"$env_file"
+        # noauth (a development stack on loopback): the caller says its project, and the
+        # admin role in project `admin` is the cloud's administrator, as with Keystone.
+        cat >>"$env_file" <<'ENV'
+CAIRN_AUTH_STRATEGY=noauth
+CAIRN_ADMIN_PROJECTS='["admin"]'
+ENV
     fi
     if [ "$rgw" = 1 ]; then
         # An object target on the local RGW, with an operator key made once for this stack.

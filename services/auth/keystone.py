@@ -1,5 +1,8 @@
 """Token validation against Keystone with Cairn's service credentials, cached for a short,
-configurable time and never past the token's own expiry (as keystonemiddleware does)."""
+configurable time and never past the token's own expiry (as keystonemiddleware does), and
+the caller it makes: the token's project and roles, Cairn's cloud administrator when that
+project is one of `admin_projects` (by id), and an application credential's access rules
+enforced on each request."""
 
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ from typing import Any
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
 
+from services.auth import access_rules
+from services.auth.access_rules import AccessRule
 from services.context import RequestContext
 from services.errors import ServiceUnavailable, Unauthorized
 from services.openstack.identity import IDENTITY
@@ -32,12 +37,17 @@ class TokenInfo:
     roles: frozenset[str]
     expires_at: datetime
     endpoints: dict[str, str]
-    project_name: str = ""
+    access_rules: tuple[AccessRule, ...] | None = None
+    """An application credential's access rules; None: whatever the roles allow."""
 
-    def context(self, token: str, admin_projects: frozenset[str] = frozenset()
-                ) -> RequestContext:
-        cloud_admin = "admin" in self.roles and bool(
-            {self.project_id, self.project_name} & admin_projects)
+    def context(self, token: str, method: str, path: str,
+                admin_projects: frozenset[str] = frozenset()) -> RequestContext:
+        """The caller of the request `method path` made with this token; refused (403)
+        when the token's access rules do not list the request."""
+        access_rules.enforce(self.access_rules, method, path)
+        # By id only: a project's name is unique only within its domain, so any domain's
+        # admin could make a project called like the admin project (issue 31).
+        cloud_admin = "admin" in self.roles and self.project_id in admin_projects
         return RequestContext(project_id=self.project_id, roles=self.roles,
                               user_id=self.user_id, token=token, endpoints=self.endpoints,
                               cloud_admin=cloud_admin)
@@ -64,17 +74,25 @@ class TokenValidator:
         must not cost a Keystone call (and a thread) per request."""
         self._lock = threading.Lock()
 
-    def context_for(self, token: str) -> RequestContext:
-        return self.validate(token).context(token, self.admin_projects)
+    def context_for(self, token: str, method: str, path: str) -> RequestContext:
+        """The caller of the request `method path` (the token's access rules are checked
+        against it)."""
+        return self.context_of(self.validate(token), token, method, path)
 
-    def cached_context(self, token: str) -> RequestContext | None:
-        """The context of a token validated less than the cache time ago, without blocking;
-        None when only Keystone can tell. Raises Unauthorized for a token refused as
-        recently."""
+    def context_of(self, info: TokenInfo, token: str, method: str,
+                   path: str) -> RequestContext:
+        """The caller of the request `method path` made with a token validated as `info`:
+        a token's check is shared by every request bringing it, its access rules are not."""
+        return info.context(token, method, path, self.admin_projects)
+
+    def cached_context(self, token: str, method: str, path: str) -> RequestContext | None:
+        """`context_for` of a token validated less than the cache time ago, without
+        blocking; None when only Keystone can tell. Raises Unauthorized for a token refused
+        as recently."""
         key = _cache_key(token)
         self._raise_if_refused(key)
         info = self._cached(key)
-        return None if info is None else info.context(token, self.admin_projects)
+        return None if info is None else info.context(token, method, path, self.admin_projects)
 
     def forget(self, token: str, reason: str) -> None:
         """Drop a token this process trusts (a portal session signed out) and refuse it with
@@ -127,8 +145,11 @@ class TokenValidator:
 
     def _ask_keystone(self, token: str) -> TokenInfo:
         try:
+            # Saying that Cairn enforces access rules: Keystone refuses to validate a token
+            # with access rules for a service that does not.
             response = self.session.get("/auth/tokens", endpoint_filter=IDENTITY,
-                                        headers={"X-Subject-Token": token}, raise_exc=False)
+                                        headers={"X-Subject-Token": token,
+                                                 **access_rules.HEADER}, raise_exc=False)
         except ks_exc.ClientException:
             log.warning("Keystone could not be reached to check a token", exc_info=True)
             raise ServiceUnavailable("Keystone could not be reached to check the token; try "
@@ -159,4 +180,4 @@ class TokenValidator:
             roles=frozenset(r["name"] for r in body.get("roles", [])),
             expires_at=datetime.fromisoformat(body["expires_at"].replace("Z", "+00:00"))
             .astimezone(UTC),
-            endpoints=endpoints, project_name=project.get("name", ""))
+            endpoints=endpoints, access_rules=access_rules.from_token(body))

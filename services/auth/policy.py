@@ -2,10 +2,15 @@
 policy file (YAML or JSON, `"action": "expression"`), as oslo.policy reads them.
 
 The expression language is oslo.policy's common subset: `role:NAME`, `rule:NAME`,
-`project_id:%(project_id)s`, `is_admin:True` (the cloud's administrator, see
-RequestContext.is_admin), `@` (always), `!` (never), `and`, `or`, `not` and
-parentheses. An unknown check or a reference to an undefined rule is refused when the file
-is loaded, not when a request happens to reach it."""
+`project_id:%(project_id)s` (the project the request acts on is the caller's own),
+`is_admin:True` (the cloud's administrator, see RequestContext.is_admin), `@` (always), `!`
+(never), `and`, `or`, `not` and parentheses. An unknown check or a reference to an
+undefined rule is refused when the file is loaded, not when a request happens to reach
+it.
+
+The project a request acts on is the one its path names (`/v1/quotas/{project_id}`), and
+otherwise the caller's own: every other route works in the caller's project, where another
+project's objects are 404 to all but the cloud's administrator (whom `is_admin` decides)."""
 
 from __future__ import annotations
 
@@ -19,7 +24,8 @@ import yaml
 from services.context import RequestContext
 from services.errors import Forbidden
 
-Check = Callable[[RequestContext, "Policy"], bool]
+Check = Callable[[RequestContext, "Policy", str], bool]
+"""Whether the caller may act on the project (the third argument) the request acts on."""
 
 DEFAULT_RULES: dict[str, str] = {
     # Keystone's default roles imply each other (admin > member > reader); the rules name
@@ -70,7 +76,9 @@ ACTION_WORDS = {
     "rotate": "rotate the secret of", "test": "test",
 }
 
-_TOKEN = re.compile(r"\s*(\(|\)|[^\s()]+)")
+_TOKEN = re.compile(r"\s*(\(|\)|(?:%\([\w.]*\)s|[^\s()])+)")
+"""A parenthesis, or a word: `%(name)s` (oslo.policy's target substitution) is part of
+one, its parentheses are not the grammar's."""
 
 
 class PolicyError(ValueError):
@@ -111,17 +119,19 @@ class Policy:
             raise PolicyError(f"policy file {path} must map rule names to rule strings")
         return cls(data)
 
-    def allows(self, action: str, ctx: RequestContext) -> bool:
+    def allows(self, action: str, ctx: RequestContext, project: str | None = None) -> bool:
+        """Whether the caller may take `action` on `project` (default: its own)."""
         check = self.rules.get(action)
-        return check is not None and check(ctx, self)
+        return check is not None and check(ctx, self, ctx.project_id if project is None
+                                           else project)
 
     def allowed_actions(self, ctx: RequestContext) -> list[str]:
-        """Every action (`plan:create`, ...) the caller may take, for a UI that shows only
-        those."""
+        """Every action (`plan:create`, ...) the caller may take in its own project, for a
+        UI that shows only those."""
         return sorted(a for a in self.rules if ":" in a and self.allows(a, ctx))
 
-    def enforce(self, action: str, ctx: RequestContext) -> None:
-        if not self.allows(action, ctx):
+    def enforce(self, action: str, ctx: RequestContext, project: str | None = None) -> None:
+        if not self.allows(action, ctx, project):
             kind, _, verb = action.partition(":")
             what = f"{ACTION_WORDS.get(verb, verb)} {kind.replace('_', ' ')}s"
             raise Forbidden(f"your role in project {ctx.project_id} may not {what} "
@@ -132,7 +142,7 @@ class Policy:
 def _parse(text: str) -> Check:
     tokens = _TOKEN.findall(text)
     if not tokens:
-        return lambda ctx, policy: True  # oslo.policy: an empty rule allows
+        return lambda ctx, policy, project: True  # oslo.policy: an empty rule allows
     check, rest = _parse_or(tokens)
     if rest:
         raise PolicyError(f"unexpected {rest[0]!r}")
@@ -163,7 +173,7 @@ def _parse_and(tokens: list[str]) -> tuple[Check, list[str]]:
 def _parse_not(tokens: list[str]) -> tuple[Check, list[str]]:
     if tokens and tokens[0] == "not":
         inner, rest = _parse_not(tokens[1:])
-        return (lambda ctx, policy: not inner(ctx, policy)), rest
+        return (lambda ctx, policy, project: not inner(ctx, policy, project)), rest
     return _parse_atom(tokens)
 
 
@@ -181,29 +191,32 @@ def _parse_atom(tokens: list[str]) -> tuple[Check, list[str]]:
 
 def _atom(word: str) -> Check:
     if word == "@":
-        return lambda ctx, policy: True
+        return lambda ctx, policy, project: True
     if word == "!":
-        return lambda ctx, policy: False
+        return lambda ctx, policy, project: False
     kind, sep, value = word.partition(":")
     if not sep:
         raise PolicyError(f"{word!r} is not a check (expected role:, rule:, project_id:, "
                           "is_admin:, @ or !)")
     if kind == "role":
         role = value.lower()
-        return lambda ctx, policy: role in {r.lower() for r in ctx.roles}
+        return lambda ctx, policy, project: role in {r.lower() for r in ctx.roles}
     if kind == "rule":
-        return lambda ctx, policy: policy.allows(value, ctx)
+        return lambda ctx, policy, project: policy.allows(value, ctx, project)
     if kind == "is_admin" and value in ("True", "False"):
         wanted = value == "True"
-        return lambda ctx, policy: ctx.is_admin == wanted
+        return lambda ctx, policy, project: ctx.is_admin == wanted
     if kind == "project_id" and value == "%(project_id)s":
-        return lambda ctx, policy: True  # every action is already scoped to the project
+        # oslo.policy's meaning: the caller's project is the one acted on. Before, this was
+        # always true, and `rule:admin or project_id:%(project_id)s` on the quota routes
+        # let anyone set any project's quota.
+        return lambda ctx, policy, project: project == ctx.project_id
     raise PolicyError(f"unknown check {word!r}")
 
 
 def _either(a: Check, b: Check) -> Check:
-    return lambda ctx, policy: a(ctx, policy) or b(ctx, policy)
+    return lambda ctx, policy, project: a(ctx, policy, project) or b(ctx, policy, project)
 
 
 def _both(a: Check, b: Check) -> Check:
-    return lambda ctx, policy: a(ctx, policy) and b(ctx, policy)
+    return lambda ctx, policy, project: a(ctx, policy, project) and b(ctx, policy, project)

@@ -70,12 +70,10 @@ class PortalSession:
     roles: tuple[str, ...] = ()
     """The roles a noauth session chose; Keystone's come from the token."""
 
-    def noauth_context(self) -> RequestContext:
+    def noauth_context(self, admin_projects: frozenset[str]) -> RequestContext:
         """The caller a noauth session stands for: its project and roles, as X-Project-Id
-        and X-Roles would say (whoever says admin is the cloud's administrator)."""
-        roles = frozenset(self.roles)
-        return RequestContext(project_id=self.project_id, roles=roles,
-                              cloud_admin="admin" in roles)
+        and X-Roles would say."""
+        return noauth_context(self.project_id, frozenset(self.roles), admin_projects)
 
     def expired(self, now: datetime) -> bool:
         return now >= self.expires_at
@@ -92,6 +90,16 @@ class PortalSession:
 
 def cookie_name(secure: bool) -> str:
     return COOKIE if secure else PLAIN_COOKIE
+
+
+def noauth_context(project_id: str, roles: frozenset[str],
+                   admin_projects: frozenset[str]) -> RequestContext:
+    """A noauth caller (development): the project and roles it says. The cloud's
+    administrator is the admin role in a project of `admin_projects`, the rule Keystone's
+    callers meet, so a development stack answers as production would (a project's own
+    admin is not the cloud's)."""
+    return RequestContext(project_id=project_id, roles=roles,
+                          cloud_admin="admin" in roles and project_id in admin_projects)
 
 
 def new_csrf() -> str:

@@ -29,7 +29,7 @@ from services.scheduler.planner import request_prunes, schedule_due
 from services.scheduler.probes import TargetProber
 from services.scheduler.reconciler import reconcile
 from services.scheduler.verifies import request_verifies
-from services.settings import Settings, get_settings
+from services.settings import Settings, settings_for
 from services.storage.ceph import CephClusters
 from services.webhooks import delivery as webhook_delivery
 
@@ -166,7 +166,7 @@ class Scheduler:
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = get_settings()
+    settings = settings_for("cairn-scheduler")
     scheduler = Scheduler(settings)
     scheduler.prober.start()
     exposition.serve("cairn-scheduler", settings.metrics_host, settings.scheduler_metrics_port)

@@ -25,7 +25,8 @@ def exported(db: Database) -> set[str]:
             if isinstance(value, MetricWrapperBase):
                 for family in value.describe():
                     names |= {family.name + suffix for suffix in SUFFIXES[family.type]}
-    for family in FleetCollector(db, Settings(), utcnow).collect():
+    for family in FleetCollector(db, Settings(auth_strategy="noauth", environment="development"),
+                                 utcnow).collect():
         names.add(family.name)
     return names
 

@@ -31,7 +31,8 @@ ADMIN_PASSWORD = os.environ.get("CAIRN_OS_ADMIN_PASSWORD", "cairn-admin")
 SERVICE_PASSWORD = "cairn-service"
 PASSWORD = "test-password"
 ADMIN_PROJECT = "cairn-test-admin"
-"""Cairn's admin project in the tests: its admin is the cloud's administrator."""
+"""Cairn's admin project in the tests (in the Default domain): its admin is the cloud's
+administrator. CAIRN_ADMIN_PROJECTS names it by id (`admin_project_id`)."""
 REGION = "cairn-test"
 """The tests register their Cairn in a region of their own, so a `make up OPENSTACK=1`
 stack's catalog entry (RegionOne) is left alone."""
@@ -76,8 +77,8 @@ class User:
 @dataclass
 class Cloud:
     """Projects A and B: A has a reader, a member and an admin; B a member and an admin.
-    `n-admin` is the cloud's administrator (admin in the project CAIRN_ADMIN_PROJECTS
-    names)."""
+    `n-admin` is the cloud's administrator (admin in the project whose id
+    CAIRN_ADMIN_PROJECTS holds)."""
 
     users: dict[str, User]
     clouds_yaml: Path
@@ -144,6 +145,11 @@ def free_port() -> int:
         return port
 
 
+def admin_project_id() -> str:
+    """The id of Cairn's admin project in the tests: what CAIRN_ADMIN_PROJECTS holds."""
+    return admin().ensure_project(ADMIN_PROJECT)
+
+
 def start_cairn(database_url: str, redis_db: int, log_dir: Path, *, workers: int = 1,
                 **overrides: str) -> OpenStackCairn:
     port = free_port()
@@ -156,7 +162,7 @@ def start_cairn(database_url: str, redis_db: int, log_dir: Path, *, workers: int
                                     "wait_seconds": 120}),
         # Short, so the revocation test need not wait a minute.
         "CAIRN_TOKEN_CACHE_SECONDS": "1",
-        "CAIRN_ADMIN_PROJECTS": json.dumps([ADMIN_PROJECT]),
+        "CAIRN_ADMIN_PROJECTS": json.dumps([admin_project_id()]),
         **overrides,
     })
     subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "-n", str(redis_db), "flushdb"],

@@ -33,10 +33,18 @@ REDIS_PORT = int(os.environ.get("CAIRN_REDIS_PORT", "31379"))
 PG_PORT = int(os.environ.get("CAIRN_PG_PORT", "31432"))
 PROJECT = "project-a"
 HEADERS = {"X-Project-Id": PROJECT, "X-Roles": "member"}
+ADMIN_PROJECT = "cloud-admin"
+"""The stacks' CAIRN_ADMIN_PROJECTS: the admin role there is the cloud's administrator (in
+project-a, as in any other, it administers that project only)."""
+CLOUD_ADMIN = {"X-Project-Id": ADMIN_PROJECT, "X-Roles": "admin"}
 
 
 def service_env(database_url: str, redis_db: int, **overrides: str) -> dict[str, str]:
     env = {
+        # Said explicitly, as every process must: a development stack on loopback.
+        "CAIRN_ENVIRONMENT": "development",
+        "CAIRN_AUTH_STRATEGY": "noauth",
+        "CAIRN_ADMIN_PROJECTS": json.dumps([ADMIN_PROJECT]),
         "CAIRN_DATABASE_URL": database_url,
         "CAIRN_REDIS_URL": f"redis://127.0.0.1:{REDIS_PORT}/{redis_db}",
         "CAIRN_CLUSTERS": json.dumps({"ceph-a": {"conf": str(conf_path("ceph-a"))},
@@ -258,4 +266,5 @@ def _parse(value: str) -> Any:
         return value
 
 
-__all__ = ["HEADERS", "PG_PORT", "PROJECT", "STATE", "Stack", "start_stack", "stop_stack"]
+__all__ = ["ADMIN_PROJECT", "CLOUD_ADMIN", "HEADERS", "PG_PORT", "PROJECT", "STATE", "Stack",
+           "start_stack", "stop_stack"]

@@ -16,7 +16,7 @@ import rbd
 from tests.integration.api.test_errors import error_of
 from tests.support import ceph
 from tests.support.ceph import MiB
-from tests.support.stack import Stack
+from tests.support.stack import CLOUD_ADMIN, Stack
 
 pytestmark = pytest.mark.ceph
 
@@ -114,7 +114,7 @@ def test_numbers_over_the_columns_are_422(stack: Stack, volume: str) -> None:
                                                  field: value}), 422)
         assert field in err["message"]
     err = error_of(stack.client.put("/v1/quotas/project-a", json={"gigabytes": 10**30},
-                                    headers={"X-Project-Id": "admin", "X-Roles": "admin"}), 422)
+                                    headers=CLOUD_ADMIN), 422)
     assert "gigabytes" in err["message"]
 
 

@@ -13,11 +13,11 @@ import rados
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import backup, restore_point
-from tests.support.stack import HEADERS, Stack
+from tests.support.stack import CLOUD_ADMIN, HEADERS, Stack
 
 pytestmark = pytest.mark.ceph
 
-ADMIN = {**HEADERS, "X-Roles": "admin"}
+ADMIN = CLOUD_ADMIN
 
 
 def _at(days: float) -> str:

@@ -19,11 +19,11 @@ from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import restore
 from tests.support.redis_server import free_port
-from tests.support.stack import BIN, HEADERS, Process, Stack
+from tests.support.stack import BIN, CLOUD_ADMIN, HEADERS, Process, Stack
 
 pytestmark = pytest.mark.ceph
 
-ADMIN = {"X-Project-Id": "cloud-admin", "X-Roles": "admin"}
+ADMIN = CLOUD_ADMIN
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from schemathesis.checks import (
 
 from tests.support import ceph
 from tests.support.ceph import MiB
-from tests.support.stack import Stack, api_process
+from tests.support.stack import ADMIN_PROJECT, Stack, api_process
 
 # The answers it checks are the API's, whichever database holds the rows; PostgreSQL is
 # production's (and the stricter about integer ranges). Two minutes saved per run.
@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.ceph, pytest.mark.production_database_only]
 EXAMPLES = 60
 """Per operation: with the API's 28 operations, well over 1000 requests per database."""
 
-AS_ADMIN = {"X-Project-Id": "fuzz", "X-Roles": "admin,member,reader"}
+AS_ADMIN = {"X-Project-Id": ADMIN_PROJECT, "X-Roles": "admin,member,reader"}
 """Most cases run as the (noauth) cloud administrator, so they get past the policy and
 into the code; the rest keep the headers Schemathesis generated (missing, malformed or
 other projects' credentials)."""

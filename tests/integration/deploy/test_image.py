@@ -41,10 +41,11 @@ def container(image: str) -> Iterator[str]:
     _buildah("rm", name)
 
 
-def _run(container: str, *command: str) -> subprocess.CompletedProcess[str]:
+def _run(container: str, *command: str, timeout: float = 300
+         ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["buildah", "run", "--user", "42424:42424", container, "--",
-                           *command], env=ENV, capture_output=True, text=True, timeout=300,
-                          check=False)
+                           *command], env=ENV, capture_output=True, text=True,
+                          timeout=timeout, check=False)
 
 
 def test_the_image_runs_as_the_chart_expects(image: str) -> None:
@@ -63,17 +64,41 @@ def test_every_entry_point_starts_and_migrations_run(container: str) -> None:
         shown = _run(container, entry, "--help")
         assert shown.returncode == 0, f"{entry}: {shown.stdout}{shown.stderr}"
     # Debian's librbd, seen by the venv's interpreter, and the worker's tasks importable.
-    found = _run(container, "python", "-c",
-                 "import rbd, rados, worker.celery_app, services.scheduler.main; "
+    found = _run(container, "env", "CAIRN_ENVIRONMENT=development", "CAIRN_AUTH_STRATEGY=noauth",
+                 "python", "-c", "import rbd, rados, worker.celery_app, services.scheduler.main; "
                  "print(rbd.RBD().version())")
     assert found.returncode == 0, found.stdout + found.stderr
     assert found.stdout.strip().startswith("(")
 
 
+def test_the_image_fails_closed(image: str, container: str) -> None:
+    """Its command (cairn-api on every address) and the other entry points, with nothing
+    configured: each refuses to start and says what to set. noauth is refused outside an
+    explicit development environment, and on every address even in one. Before, the image
+    served noauth on 0.0.0.0, where `X-Roles: admin` was the cloud's administrator."""
+    command = json.loads(_buildah("inspect", "--type", "image", image))["OCIv1"]["config"]["Cmd"]
+    cases = [((), command, "CAIRN_AUTH_STRATEGY is not set"),
+             ((), ["cairn-worker"], "CAIRN_AUTH_STRATEGY is not set"),
+             ((), ["cairn-scheduler"], "CAIRN_AUTH_STRATEGY is not set"),
+             (("CAIRN_AUTH_STRATEGY=noauth",), command,
+              "only with CAIRN_ENVIRONMENT=development set explicitly"),
+             (("CAIRN_AUTH_STRATEGY=noauth", "CAIRN_ENVIRONMENT=development"), command,
+              "--host 0.0.0.0 is not a loopback address")]
+    for env, argv, refusal in cases:
+        try:
+            done = _run(container, "env", *env, *argv, timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{' '.join((*env, *argv))} started and served") from None
+        assert done.returncode != 0, (env, argv, done.stdout + done.stderr)
+        assert "refusing to start" in done.stderr, done.stderr
+        assert refusal in done.stderr, done.stderr
+
+
 def test_the_image_serves_the_portal(container: str) -> None:
     found = _run(container, "python", "-c",
                  "from services.settings import Settings; "
-                 "d = Settings(database_url='sqlite://').portal_dir; "
+                 "d = Settings(database_url='sqlite://', auth_strategy='keystone', keystone="
+                 "{'auth_url': 'http://k/v3', 'username': 'u', 'password': 'p'}).portal_dir; "
                  "print(d, (d / 'index.html').is_file())")
     assert found.returncode == 0, found.stdout + found.stderr
     assert found.stdout.split() == ["/opt/cairn/portal", "True"]

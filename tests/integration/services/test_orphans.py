@@ -29,11 +29,11 @@ from services.storage.s3 import Bucket
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import backup, restore, restore_point
-from tests.support.stack import HEADERS, Stack
+from tests.support.stack import CLOUD_ADMIN, HEADERS, Stack
 
 pytestmark = pytest.mark.ceph
 
-ADMIN = {**HEADERS, "X-Roles": "admin"}
+ADMIN = CLOUD_ADMIN
 
 
 def _run(stack: Stack, *, apply: bool, grace: timedelta) -> Report:

@@ -20,7 +20,7 @@ from services.records.restore_points import RestorePoint
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import restore, restore_point, wait_for_progress
-from tests.support.stack import HEADERS, PROJECT, Stack
+from tests.support.stack import CLOUD_ADMIN, HEADERS, PROJECT, Stack
 
 pytestmark = pytest.mark.ceph
 
@@ -73,7 +73,7 @@ def test_prune_racing_an_incremental_never_deletes_what_it_builds_on(
     wait_no_prune_pending(stack, plan["id"])
     # Only an administrator removes a lock in force.
     stack.client.patch(f"/v1/restore-points/{base['restore_point_id']}",
-                       headers={**HEADERS, "X-Roles": "admin"}, json={"locked_until": None})
+                       headers=CLOUD_ADMIN, json={"locked_until": None})
 
     with rbd.Image(volumes_pool, volume) as image:
         image.write(ceph._Random(5).bytes(12 * MiB), 4 * MiB)

@@ -28,12 +28,16 @@ class SlowKeystone:
         self.most_running = 0
         self._lock = threading.Lock()
 
-    def cached_context(self, token: str) -> RequestContext | None:
+    def cached_context(self, token: str, method: str, path: str) -> RequestContext | None:
         if token in self.refused:
             raise Unauthorized("the token is invalid")
         return self.known.get(token)
 
-    def context_for(self, token: str) -> RequestContext:
+    def context_of(self, info: RequestContext, token: str, method: str,
+                   path: str) -> RequestContext:
+        return info
+
+    def validate(self, token: str) -> RequestContext:
         with self._lock:
             self.calls.append(token)
             self.running += 1
@@ -46,6 +50,9 @@ class SlowKeystone:
         finally:
             with self._lock:
                 self.running -= 1
+
+
+GET, JOBS = "GET", "/v1/jobs"
 
 
 def _checks(keystone: SlowKeystone, **bounds: Any) -> TokenChecks:
@@ -62,13 +69,13 @@ def test_a_cached_or_refused_token_is_decided_without_waiting() -> None:
     checks = _checks(keystone, per_client=50)
 
     async def scenario() -> float:
-        stuck = [asyncio.ensure_future(checks.context(f"garbage-{i}", f"10.0.0.{i}"))
+        stuck = [asyncio.ensure_future(checks.context(f"garbage-{i}", f"10.0.0.{i}", GET, JOBS))
                  for i in range(20)]
         await asyncio.sleep(0.05)
         started = time.monotonic()
-        assert (await checks.context("cached", "10.0.0.1")).project_id == "p-cached"
+        assert (await checks.context("cached", "10.0.0.1", GET, JOBS)).project_id == "p-cached"
         with pytest.raises(Unauthorized):
-            await checks.context("refused", "10.0.0.1")
+            await checks.context("refused", "10.0.0.1", GET, JOBS)
         took = time.monotonic() - started
         keystone.answer.set()
         await asyncio.gather(*stuck, return_exceptions=True)
@@ -83,7 +90,7 @@ def test_keystone_is_asked_about_at_most_concurrency_tokens_at_once() -> None:
     checks = _checks(keystone, per_client=100)
 
     async def scenario() -> list[Any]:
-        waiting = [asyncio.ensure_future(checks.context(f"token-{i}", f"10.0.1.{i}"))
+        waiting = [asyncio.ensure_future(checks.context(f"token-{i}", f"10.0.1.{i}", GET, JOBS))
                    for i in range(30)]
         await asyncio.sleep(0.2)
         assert keystone.running == 2
@@ -101,10 +108,10 @@ def test_one_client_address_may_have_only_its_share_of_checks_waiting() -> None:
     checks = _checks(keystone, per_client=3)
 
     async def scenario() -> tuple[int, int]:
-        attempts = [asyncio.ensure_future(checks.context(f"garbage-{i}", "192.0.2.1"))
+        attempts = [asyncio.ensure_future(checks.context(f"garbage-{i}", "192.0.2.1", GET, JOBS))
                     for i in range(300)]
         await asyncio.sleep(0.1)
-        other = asyncio.ensure_future(checks.context("token-other", "192.0.2.2"))
+        other = asyncio.ensure_future(checks.context("token-other", "192.0.2.2", GET, JOBS))
         keystone.answer.set()
         results = await asyncio.gather(*attempts, return_exceptions=True)
         assert (await other).project_id == "p-token-other"
@@ -123,7 +130,7 @@ def test_requests_with_the_same_new_token_share_one_check() -> None:
     checks = _checks(keystone, per_client=1)
 
     async def scenario() -> list[RequestContext]:
-        same = [asyncio.ensure_future(checks.context("token-shared", "192.0.2.1"))
+        same = [asyncio.ensure_future(checks.context("token-shared", "192.0.2.1", GET, JOBS))
                 for _ in range(25)]
         await asyncio.sleep(0.05)
         keystone.answer.set()
@@ -140,14 +147,14 @@ def test_a_check_keystone_does_not_answer_in_time_is_a_503_and_keeps_its_thread(
 
     async def scenario() -> None:
         with pytest.raises(ServiceUnavailable):
-            await checks.context("token-late", "192.0.2.1")
+            await checks.context("token-late", "192.0.2.1", GET, JOBS)
         # The thread still waits for Keystone: the next token waits for it (no second
         # thread), and times out too.
         with pytest.raises(ServiceUnavailable):
-            await checks.context("token-next", "192.0.2.1")
+            await checks.context("token-next", "192.0.2.1", GET, JOBS)
         assert keystone.most_running == 1
         keystone.answer.set()
-        assert (await checks.context("token-after", "192.0.2.1")).project_id \
+        assert (await checks.context("token-after", "192.0.2.1", GET, JOBS)).project_id \
             == "p-token-after"
 
     _run(scenario())
@@ -160,11 +167,11 @@ def test_checks_everyone_gave_up_on_never_reach_keystone() -> None:
 
     async def scenario() -> None:
         given_up = await asyncio.gather(
-            *(checks.context(f"garbage-{i}", f"10.0.2.{i}") for i in range(50)),
+            *(checks.context(f"garbage-{i}", f"10.0.2.{i}", GET, JOBS) for i in range(50)),
             return_exceptions=True)
         assert all(isinstance(r, ServiceUnavailable) for r in given_up)
         keystone.answer.set()
-        assert (await checks.context("token-fresh", "10.0.3.1")).project_id \
+        assert (await checks.context("token-fresh", "10.0.3.1", GET, JOBS)).project_id \
             == "p-token-fresh"
 
     _run(scenario())

@@ -24,11 +24,16 @@ S3 = {"endpoint": "http://127.0.0.1:1", "bucket": "b", "credentials_file": "/non
 CLUSTERS = {"ceph-a": {"conf": "/etc/ceph/ceph.conf"}}
 
 
+def _settings(**values: object) -> Settings:
+    return Settings(auth_strategy="noauth", environment="development",
+                    **values)  # type: ignore[arg-type]
+
+
 def test_targets_of_both_kinds_resolve_and_an_unknown_one_lists_them() -> None:
-    settings = Settings(clusters=CLUSTERS,
-                        backup_targets={"local": {"cluster": "ceph-a", "pool": "backups"}},
-                        object_targets={"s3": {**S3, "max_jobs": 2}},
-                        default_backup_target="s3")
+    settings = _settings(clusters=CLUSTERS,
+                         backup_targets={"local": {"cluster": "ceph-a", "pool": "backups"}},
+                         object_targets={"s3": {**S3, "max_jobs": 2}},
+                         default_backup_target="s3")
     assert target_names(settings) == ["local", "s3"]
     assert resolve_target(settings, None) == "s3"
     assert is_object_target(settings, "s3")
@@ -40,32 +45,32 @@ def test_targets_of_both_kinds_resolve_and_an_unknown_one_lists_them() -> None:
 
 def test_a_name_used_by_both_kinds_is_refused() -> None:
     with pytest.raises(ValidationError, match="named both"):
-        Settings(clusters=CLUSTERS,
-                 backup_targets={"x": {"cluster": "ceph-a", "pool": "backups"}},
-                 object_targets={"x": S3})
+        _settings(clusters=CLUSTERS,
+                  backup_targets={"x": {"cluster": "ceph-a", "pool": "backups"}},
+                  object_targets={"x": S3})
 
 
 def test_more_uploads_in_flight_than_connections_is_refused() -> None:
     with pytest.raises(ValidationError, match="exceeds the target's connections"):
-        Settings(object_targets={"s3": {**S3, "connections": 4, "uploads_in_flight": 8}})
+        _settings(object_targets={"s3": {**S3, "connections": 4, "uploads_in_flight": 8}})
 
 
 def test_the_operator_key_is_64_hex_digits_or_nothing_is_read(tmp_path: Path) -> None:
     key = tmp_path / "key"
-    assert operator_key(Settings()) is None
+    assert operator_key(_settings()) is None
     key.write_text("ab" * 32 + "\n")
-    assert operator_key(Settings(object_key_file=key)) == bytes([0xAB]) * 32
+    assert operator_key(_settings(object_key_file=key)) == bytes([0xAB]) * 32
     for bad in ("ab" * 31, "zz" * 32, "ab" * 33, ""):
         key.write_text(bad)
         with pytest.raises(StorageUnavailable, match="64 hex digits"):
-            operator_key(Settings(object_key_file=key))
+            operator_key(_settings(object_key_file=key))
     with pytest.raises(StorageUnavailable, match="cannot read"):
-        operator_key(Settings(object_key_file=tmp_path / "missing"))
+        operator_key(_settings(object_key_file=tmp_path / "missing"))
 
 
 def test_a_restore_point_on_a_target_no_longer_configured_is_refused_with_the_reason() -> None:
-    settings = Settings(clusters=CLUSTERS,
-                        backup_targets={"local": {"cluster": "ceph-a", "pool": "backups"}})
+    settings = _settings(clusters=CLUSTERS,
+                         backup_targets={"local": {"cluster": "ceph-a", "pool": "backups"}})
     kept = RestorePoint(id="rp-1", project_id="p", volume_id="v", target="local")
     require_target(settings, kept)
     dropped = RestorePoint(id="rp-2", project_id="p", volume_id="v", target="s3")

@@ -71,7 +71,8 @@ def finish(db: Database, leases: Leases, settings: Settings, job_ids: list[str])
 
 def test_small_project_is_not_starved_by_a_big_one(fresh_database_url: str, redis: Redis) -> None:
     target = f"t-{uuid.uuid4().hex[:6]}"
-    settings = Settings(max_jobs_per_target=3, max_jobs_per_project=100)
+    settings = Settings(auth_strategy="noauth", environment="development",
+                        max_jobs_per_target=3, max_jobs_per_project=100)
     db = Database(fresh_database_url)
     leases = Leases(redis, lease_seconds=60)
     dispatcher = RecordingDispatcher()
@@ -106,7 +107,8 @@ def test_one_project_never_holds_every_slot_of_a_target(fresh_database_url: str,
     # A project limit far above the target's (an operator's mistake, or a target's own
     # max_jobs below it): the project still leaves a slot to the others.
     shared, alone = f"t-{uuid.uuid4().hex[:6]}", f"t-{uuid.uuid4().hex[:6]}"
-    settings = Settings(max_jobs_per_target=3, max_jobs_per_project=100,
+    settings = Settings(auth_strategy="noauth", environment="development",
+                        max_jobs_per_target=3, max_jobs_per_project=100,
                         clusters={"ceph-a": {"conf": "/etc/ceph/ceph.conf"}},  # type: ignore[dict-item]
                         backup_targets={alone: {"cluster": "ceph-a", "pool": "p",  # type: ignore[dict-item]
                                                 "max_jobs": 1}})
@@ -125,7 +127,8 @@ def test_one_project_never_holds_every_slot_of_a_target(fresh_database_url: str,
 
 def test_copies_wait_for_slots_like_backups(fresh_database_url: str, redis: Redis) -> None:
     target = f"t-{uuid.uuid4().hex[:6]}"
-    settings = Settings(max_jobs_per_target=4, max_jobs_per_project=2)
+    settings = Settings(auth_strategy="noauth", environment="development",
+                        max_jobs_per_target=4, max_jobs_per_project=2)
     db = Database(fresh_database_url)
     leases = Leases(redis, 60)
     admission = Admission(db, leases, RecordingDispatcher(), settings)  # type: ignore[arg-type]
@@ -138,7 +141,7 @@ def test_copies_wait_for_slots_like_backups(fresh_database_url: str, redis: Redi
 
 
 def test_a_job_not_yet_due_is_not_started(fresh_database_url: str, redis: Redis) -> None:
-    settings = Settings()
+    settings = Settings(auth_strategy="noauth", environment="development")
     db = Database(fresh_database_url)
     dispatcher = RecordingDispatcher()
     admission = Admission(db, Leases(redis, 60), dispatcher, settings)  # type: ignore[arg-type]

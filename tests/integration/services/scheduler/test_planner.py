@@ -31,7 +31,8 @@ def db(fresh_database_url: str) -> Iterator[Database]:
 
 
 def settings(**values: object) -> Settings:
-    return Settings(misfire_grace_seconds=5400, **values)  # type: ignore[arg-type]
+    return Settings(auth_strategy="noauth", environment="development",
+                    misfire_grace_seconds=5400, **values)  # type: ignore[arg-type]
 
 
 def project() -> str:

@@ -59,3 +59,21 @@ def test_bad_files_are_refused_with_the_reason(tmp_path: Path, text: str, error:
     path.write_text(text)
     with pytest.raises(PolicyError, match=error):
         Policy.from_file(path)
+
+
+def test_project_id_check_means_the_callers_own_project(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    # What an operator used to other services writes to let a project read its own quota.
+    path.write_text('"quota:get": "rule:admin or project_id:%(project_id)s"\n'
+                    '"quota:update": "rule:admin or (role:admin and project_id:%(project_id)s)"\n')
+    policy = Policy.from_file(path)
+    member = ctx("member")  # of project p
+    assert policy.allows("quota:get", member, "p")
+    assert policy.allows("quota:get", member)  # a request naming no project: its own
+    # Before, the check was always true: every caller read and set every project's quota.
+    assert not policy.allows("quota:get", member, "q")
+    assert not policy.allows("quota:update", ctx("admin"), "q")
+    assert policy.allows("quota:update", ctx("admin"), "p")
+    assert policy.allows("quota:update", ctx("admin", cloud_admin=True), "q")
+    with pytest.raises(Forbidden, match="may not change quotas"):
+        policy.enforce("quota:update", ctx("admin"), "q")

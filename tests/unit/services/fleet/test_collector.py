@@ -24,7 +24,8 @@ from services.status import (
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)  # a Monday
 DAY = timedelta(days=1)
-SETTINGS = Settings(clusters={"ceph-a": {"conf": "/etc/ceph/ceph.conf"}},
+SETTINGS = Settings(auth_strategy="noauth", environment="development",
+                    clusters={"ceph-a": {"conf": "/etc/ceph/ceph.conf"}},
                     backup_targets={"local": {"cluster": "ceph-a", "pool": "backups"},
                                     "slow": {"cluster": "ceph-a", "pool": "b2", "max_jobs": 1}},
                     max_jobs_per_target=4)

@@ -15,7 +15,7 @@ from services.settings import Settings
 from services.status import RestorePointKind
 
 NOW = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
-SETTINGS = Settings(database_url="sqlite://")
+SETTINGS = Settings(database_url="sqlite://", auth_strategy="noauth", environment="development")
 
 
 @pytest.mark.parametrize(("cron", "words"), [
