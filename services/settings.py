@@ -341,7 +341,13 @@ class Settings(BaseSettings):
     list of CIDRs). Empty: webhooks reach public addresses only."""
 
     webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
-    """How long one delivery attempt waits for the receiver's answer."""
+    """One delivery attempt's whole time: resolving, connecting, TLS, sending and reading
+    the answer's head. A receiver that trickles its answer is cut off when it is up."""
+
+    webhook_proxy_url: str | None = Field(default=None, pattern=r"^http://[^/@\s]+:\d+/?$")
+    """An HTTP proxy every webhook delivery goes through (http://proxy.example:3128), as a
+    CONNECT tunnel to the address Cairn checked. None: deliveries connect directly;
+    HTTP_PROXY and the like in the environment are never used for webhooks."""
 
     webhook_max_attempts: int = Field(default=8, ge=1, le=20)
     """Attempts per event before its delivery fails for good."""

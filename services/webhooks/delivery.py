@@ -1,10 +1,16 @@
 """Delivering a webhook event: one attempt per call, by a worker. The delivery row is the
 outbox entry; an attempt claims it (attempts + 1, and its next attempt pushed past the
 attempt's own timeout, so a worker that dies mid-attempt leaves it to a later one), posts
-the CloudEvent signed for every active secret, and records the answer. Failures are retried
-with exponential backoff; after `webhook_max_attempts` the delivery fails for good, and
-after `webhook_disable_after_failures` such deliveries in a row the webhook is disabled with
-the reason. Deliveries are at least once: receivers deduplicate on `webhook-id`."""
+the CloudEvent signed for every active secret (`transport`: to the address it checked),
+and records the answer. Failures are retried with exponential backoff; after
+`webhook_max_attempts` the delivery fails for good, and after
+`webhook_disable_after_failures` such deliveries in a row the webhook is disabled with the
+reason. Deliveries are at least once: receivers deduplicate on `webhook-id`.
+
+The delivery log shows the tenant what happened as a category ("connection refused",
+"timeout", "HTTP 500"), never the receiver's answer or the error's text: an allowed
+internal receiver's reply, its address or a resolver's message is not the tenant's to
+read. The operator's log has the detail."""
 
 from __future__ import annotations
 
@@ -14,7 +20,6 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import httpx
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
@@ -24,8 +29,7 @@ from services.dispatch import Dispatcher
 from services.errors import InvalidInput
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
-from services.webhooks import openstack, signing
-from services.webhooks.addresses import check_url
+from services.webhooks import openstack, signing, transport
 from services.webhooks.secrets import active_secrets
 
 log = logging.getLogger(__name__)
@@ -80,24 +84,40 @@ def deliver(db: Database, settings: Settings, delivery_id: str) -> None:
     if attempt.url is None:
         _record(db, settings, attempt, None, _notify(settings, attempt))
         return
-    code: int | None = None
-    error: str | None = None
     try:
-        check_url(attempt.url, settings.webhook_allowed_networks)
-        answer = httpx.post(
-            attempt.url, content=attempt.body, follow_redirects=False,
-            timeout=settings.webhook_timeout_seconds,
-            headers={"content-type": "application/cloudevents+json",
-                     **signing.headers(attempt.secrets, attempt.delivery_id, int(time.time()),
-                                       attempt.body)})
-        code = answer.status_code
-        if not 200 <= code < 300:
-            error = f"HTTP {code}: {answer.text[:200]}"
-    except InvalidInput as exc:
-        error = str(exc)
-    except httpx.HTTPError as exc:
-        error = f"{type(exc).__name__}: {exc}"[:500]
+        code, error = _post(settings, attempt)
+    except Exception:
+        log.exception("webhook delivery %s attempt %d failed inside Cairn",
+                      attempt.delivery_id, attempt.number)
+        code = None
+        error = "Cairn could not send this event (an internal error; the operator's log has it)"
     _record(db, settings, attempt, code, error)
+
+
+def _post(settings: Settings, attempt: Attempt) -> tuple[int | None, str | None]:
+    """The answer's status and the tenant's view of what went wrong (None: delivered)."""
+    assert attempt.url is not None
+    try:
+        code = transport.post(
+            attempt.url, attempt.body,
+            {"content-type": "application/cloudevents+json",
+             **signing.headers(attempt.secrets, attempt.delivery_id, int(time.time()),
+                               attempt.body)},
+            allowed=settings.webhook_allowed_networks, seconds=settings.webhook_timeout_seconds,
+            proxy=settings.webhook_proxy_url)
+    except InvalidInput as exc:
+        log.info("webhook delivery %s attempt %d refused: %s", attempt.delivery_id,
+                 attempt.number, exc)
+        return None, exc.message.removeprefix("url: ")
+    except transport.AttemptFailed as exc:
+        log.info("webhook delivery %s attempt %d to %s failed: %s", attempt.delivery_id,
+                 attempt.number, attempt.url, exc.detail)
+        return None, exc.category
+    if 200 <= code < 300:
+        return code, None
+    if 300 <= code < 400:
+        return code, f"HTTP {code} (redirects are not followed)"
+    return code, f"HTTP {code}"
 
 
 def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None:

@@ -162,13 +162,13 @@ def test_a_receiver_that_is_down_does_not_slow_backups_and_gets_disabled(
     first = _wait_deliveries(stack, project, hook["id"], status="failed")
     assert first, _deliveries(stack, project, hook["id"])
     assert first[0]["attempts"] == 4
-    assert "ConnectError" in first[0]["last_error"]
+    assert first[0]["last_error"] == "connection refused"  # a category, not the error's text
     stack.post(f"/v1/webhooks/{hook['id']}/test", {}, project)
     _wait_deliveries(stack, project, hook["id"], status="failed", count=2)
     hooked = stack.get(f"/v1/webhooks/{hook['id']}", project).json()
     assert hooked["enabled"] is False
     assert "2 deliveries in a row failed" in hooked["disabled_reason"]
-    assert "ConnectError" in hooked["disabled_reason"]
+    assert "the last: connection refused." in hooked["disabled_reason"]
 
     # Disabled: new events are not queued for it; enabling it again forgets the failures.
     stack.wait_job(stack.post("/v1/backups", {"volume": f"ceph-a/volumes/{name}"},
@@ -193,10 +193,17 @@ def test_rotation_signs_with_both_secrets(stack: Stack, receiver: Receiver,
     assert len(request.headers["webhook-signature"].split()) == 2
 
 
-@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data/",
-                                 "http://10.0.0.5/hook", "https://[fd00::1]/hook",
-                                 "gopher://example.org/", "http://u:p@127.0.0.1/",
-                                 "http://127.0.0.1/a\nHost: evil", "http://127.0.0.1/\u0000"])
+@pytest.mark.parametrize("url", [
+    "http://169.254.169.254/latest/meta-data/", "http://10.0.0.5/hook", "https://[fd00::1]/hook",
+    "gopher://example.org/", "http://u:p@127.0.0.1/", "http://127.0.0.1/a\nHost: evil",
+    "http://127.0.0.1/\u0000",
+    # IPv6 forms that reach an internal IPv4 address through a translator or tunnel, and
+    # site-local IPv6, which Python counts as global.
+    "http://[64:ff9b::a9fe:a9fe]/", "http://[::a9fe:a9fe]/", "http://[::ffff:0:a00:5]/",
+    "http://[2002:a9fe:a9fe::1]/", "http://[2001:0:4136:e378:8000:63bf:f5ff:fffa]/",
+    "http://[fec0::1]/", "http://[64:ff9b:1::a00:5]/",
+    # A name: localhost resolves to ::1 too, which the stack does not allow.
+    "http://localhost/hook"])
 def test_webhooks_may_not_point_into_private_networks(stack: Stack, project: dict[str, str],
                                                       url: str) -> None:
     answer = stack.post("/v1/webhooks", {"url": url}, project)
@@ -204,21 +211,38 @@ def test_webhooks_may_not_point_into_private_networks(stack: Stack, project: dic
     details = answer.json()["error"]["details"]  # the schema's list, or Cairn's own check
     fields = [d["field"] for d in details] if isinstance(details, list) else [details["field"]]
     assert fields == ["url"]
+    if isinstance(details, dict):  # Cairn's check names no address the host resolved to
+        message = answer.json()["error"]["message"]
+        assert "::1" not in message, message
+        assert "127.0.0.1" not in message.replace(url, ""), message
     assert stack.get("/v1/webhooks", project).json() == {"webhooks": []}
 
 
-def test_webhooks_are_the_projects_own(stack: Stack, receiver: Receiver,
-                                       project: dict[str, str]) -> None:
-    hook = _webhook(stack, project, receiver.url, event_types=["backup.create.error"])
-    other = {"X-Project-Id": "someone-else", "X-Roles": "member"}
-    assert stack.get(f"/v1/webhooks/{hook['id']}", other).status_code == 404
-    assert stack.post(f"/v1/webhooks/{hook['id']}/test", {}, other).status_code == 404
-    assert stack.delete(f"/v1/webhooks/{hook['id']}", other).status_code == 404
-    reader = {**project, "X-Roles": "reader"}
-    assert stack.get(f"/v1/webhooks/{hook['id']}", reader).status_code == 200
-    assert stack.post("/v1/webhooks", {"url": receiver.url}, reader).status_code == 403
-    unknown = stack.post("/v1/webhooks", {"url": receiver.url, "event_types": ["nope"]}, project)
-    assert unknown.status_code == 422
-    assert "backup.create.end" in unknown.text
-    assert stack.delete(f"/v1/webhooks/{hook['id']}", project).status_code == 204
-    assert stack.get(f"/v1/webhooks/{hook['id']}", project).status_code == 404
+def test_the_delivery_log_shows_what_happened_not_what_the_receiver_said(
+        stack: Stack, receiver: Receiver, project: dict[str, str]) -> None:
+    """An allowed internal receiver's answer, its address and the error's text stay out of
+    what the tenant reads: the log says "HTTP 500"."""
+    receiver.answers = [500, 500, 500, 500]
+    receiver.body = b"internal-only: db password hunter2 at 10.1.2.3"
+    hook = _webhook(stack, project, receiver.url)
+    stack.post(f"/v1/webhooks/{hook['id']}/test", {}, project)
+    (failed,) = _wait_deliveries(stack, project, hook["id"], status="failed")
+    assert (failed["last_status_code"], failed["last_error"]) == (500, "HTTP 500")
+    hooked = stack.get(f"/v1/webhooks/{hook['id']}", project).json()
+    assert "hunter2" not in json.dumps(hooked)
+
+
+def test_redirects_are_never_followed(stack: Stack, receiver: Receiver,
+                                      project: dict[str, str]) -> None:
+    elsewhere = Receiver()
+    try:
+        receiver.answers = [302] * 4
+        receiver.headers = {"Location": elsewhere.url}
+        hook = _webhook(stack, project, receiver.url)
+        stack.post(f"/v1/webhooks/{hook['id']}/test", {}, project)
+        (failed,) = _wait_deliveries(stack, project, hook["id"], status="failed")
+        assert failed["last_error"] == "HTTP 302 (redirects are not followed)"
+        assert len(receiver.received) == 4
+        assert elsewhere.connections == 0
+    finally:
+        elsewhere.close()
