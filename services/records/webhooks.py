@@ -29,6 +29,11 @@ class Webhook(Base):
     disabled_reason: Mapped[str | None] = mapped_column(Text)
     failed_deliveries: Mapped[int] = mapped_column(Integer, default=0)
     """Deliveries in a row that failed for good (every attempt); reset by a success."""
+    attempt_key: Mapped[str | None] = mapped_column(String(80))
+    """`<delivery id>/<attempt>` of the one attempt in flight to this webhook, if any: one
+    receiver never has two of Cairn's senders at once (`services/webhooks/delivery.py`)."""
+    attempt_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    """When that attempt's claim lapses (its worker died): then another may start."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
