@@ -349,6 +349,12 @@ class Settings(BaseSettings):
     CONNECT tunnel to the address Cairn checked. None: deliveries connect directly;
     HTTP_PROXY and the like in the environment are never used for webhooks."""
 
+    webhook_secret_key_file: Path | None = None
+    """A file (a mounted secret) holding 64 hex digits: the key webhooks' signing secrets
+    are sealed with in the database. cairn-api and cairn-worker need the same file; they
+    refuse to start without it once webhooks exist, and webhooks cannot be created
+    without it."""
+
     webhook_max_attempts: int = Field(default=8, ge=1, le=20)
     """Attempts per event before its delivery fails for good."""
 

@@ -23,7 +23,7 @@ router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
 
 
 @router.post("", status_code=201, response_model=WebhookCreated,
-             responses=error_responses(401, 409, 422), summary="Create a webhook",
+             responses=error_responses(401, 409, 422, 503), summary="Create a webhook",
              dependencies=[allowed("webhook:create")])
 def create_webhook(body: WebhookCreate, session: SessionDep, ctx: ContextDep,
                    settings: SettingsDep, now: NowDep) -> WebhookCreated:
@@ -63,7 +63,7 @@ def delete_webhook(webhook_id: WebhookId, session: SessionDep, ctx: ContextDep) 
 
 
 @router.post("/{webhook_id}/rotate-secret", response_model=WebhookSecret,
-             responses=error_responses(401, 404), summary="Rotate a webhook's secret",
+             responses=error_responses(401, 404, 503), summary="Rotate a webhook's secret",
              dependencies=[allowed("webhook:rotate")])
 def rotate_secret(webhook_id: WebhookId, session: SessionDep, ctx: ContextDep,
                   settings: SettingsDep, now: NowDep) -> WebhookSecret:

@@ -41,7 +41,7 @@ from services.dispatch import Dispatcher
 from services.errors import InvalidInput
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
-from services.webhooks import openstack, signing, transport
+from services.webhooks import openstack, sealing, signing, transport
 from services.webhooks.secrets import active_secrets
 
 log = logging.getLogger(__name__)
@@ -214,17 +214,26 @@ def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None
             .where(Webhook.id == hook.id,
                    or_(Webhook.attempt_until.is_(None), Webhook.attempt_until <= now))
             .values(attempt_key=attempt_key(row.id, row.attempts), attempt_until=hold))
-        if getattr(took, "rowcount", 0) != 1:
+        try:
+            if getattr(took, "rowcount", 0) != 1:
+                raise _NotNow(f"another attempt to webhook {hook.id} is in flight")
+            seal = sealing.required(settings)
+            secrets = active_secrets(seal.open(hook.id, hook.sealed_secrets), now)
+        except (_NotNow, sealing.WebhookKeyUnavailable) as exc:
             # This attempt never happened: the delivery keeps its attempts and is handed
             # out again once the webhook is free (the scheduler skips busy webhooks).
             session.rollback()
             session.execute(update(EventDelivery).where(EventDelivery.id == delivery_id)
                             .values(sent_at=None))
-            log.info("webhook delivery %s not attempted now: another attempt to webhook %s "
-                     "is in flight", delivery_id, hook.id)
+            (log.info if isinstance(exc, _NotNow) else log.error)(
+                "webhook delivery %s not attempted now: %s", delivery_id, exc)
             return None
         return Attempt(row.id, row.attempts, row.event_type, row.body.encode(), hook.id,
-                       hook.url, active_secrets(hook.secrets, now))
+                       hook.url, secrets)
+
+
+class _NotNow(Exception):
+    pass
 
 
 def _notify(settings: Settings, attempt: Attempt) -> str | None:

@@ -8,11 +8,12 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from services.base import new_id
 from services.context import RequestContext
 from services.errors import TooManyWebhooks, WebhookNotFound
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
-from services.webhooks import events, secrets
+from services.webhooks import events, sealing, secrets
 from services.webhooks.addresses import check_url
 from services.webhooks.schemas import (
     DeliveryPublic,
@@ -37,6 +38,7 @@ def public(hook: Webhook) -> WebhookPublic:
 
 def create(session: Session, ctx: RequestContext, settings: Settings, body: WebhookCreate,
            now: datetime) -> WebhookCreated:
+    seal = sealing.required(settings)
     check_url(body.url, settings.webhook_allowed_networks)
     count = session.scalar(select(func.count()).select_from(Webhook)
                            .where(Webhook.project_id == ctx.project_id)) or 0
@@ -44,8 +46,10 @@ def create(session: Session, ctx: RequestContext, settings: Settings, body: Webh
         raise TooManyWebhooks(f"a project has at most {MAX_PER_PROJECT} webhooks; delete one "
                             "first (a webhook can listen to several event types)")
     stored, secret = secrets.first()
-    hook = Webhook(project_id=ctx.project_id, url=body.url, description=body.description,
-                   event_types=json.dumps(body.event_types), secrets=stored, enabled=True,
+    hook_id = new_id()
+    hook = Webhook(id=hook_id, project_id=ctx.project_id, url=body.url,
+                   description=body.description, event_types=json.dumps(body.event_types),
+                   sealed_secrets=seal.seal(hook_id, stored), enabled=True,
                    failed_deliveries=0, created_at=now, updated_at=now)
     session.add(hook)
     session.flush()
@@ -91,9 +95,11 @@ def delete(session: Session, ctx: RequestContext, webhook_id: str) -> None:
 
 def rotate(session: Session, ctx: RequestContext, settings: Settings, webhook_id: str,
            now: datetime) -> WebhookSecret:
+    seal = sealing.required(settings)
     hook = get(session, ctx, webhook_id)
     overlap = timedelta(hours=settings.webhook_secret_overlap_hours)
-    hook.secrets, secret = secrets.rotate(hook.secrets, now, overlap)
+    stored, secret = secrets.rotate(seal.open(hook.id, hook.sealed_secrets), now, overlap)
+    hook.sealed_secrets = seal.seal(hook.id, stored)
     hook.updated_at = now
     return WebhookSecret(secret=secret, previous_expires_at=now + overlap)
 

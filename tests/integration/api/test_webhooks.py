@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import rados
 import rbd
+import sqlalchemy
 
 from tests.support import ceph
 from tests.support.ceph import MiB
@@ -246,3 +247,29 @@ def test_redirects_are_never_followed(stack: Stack, receiver: Receiver,
         assert elsewhere.connections == 0
     finally:
         elsewhere.close()
+
+
+def _rows(stack: Stack, sql: str, **params: Any) -> str:
+    """Every column of the rows, as text: what a database dump would show."""
+    engine = sqlalchemy.create_engine(stack.settings.database_url)
+    try:
+        with engine.connect() as db:
+            return repr([tuple(row) for row in db.execute(sqlalchemy.text(sql), params)])
+    finally:
+        engine.dispose()
+
+
+def test_signing_secrets_are_stored_sealed(stack: Stack, receiver: Receiver,
+                                           project: dict[str, str]) -> None:
+    hook = _webhook(stack, project, receiver.url)
+    secret = hook["secret"]
+    rotated = stack.post(f"/v1/webhooks/{hook['id']}/rotate-secret", {}, project).json()["secret"]
+    stored = _rows(stack, "SELECT * FROM webhooks WHERE id = :id", id=hook["id"])
+    assert hook["id"] in stored
+    for plain in (secret, rotated):
+        assert plain.removeprefix("whsec_") not in stored
+    # Still the secrets that sign: sealed, not lost.
+    stack.post(f"/v1/webhooks/{hook['id']}/test", {}, project)
+    (request,) = receiver.wait_for(1)
+    _verified(secret, request)
+    _verified(rotated, request)

@@ -15,6 +15,7 @@ from api.main import create_app
 from services.db import Database
 from services.settings import Settings
 from services.webhooks import delivery
+from tests.support.stack import webhook_key_file
 from tests.support.webhook_receiver import Receiver
 
 HEADERS = {"X-Project-Id": "racing", "X-Roles": "member"}
@@ -23,7 +24,8 @@ HEADERS = {"X-Project-Id": "racing", "X-Roles": "member"}
 @pytest.fixture
 def settings(fresh_database_url: str) -> Settings:
     return Settings(database_url=fresh_database_url, webhook_max_attempts=3,
-                    webhook_allowed_networks=["127.0.0.0/8"], portal_dir=None)
+                    webhook_allowed_networks=["127.0.0.0/8"],
+                    webhook_secret_key_file=webhook_key_file(), portal_dir=None)
 
 
 @pytest.fixture

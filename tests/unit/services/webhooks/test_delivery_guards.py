@@ -6,6 +6,7 @@ attempts, even when a worker dies during the last one or a claim races another."
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -14,7 +15,7 @@ from services.db import Database
 from services.dispatch import Dispatcher
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
-from services.webhooks import delivery, secrets
+from services.webhooks import delivery, sealing, secrets
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
@@ -29,14 +30,17 @@ class Handed(Dispatcher):
 
 
 @pytest.fixture
-def settings() -> Settings:
-    return Settings(webhook_max_attempts=3)
+def settings(tmp_path: Path) -> Settings:
+    key = tmp_path / "webhook.key"
+    key.write_text("ab" * 32)
+    return Settings(webhook_secret_key_file=key, webhook_max_attempts=3)
 
 
 def _hook(db: Database, settings: Settings, hook_id: str, project: str = "p1") -> None:
+    seal = sealing.required(settings)
     with db.session() as session:
         session.add(Webhook(id=hook_id, project_id=project, url="https://8.8.8.8/",
-                            secrets=secrets.first()[0],
+                            sealed_secrets=seal.seal(hook_id, secrets.first()[0]),
                             event_types="[]", enabled=True, failed_deliveries=0))
 
 
