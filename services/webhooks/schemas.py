@@ -45,7 +45,11 @@ class WebhookUpdate(BaseModel):
 class WebhookPublic(BaseModel):
     id: str
     project_id: str
-    url: str
+    url: str | None = Field(description="The receiver's URL; null for callers who may not "
+                                        "read it (readers, by default: a URL often carries a "
+                                        "token of the receiver's)")
+    url_host: str = Field(description="The URL's scheme, host and port, shown to everyone "
+                                      "who sees the webhook")
     description: str | None
     event_types: list[str]
     enabled: bool

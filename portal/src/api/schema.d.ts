@@ -681,7 +681,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List webhooks */
+        /**
+         * List webhooks
+         * @description Readers see each webhook's `url_host`, not its `url` (`webhook:get_url`).
+         */
         get: operations["list_webhooks_v1_webhooks_get"];
         put?: never;
         /**
@@ -2322,8 +2325,16 @@ export interface components {
              * Format: date-time
              */
             updated_at: string;
-            /** Url */
-            url: string;
+            /**
+             * Url
+             * @description The receiver's URL; null for callers who may not read it (readers, by default: a URL often carries a token of the receiver's)
+             */
+            url: string | null;
+            /**
+             * Url Host
+             * @description The URL's scheme, host and port, shown to everyone who sees the webhook
+             */
+            url_host: string;
         };
         /** WebhookList */
         WebhookList: {
@@ -2362,8 +2373,16 @@ export interface components {
              * Format: date-time
              */
             updated_at: string;
-            /** Url */
-            url: string;
+            /**
+             * Url
+             * @description The receiver's URL; null for callers who may not read it (readers, by default: a URL often carries a token of the receiver's)
+             */
+            url: string | null;
+            /**
+             * Url Host
+             * @description The URL's scheme, host and port, shown to everyone who sees the webhook
+             */
+            url_host: string;
         };
         /** WebhookSecret */
         WebhookSecret: {

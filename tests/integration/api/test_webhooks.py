@@ -273,3 +273,18 @@ def test_signing_secrets_are_stored_sealed(stack: Stack, receiver: Receiver,
     (request,) = receiver.wait_for(1)
     _verified(secret, request)
     _verified(rotated, request)
+
+
+def test_readers_see_a_webhooks_host_not_its_url(stack: Stack, receiver: Receiver,
+                                                 project: dict[str, str]) -> None:
+    url = f"{receiver.url}?token=receiver-bearer-secret"
+    hook = _webhook(stack, project, url)
+    assert hook["url"] == url
+    reader = {**project, "X-Roles": "reader"}
+    shown = stack.get(f"/v1/webhooks/{hook['id']}", reader).json()
+    (listed,) = stack.get("/v1/webhooks", reader).json()["webhooks"]
+    for seen in (shown, listed):
+        assert seen["url"] is None
+        assert seen["url_host"] == f"http://127.0.0.1:{receiver.port}"
+        assert "receiver-bearer-secret" not in json.dumps(seen)
+    assert stack.get(f"/v1/webhooks/{hook['id']}", project).json()["url"] == url
