@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Response
+from fastapi.responses import JSONResponse
 
 from api.deps import ContextDep, NowDep, SessionDep, SettingsDep, allowed, get_policy
 from api.errors import error_responses
+from api.idempotency import Keeping, OnceDep
 from api.params import WebhookId
 from services.auth.policy import Policy
 from services.webhooks import service
@@ -37,11 +40,15 @@ ShowUrl = Annotated[bool, Depends(url_visible)]
              responses=error_responses(401, 409, 422, 503), summary="Create a webhook",
              dependencies=[allowed("webhook:create")])
 def create_webhook(body: WebhookCreate, session: SessionDep, ctx: ContextDep,
-                   settings: SettingsDep, now: NowDep, show_url: ShowUrl) -> WebhookCreated:
+                   settings: SettingsDep, now: NowDep, show_url: ShowUrl,
+                   once: OnceDep) -> WebhookCreated | JSONResponse:
     """Hear about the project's backups, restores, deletes, verifies and plans as CloudEvents
-    signed with the Standard Webhooks scheme. The answer holds the signing secret: it is not
-    shown again (rotate it to get a new one)."""
-    return service.create(session, ctx, settings, body, now, show_url)
+    signed with the Standard Webhooks scheme. The answer holds the signing secret: it is
+    shown again only to a retry with the same `Idempotency-Key` (within 24 h; rotate the
+    secret to get a new one)."""
+    return once.answer(201, lambda: service.create(session, ctx, settings, body, now, show_url),
+                       Keeping(partial(service.kept_answer, settings),
+                               partial(service.replayed_answer, settings)))
 
 
 @router.get("", response_model=WebhookList, responses=error_responses(401),

@@ -61,7 +61,8 @@ class WebhookPublic(BaseModel):
 
 class WebhookCreated(WebhookPublic):
     secret: str = Field(description="The signing secret (Standard Webhooks, whsec_...); shown "
-                                    "only now and when rotated")
+                                    "now, when rotated, and again only to a retry of this "
+                                    "request with the same Idempotency-Key within 24 h")
 
 
 class WebhookSecret(BaseModel):

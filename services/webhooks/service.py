@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import func, select
@@ -147,3 +148,17 @@ def delivery_public(row: EventDelivery) -> DeliveryPublic:
                           created_at=row.created_at, delivered_at=row.delivered_at,
                           event=json.loads(row.body))
 
+
+def kept_answer(settings: Settings, answer: dict[str, Any]) -> dict[str, Any]:
+    """A creation's answer as its Idempotency-Key keeps it for replays: the secret sealed."""
+    seal = sealing.required(settings)
+    return {**answer, "secret": seal.seal(answer["id"], answer["secret"],
+                                          sealing.CREATED_ANSWER)}
+
+
+def replayed_answer(settings: Settings, kept: dict[str, Any]) -> dict[str, Any]:
+    """The first answer again, for a retry with the same key, the secret included: the
+    caller may create webhooks in the project (the policy was checked), so it could rotate
+    the secret anyway, and a client whose first answer was lost needs the secret."""
+    seal = sealing.required(settings)
+    return {**kept, "secret": seal.open(kept["id"], kept["secret"], sealing.CREATED_ANSWER)}

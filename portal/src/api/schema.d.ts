@@ -690,8 +690,9 @@ export interface paths {
         /**
          * Create a webhook
          * @description Hear about the project's backups, restores, deletes, verifies and plans as CloudEvents
-         *     signed with the Standard Webhooks scheme. The answer holds the signing secret: it is not
-         *     shown again (rotate it to get a new one).
+         *     signed with the Standard Webhooks scheme. The answer holds the signing secret: it is
+         *     shown again only to a retry with the same `Idempotency-Key` (within 24 h; rotate the
+         *     secret to get a new one).
          */
         post: operations["create_webhook_v1_webhooks_post"];
         delete?: never;
@@ -2317,7 +2318,7 @@ export interface components {
             project_id: string;
             /**
              * Secret
-             * @description The signing secret (Standard Webhooks, whsec_...); shown only now and when rotated
+             * @description The signing secret (Standard Webhooks, whsec_...); shown now, when rotated, and again only to a retry of this request with the same Idempotency-Key within 24 h
              */
             secret: string;
             /**
@@ -5163,6 +5164,8 @@ export interface operations {
                 "x-project-id"?: string | null;
                 /** @description Comma-separated roles (noauth) */
                 "x-roles"?: string | null;
+                /** @description Makes a retried POST safe: the same key with the same request answers the first answer again (for 24 h) without making anything; with another request it is refused (422). A UUID per request is a good key. */
+                "Idempotency-Key"?: string | null;
             };
             path?: never;
             cookie?: never;

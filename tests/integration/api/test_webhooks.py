@@ -249,6 +249,21 @@ def test_redirects_are_never_followed(stack: Stack, receiver: Receiver,
         elsewhere.close()
 
 
+def test_readers_see_a_webhooks_host_not_its_url(stack: Stack, receiver: Receiver,
+                                                 project: dict[str, str]) -> None:
+    url = f"{receiver.url}?token=receiver-bearer-secret"
+    hook = _webhook(stack, project, url)
+    assert hook["url"] == url
+    reader = {**project, "X-Roles": "reader"}
+    shown = stack.get(f"/v1/webhooks/{hook['id']}", reader).json()
+    (listed,) = stack.get("/v1/webhooks", reader).json()["webhooks"]
+    for seen in (shown, listed):
+        assert seen["url"] is None
+        assert seen["url_host"] == f"http://127.0.0.1:{receiver.port}"
+        assert "receiver-bearer-secret" not in json.dumps(seen)
+    assert stack.get(f"/v1/webhooks/{hook['id']}", project).json()["url"] == url
+
+
 def _rows(stack: Stack, sql: str, **params: Any) -> str:
     """Every column of the rows, as text: what a database dump would show."""
     engine = sqlalchemy.create_engine(stack.settings.database_url)
@@ -275,16 +290,21 @@ def test_signing_secrets_are_stored_sealed(stack: Stack, receiver: Receiver,
     _verified(rotated, request)
 
 
-def test_readers_see_a_webhooks_host_not_its_url(stack: Stack, receiver: Receiver,
-                                                 project: dict[str, str]) -> None:
-    url = f"{receiver.url}?token=receiver-bearer-secret"
-    hook = _webhook(stack, project, url)
-    assert hook["url"] == url
-    reader = {**project, "X-Roles": "reader"}
-    shown = stack.get(f"/v1/webhooks/{hook['id']}", reader).json()
-    (listed,) = stack.get("/v1/webhooks", reader).json()["webhooks"]
-    for seen in (shown, listed):
-        assert seen["url"] is None
-        assert seen["url_host"] == f"http://127.0.0.1:{receiver.port}"
-        assert "receiver-bearer-secret" not in json.dumps(seen)
-    assert stack.get(f"/v1/webhooks/{hook['id']}", project).json()["url"] == url
+def test_a_retried_creation_makes_one_webhook_and_answers_the_first_secret(
+        stack: Stack, receiver: Receiver, project: dict[str, str]) -> None:
+    keyed = {**project, "Idempotency-Key": str(uuid.uuid4())}
+    body = {"url": receiver.url, "event_types": ["webhook.test"]}
+    first = stack.post("/v1/webhooks", body, keyed)
+    again = stack.post("/v1/webhooks", body, keyed)
+    assert (first.status_code, again.status_code) == (201, 201), (first.text, again.text)
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert again.json() == first.json()  # the secret too: the first answer may be lost
+    assert len(stack.get("/v1/webhooks", project).json()["webhooks"]) == 1
+    other = stack.post("/v1/webhooks", {**body, "event_types": []}, keyed)
+    assert other.status_code == 422, other.text
+    reader = {**keyed, "X-Roles": "reader"}
+    assert stack.post("/v1/webhooks", body, reader).status_code == 403  # no replay for them
+    kept = _rows(stack, "SELECT * FROM idempotent_requests WHERE key = :key",
+                 key=keyed["Idempotency-Key"])
+    assert first.json()["id"] in kept
+    assert first.json()["secret"].removeprefix("whsec_") not in kept  # kept sealed
