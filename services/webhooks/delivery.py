@@ -219,14 +219,19 @@ def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None
                 raise _NotNow(f"another attempt to webhook {hook.id} is in flight")
             seal = sealing.required(settings)
             secrets = active_secrets(seal.open(hook.id, hook.sealed_secrets), now)
-        except (_NotNow, sealing.WebhookKeyUnavailable) as exc:
+        except _NotNow as exc:
             # This attempt never happened: the delivery keeps its attempts and is handed
             # out again once the webhook is free (the scheduler skips busy webhooks).
             session.rollback()
             session.execute(update(EventDelivery).where(EventDelivery.id == delivery_id)
                             .values(sent_at=None))
-            (log.info if isinstance(exc, _NotNow) else log.error)(
-                "webhook delivery %s not attempted now: %s", delivery_id, exc)
+            log.info("webhook delivery %s not attempted now: %s", delivery_id, exc)
+            return None
+        except sealing.WebhookKeyUnavailable as exc:
+            # Not the receiver's failure: no attempt is spent, and the scheduler hands the
+            # delivery out again after RESEND_AFTER (the operator has a key to fix).
+            session.rollback()
+            log.error("webhook delivery %s not attempted: %s", delivery_id, exc.message)
             return None
         return Attempt(row.id, row.attempts, row.event_type, row.body.encode(), hook.id,
                        hook.url, secrets)

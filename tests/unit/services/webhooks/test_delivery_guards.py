@@ -130,3 +130,15 @@ def test_a_stale_attempt_does_not_free_the_webhook_for_a_later_one(
         assert hook is not None
         assert hook.attempt_key == later.key
     assert _row(db, "d").last_error is None  # and records nothing over the later one
+
+
+def test_a_worker_without_the_key_spends_no_attempt(db: Database, settings: Settings) -> None:
+    _hook(db, settings, "w1")
+    _delivery(db, "d", "w1", age=5)
+    keyless = settings.model_copy(update={"webhook_secret_key_file": None})
+    assert delivery._claim(db, keyless, "d") is None
+    row = _row(db, "d")
+    assert (row.status, row.attempts) == ("pending", 0)
+    with db.session() as session:
+        hook = session.get(Webhook, "w1")
+        assert hook is not None and hook.attempt_key is None  # the webhook stays free
