@@ -46,7 +46,9 @@ def test_a_rotated_secret_signs_alongside_the_old_one_for_the_overlap_only() -> 
     "http://127.0.0.1:8080/hook", "http://localhost/hook", "https://10.1.2.3/",
     "http://169.254.169.254/latest/meta-data/", "http://[::1]/", "http://[fe80::1]/",
     "http://[::ffff:127.0.0.1]/", "http://0.0.0.0/", "http://100.64.0.1/",
-    "http://192.168.1.1/", "http://224.0.0.1/"])
+    "http://192.168.1.1/", "http://224.0.0.1/",
+    # Loopback spelled as the C library still reads it: resolved, then checked.
+    "http://2130706433/", "http://0x7f000001/", "http://127.1/", "http://0177.0.0.1/"])
 def test_special_addresses_are_refused(url: str) -> None:
     with pytest.raises(InvalidInput, match="CAIRN_WEBHOOK_ALLOWED_NETWORKS"):
         check_url(url, [])
