@@ -107,16 +107,16 @@ def test_a_name_that_rebinds_to_loopback_never_reaches_it(
     for name in ("hooks.rebind.test", "hooks.mixed.test"):
         delivery = _sent_until_failed(scripted_stack, project,
                                       f"http://{name}:{internal.port}/hook")
+        assert internal.connections == 0, f"{name}: a connection reached loopback"
         assert delivery["status"] == "failed", delivery
         assert delivery["attempts"] == 4, delivery  # the stack's webhook_max_attempts
         assert "127.0.0.1" not in delivery["last_error"], delivery
         assert PUBLIC not in delivery["last_error"], delivery
-        assert internal.connections == 0, f"{name}: a connection reached loopback"
 
 
 def test_proxy_variables_in_the_environment_carry_no_delivery(
         scripted_stack: Stack, proxy: Receiver, project: dict[str, str]) -> None:
     delivery = _sent_until_failed(scripted_stack, project, "http://hooks.proxied.test/hook")
+    assert proxy.connections == 0, "a delivery went through the environment's proxy"
     assert delivery["status"] == "failed", delivery
     assert delivery["last_error"] == "connection refused", delivery  # the public address
-    assert proxy.connections == 0, "a delivery went through the environment's proxy"
