@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.responses import JSONResponse
@@ -47,14 +47,17 @@ class Once:
     key: str | None
     fingerprint: str
 
-    def answer(self, status_code: int, make: Callable[[], Model]) -> Model | JSONResponse:
+    def answer(self, status_code: int, make: Callable[[], Model],
+               keeping: Keeping | None = None) -> Model | JSONResponse:
+        """`keeping`: how the answer is stored for replays when part of it may not be
+        stored as it is (a secret shown once)."""
         if self.key is None:
             return make()
         now = utcnow()
         replay = service.previous(self.session, self.project_id, self.key, self.fingerprint,
                                   now)
         if replay is not None:
-            return _replayed(replay)
+            return _replayed(_opened(replay, keeping))
         try:
             model = make()
         except CairnError:
@@ -64,9 +67,10 @@ class Once:
             raced = self._committed_meanwhile(now)
             if raced is None:
                 raise
-            raise AnsweredMeanwhile(raced) from None
+            raise AnsweredMeanwhile(_opened(raced, keeping)) from None
+        body = model.model_dump(mode="json")
         service.remember(self.session, self.project_id, self.key, self.fingerprint,
-                         status_code, model.model_dump(mode="json"), now)
+                         status_code, keeping.seal(body) if keeping else body, now)
         return model
 
     def _committed_meanwhile(self, now: datetime) -> service.Replay | None:
@@ -75,6 +79,20 @@ class Once:
         with self.db.session() as fresh:
             return service.previous(fresh, self.project_id, self.key or "", self.fingerprint,
                                     now)
+
+
+@dataclass(frozen=True)
+class Keeping:
+    seal: Callable[[Any], Any]
+    """The answer as stored."""
+    open: Callable[[Any], Any]
+    """The stored answer as answered again."""
+
+
+def _opened(replay: service.Replay, keeping: Keeping | None) -> service.Replay:
+    if keeping is None:
+        return replay
+    return service.Replay(replay.status_code, keeping.open(replay.body))
 
 
 def _replayed(replay: service.Replay) -> JSONResponse:

@@ -48,6 +48,7 @@ from services.openstack.sessions import service_session
 from services.scheduler.admission import Admission
 from services.settings import Settings, get_settings, settings_for
 from services.storage.ceph import CephClusters
+from services.webhooks import sealing
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -59,6 +60,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # full passes. The list benchmark's worst latencies went from 150-220 ms to 50-140 ms.
         gc.collect()
         gc.freeze()
+        # Webhooks' secrets are sealed under a key file: without it (or with another key)
+        # every delivery would fail later, far from the cause.
+        sealing.check_at_start(app.state.db, settings)
         # In each uvicorn worker process (the first of a host binds the port; in multiprocess
         # mode it serves the others' samples too): never on the REST port, which answers 404.
         exposition.serve("cairn-api", settings.metrics_host, settings.api_metrics_port,

@@ -433,7 +433,8 @@ def webhook() -> None:
 
 
 WEBHOOK_COLUMNS: list[Column] = [
-    ("ID", field("id")), ("URL", field("url")), ("Events", lambda w: ", ".join(
+    ("ID", field("id")), ("URL", lambda w: w.get("url") or w.get("url_host")),
+    ("Events", lambda w: ", ".join(
         w["event_types"]) or "all"), ("Enabled", field("enabled")),
     ("Disabled because", field("disabled_reason")),
 ]

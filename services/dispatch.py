@@ -80,18 +80,19 @@ class Dispatcher:
         only delays it to the next interval, and the target's lease keeps two apart)."""
         self.celery.send_task(COLLECT_TASK, args=[target], queue=QUEUE)
 
-    def send_deliveries(self, delivery_ids: list[str]) -> list[str]:
-        """Hand webhook deliveries to the workers; returns the ids the broker took."""
+    def send_deliveries(self, deliveries: list[tuple[str, str]]) -> list[str]:
+        """Hand event deliveries to the workers, each with its fairness key (the webhook's
+        project); returns the ids the broker took."""
         sent: list[str] = []
         try:
             with self.celery.producer_or_acquire() as producer:
-                for delivery_id in delivery_ids:
-                    self.celery.send_task(DELIVER_TASK, args=[delivery_id], queue=QUEUE,
+                for delivery_id, key in deliveries:
+                    self.celery.send_task(DELIVER_TASK, args=[delivery_id, key], queue=QUEUE,
                                           producer=producer)
                     sent.append(delivery_id)
         except Exception:
-            log.warning("the broker took %d of %d webhook deliveries; the rest go out later",
-                        len(sent), len(delivery_ids), exc_info=True)
+            log.warning("the broker took %d of %d event deliveries; the rest go out later",
+                        len(sent), len(deliveries), exc_info=True)
         return sent
 
 

@@ -421,7 +421,19 @@ class Settings(BaseSettings):
     list of CIDRs). Empty: webhooks reach public addresses only."""
 
     webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
-    """How long one delivery attempt waits for the receiver's answer."""
+    """One delivery attempt's whole time: resolving, connecting, TLS, sending and reading
+    the answer's head. A receiver that trickles its answer is cut off when it is up."""
+
+    webhook_proxy_url: str | None = Field(default=None, pattern=r"^http://[^/@\s]+:\d+/?$")
+    """An HTTP proxy every webhook delivery goes through (http://proxy.example:3128), as a
+    CONNECT tunnel to the address Cairn checked. None: deliveries connect directly;
+    HTTP_PROXY and the like in the environment are never used for webhooks."""
+
+    webhook_secret_key_file: Path | None = None
+    """A file (a mounted secret) holding 64 hex digits: the key webhooks' signing secrets
+    are sealed with in the database. cairn-api and cairn-worker need the same file; they
+    refuse to start without it once webhooks exist, and webhooks cannot be created
+    without it."""
 
     webhook_max_attempts: int = Field(default=8, ge=1, le=20)
     """Attempts per event before its delivery fails for good."""
@@ -440,9 +452,14 @@ class Settings(BaseSettings):
     event_delivery_log_days: float = Field(default=30.0, gt=0)
     """How long a delivery that ended stays in a webhook's delivery log."""
 
-    webhook_senders: int = Field(default=8, ge=1, le=64)
+    webhook_senders: int = Field(default=8, ge=2, le=64)
     """Deliveries one worker process sends at once, on threads of their own: a slow or
     dead receiver never takes a thread a backup could use."""
+
+    webhook_senders_per_project: int = Field(default=2, ge=1, le=63)
+    """Of those, how many one project's deliveries may hold at once (below
+    `webhook_senders`): a project's slow receivers never hold every sender, so other
+    projects' events still go out at once."""
 
     notification_driver: Literal["noop", "messagingv2", "messaging", "log"] = "noop"
     """OpenStack notifications through oslo.messaging (Cinder's shape): `messagingv2` on
@@ -499,6 +516,11 @@ class Settings(BaseSettings):
             if self.keystone is None:
                 raise ValueError("CAIRN_CINDER needs CAIRN_KEYSTONE: Cinder is reached through "
                                  "Keystone's catalog")
+        if self.webhook_senders_per_project >= self.webhook_senders:
+            raise ValueError(
+                f"CAIRN_WEBHOOK_SENDERS_PER_PROJECT ({self.webhook_senders_per_project}) must "
+                f"be below CAIRN_WEBHOOK_SENDERS ({self.webhook_senders}): one project's "
+                "receivers may never hold every sender")
         if self.environment == "production" and self.clock_file is not None:
             raise ValueError("clock_file replaces the real time; refused in production")
         if self.environment == "production" and not self.portal_cookie_secure:

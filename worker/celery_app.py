@@ -49,8 +49,8 @@ def plan_prune(job_id: str) -> None:
 
 
 @app.task(name=DELIVER_TASK)
-def event_deliver(delivery_id: str) -> None:
-    senders.submit(get_runtime(), delivery_id)
+def event_deliver(delivery_id: str, key: str = "") -> None:
+    senders.submit(get_runtime(), delivery_id, key)
 
 
 @app.task(name=COLLECT_TASK)

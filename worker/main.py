@@ -10,9 +10,12 @@ import faulthandler
 import logging
 import signal
 
+from services.db import Database
 from services.dispatch import QUEUE
+from services.errors import CairnError
 from services.metrics import exposition
-from services.settings import settings_for
+from services.settings import Settings, settings_for
+from services.webhooks import sealing
 
 
 def main() -> None:
@@ -26,8 +29,21 @@ def main() -> None:
     # test that timed out) sees what a stuck worker is doing. SIGUSR1 is Celery's own.
     faulthandler.register(signal.SIGUSR2, all_threads=True)
 
+    _check_webhook_key(settings)
     exposition.serve("cairn-worker", settings.metrics_host, settings.worker_metrics_port)
     app.worker_main([
         "worker", "--pool=threads", f"--concurrency={settings.worker_concurrency}",
         f"--queues={QUEUE}", "--loglevel=INFO", "--without-gossip", "--without-mingle",
     ])
+
+
+def _check_webhook_key(settings: Settings) -> None:
+    """The worker signs webhook deliveries: without the key their secrets are sealed under
+    (or with another), refuse to start, saying which setting to fix."""
+    db = Database(settings.database_url, pool_size=1)
+    try:
+        sealing.check_at_start(db, settings)
+    except CairnError as exc:
+        raise SystemExit(f"cairn-worker: {exc.message}") from None
+    finally:
+        db.dispose()

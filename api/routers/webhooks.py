@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
+from fastapi.responses import JSONResponse
 
-from api.deps import ContextDep, NowDep, SessionDep, SettingsDep, allowed
+from api.deps import ContextDep, NowDep, SessionDep, SettingsDep, allowed, get_policy
 from api.errors import error_responses
+from api.idempotency import Keeping, OnceDep
 from api.params import WebhookId
+from services.auth.policy import Policy
 from services.webhooks import service
 from services.webhooks.schemas import (
     DeliveryList,
@@ -22,37 +26,54 @@ from services.webhooks.schemas import (
 router = APIRouter(prefix="/v1/webhooks", tags=["webhooks"])
 
 
+async def url_visible(ctx: ContextDep,
+                      policy: Annotated[Policy, Depends(get_policy)]) -> bool:
+    """Whether the caller may read webhooks' URLs (`webhook:get_url`): a URL often carries
+    a token the receiver trusts, which a reader has no use for."""
+    return policy.allows("webhook:get_url", ctx)
+
+
+ShowUrl = Annotated[bool, Depends(url_visible)]
+
+
 @router.post("", status_code=201, response_model=WebhookCreated,
-             responses=error_responses(401, 409, 422), summary="Create a webhook",
+             responses=error_responses(401, 409, 422, 503), summary="Create a webhook",
              dependencies=[allowed("webhook:create")])
 def create_webhook(body: WebhookCreate, session: SessionDep, ctx: ContextDep,
-                   settings: SettingsDep, now: NowDep) -> WebhookCreated:
+                   settings: SettingsDep, now: NowDep, show_url: ShowUrl,
+                   once: OnceDep) -> WebhookCreated | JSONResponse:
     """Hear about the project's backups, restores, deletes, verifies and plans as CloudEvents
-    signed with the Standard Webhooks scheme. The answer holds the signing secret: it is not
-    shown again (rotate it to get a new one)."""
-    return service.create(session, ctx, settings, body, now)
+    signed with the Standard Webhooks scheme. The answer holds the signing secret: it is
+    shown again only to a retry with the same `Idempotency-Key` (within 24 h; rotate the
+    secret to get a new one)."""
+    return once.answer(201, lambda: service.create(session, ctx, settings, body, now, show_url),
+                       Keeping(partial(service.kept_answer, settings),
+                               partial(service.replayed_answer, settings)))
 
 
 @router.get("", response_model=WebhookList, responses=error_responses(401),
             summary="List webhooks", dependencies=[allowed("webhook:list")])
-def list_webhooks(session: SessionDep, ctx: ContextDep) -> WebhookList:
-    return WebhookList(webhooks=service.listed(session, ctx))
+def list_webhooks(session: SessionDep, ctx: ContextDep, show_url: ShowUrl) -> WebhookList:
+    """Readers see each webhook's `url_host`, not its `url` (`webhook:get_url`)."""
+    return WebhookList(webhooks=service.listed(session, ctx, show_url))
 
 
 @router.get("/{webhook_id}", response_model=WebhookPublic, responses=error_responses(401, 404),
             summary="Show a webhook", dependencies=[allowed("webhook:get")])
-def get_webhook(webhook_id: WebhookId, session: SessionDep, ctx: ContextDep) -> WebhookPublic:
-    return service.public(service.get(session, ctx, webhook_id))
+def get_webhook(webhook_id: WebhookId, session: SessionDep, ctx: ContextDep,
+                show_url: ShowUrl) -> WebhookPublic:
+    return service.public(service.get(session, ctx, webhook_id), show_url)
 
 
 @router.patch("/{webhook_id}", response_model=WebhookPublic,
               responses=error_responses(401, 404, 422), summary="Change a webhook",
               dependencies=[allowed("webhook:update")])
 def update_webhook(webhook_id: WebhookId, body: WebhookUpdate, session: SessionDep,
-                   ctx: ContextDep, settings: SettingsDep, now: NowDep) -> WebhookPublic:
+                   ctx: ContextDep, settings: SettingsDep, now: NowDep,
+                   show_url: ShowUrl) -> WebhookPublic:
     """Change its URL, events or description; `enabled: true` enables one Cairn disabled
     after failed deliveries again."""
-    return service.update(session, ctx, settings, webhook_id, body, now)
+    return service.update(session, ctx, settings, webhook_id, body, now, show_url)
 
 
 @router.delete("/{webhook_id}", status_code=204, responses=error_responses(401, 404),
@@ -63,7 +84,7 @@ def delete_webhook(webhook_id: WebhookId, session: SessionDep, ctx: ContextDep) 
 
 
 @router.post("/{webhook_id}/rotate-secret", response_model=WebhookSecret,
-             responses=error_responses(401, 404), summary="Rotate a webhook's secret",
+             responses=error_responses(401, 404, 503), summary="Rotate a webhook's secret",
              dependencies=[allowed("webhook:rotate")])
 def rotate_secret(webhook_id: WebhookId, session: SessionDep, ctx: ContextDep,
                   settings: SettingsDep, now: NowDep) -> WebhookSecret:

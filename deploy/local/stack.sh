@@ -94,9 +94,13 @@ CAIRN_WORKER_METRICS_PORT=$WORKER_METRICS_PORT
 CAIRN_SCHEDULER_METRICS_PORT=$SCHEDULER_METRICS_PORT
 CAIRN_API_METRICS_PORT=$API_METRICS_PORT
 CAIRN_PORTAL_SESSION_KEY_FILE=$state/portal-session.key
+CAIRN_WEBHOOK_SECRET_KEY_FILE=$state/webhook-secret.key
 ENV
     # The key sealing the portal's session cookies: made once, so a restart keeps sessions.
     [ -s "$state/portal-session.key" ] || (umask 077 && od -An -vtx1 -N32 /dev/urandom | tr -d ' \n' >"$state/portal-session.key")
+    # The key sealing webhooks' signing secrets in the database: made once (a new key
+    # opens none of the secrets sealed under the old one).
+    [ -s "$state/webhook-secret.key" ] || (umask 077 && od -An -vtx1 -N32 /dev/urandom | tr -d ' \n' >"$state/webhook-secret.key")
     # Webhook receivers on this machine (loopback) are private addresses: allowed only when
     # asked, e.g. CAIRN_WEBHOOK_ALLOWED_NETWORKS='["127.0.0.0/8"]' make up.
     if [ -n "${CAIRN_WEBHOOK_ALLOWED_NETWORKS:-}" ]; then

@@ -63,6 +63,8 @@ DEFAULT_RULES: dict[str, str] = {
     "orphan:list": "rule:admin",
     "webhook:list": "rule:reader",
     "webhook:get": "rule:reader",
+    # A webhook's URL often carries a token its receiver trusts: readers see its host only.
+    "webhook:get_url": "rule:member",
     "webhook:create": "rule:member",
     "webhook:update": "rule:member",
     "webhook:delete": "rule:member",

@@ -22,13 +22,19 @@ class Webhook(Base):
     description: Mapped[str | None] = mapped_column(String(255))
     event_types: Mapped[str] = mapped_column(Text, default="[]")
     """JSON list of event types (`backup.create.end`...); empty: every event."""
-    secrets: Mapped[str] = mapped_column(Text)
-    """JSON list of {"secret": "whsec_...", "expires_at": ISO or null}: every one not expired
-    signs each delivery, so a receiver can switch to a rotated secret at its own pace."""
+    sealed_secrets: Mapped[str] = mapped_column(Text)
+    """A JSON list of {"secret": "whsec_...", "expires_at": ISO or null}, sealed under the
+    operator's key for this webhook (`services/webhooks/sealing.py`): every secret not
+    expired signs each delivery, so a receiver can switch to a rotated one at its own pace."""
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     disabled_reason: Mapped[str | None] = mapped_column(Text)
     failed_deliveries: Mapped[int] = mapped_column(Integer, default=0)
     """Deliveries in a row that failed for good (every attempt); reset by a success."""
+    attempt_key: Mapped[str | None] = mapped_column(String(80))
+    """`<delivery id>/<attempt>` of the one attempt in flight to this webhook, if any: one
+    receiver never has two of Cairn's senders at once (`services/webhooks/delivery.py`)."""
+    attempt_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    """When that attempt's claim lapses (its worker died): then another may start."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

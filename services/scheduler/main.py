@@ -135,7 +135,8 @@ class Scheduler:
 
     def _webhooks(self, _now: datetime) -> None:
         # Real time: a delivery's backoff is real-clock bookkeeping, whatever the schedule.
-        sent = webhook_delivery.dispatch_due(self.db, self.dispatcher, utcnow())
+        sent = webhook_delivery.dispatch_due(self.db, self.dispatcher, self.settings,
+                                             utcnow())
         if sent:
             log.info("handed %d webhook deliveries to the workers", sent)
 

@@ -1,48 +1,207 @@
-"""Where a webhook may point. Cairn's workers run inside the cloud: a URL that resolves to a
+"""Where a webhook may point. Cairn's workers run inside the cloud: a URL that leads to a
 private, loopback, link-local or otherwise special address could make them call the
 metadata service, the database or an admin API on a tenant's behalf (server-side request
-forgery). Such targets are refused unless they lie in the operator's allowlist; the check
-runs when the webhook is saved and again before every attempt (DNS may change)."""
+forgery). Such addresses are refused unless they lie in the operator's allowlist.
+
+The check runs when the webhook is saved, and again on every attempt against the very
+addresses the attempt then connects to (`transport`): a name is resolved once per attempt,
+so a resolver that answers a public address to the check and an internal one to the
+connection (DNS rebinding) gets nowhere.
+
+What is refused is decided by allowing, not by listing the bad: an IPv4 address must be
+globally routable unicast, an IPv6 address global unicast (2000::/3) outside the special
+blocks. The IPv6 forms that carry an IPv4 address to a translator or tunnel (IPv4-mapped,
+IPv4-compatible, SIIT, NAT64's well-known prefix, 6to4, Teredo) are judged by the IPv4
+address they carry: `64:ff9b::a9fe:a9fe` is the metadata service through NAT64.
+
+Messages never name what a name resolved to, nor whether it resolved at all: a tenant must
+not learn the cloud's internal addresses or names from a 422."""
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from services.errors import InvalidInput
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+RESOLVE_SECONDS = 5.0
+"""The longest a webhook's name may take to resolve when it is saved."""
+
+_V4 = ipaddress.IPv4Network
+_V6 = ipaddress.IPv6Network
+
+REFUSED_V4 = tuple(_V4(net) for net in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+    "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24",
+    "192.88.99.0/24", "192.168.0.0/16", "192.175.48.0/24", "198.18.0.0/15",
+    "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4"))
+"""IANA's IPv4 special-purpose registry (and multicast): none of it is a receiver on the
+internet. 192.88.99.0/24 is the retired 6to4 relay anycast."""
+
+GLOBAL_UNICAST_V6 = _V6("2000::/3")
+
+REFUSED_V6 = tuple(_V6(net) for net in (
+    "2001::/23", "2001:db8::/32", "2620:4f:8000::/48", "3fff::/20"))
+"""Inside 2000::/3: IETF protocol assignments (ORCHID, benchmarking, AMT...; Teredo, also
+in it, is judged by the addresses it carries), documentation, AS112."""
+
+TEREDO = _V6("2001::/32")
+SIX_TO_FOUR = _V6("2002::/16")
+NAT64_WELL_KNOWN = _V6("64:ff9b::/96")
+IPV4_MAPPED = _V6("::ffff:0:0/96")
+IPV4_TRANSLATED = _V6("::ffff:0:0:0/96")
+IPV4_COMPATIBLE = _V6("::/96")
+"""Deprecated, but Linux's sit0 still routes `::a.b.c.d` to a.b.c.d when the module is
+loaded. `::` and `::1` lie in it too; they carry 0.0.0.0 and 0.0.0.1 and are refused."""
 
 
-def check_url(url: str, allowed: Sequence[Network], *, field: str = "url") -> None:
-    """Raises InvalidInput (422) saying why the URL may not be a webhook."""
+@dataclass(frozen=True)
+class Target:
+    """A webhook URL's parts, as an attempt connects and asks."""
+
+    scheme: str
+    host: str
+    """The name or address as written (IPv6 without brackets), lower case."""
+    port: int
+    path: str
+    """The request target: path and query."""
+
+    @property
+    def host_header(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+
+def parse(url: str, *, field: str = "url") -> Target:
+    """The URL's parts; InvalidInput (422) saying why it cannot be a webhook."""
     parts = urlsplit(url)
     if parts.scheme not in ("https", "http") or not parts.hostname:
         raise InvalidInput(f"{field} must be an http(s) URL with a host, not {url!r}",
                            field=field)
-    if parts.username or parts.password:
+    if parts.username is not None or parts.password is not None:
         raise InvalidInput(f"{field}: credentials in the URL are not accepted; verify the "
                            "signature instead", field=field)
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        found = {str(info[4][0]) for info in socket.getaddrinfo(parts.hostname, port,
-                                                           proto=socket.IPPROTO_TCP)}
-    except (OSError, ValueError, UnicodeError) as exc:
-        raise InvalidInput(f"{field}: host {parts.hostname!r} does not resolve ({exc})",
+    except ValueError:
+        raise InvalidInput(f"{field}: the port is not a number from 1 to 65535",
                            field=field) from None
-    for text in sorted(found):
-        address = ipaddress.ip_address(text.split("%", 1)[0])
-        if _special(address) and not any(address in net for net in allowed):
-            raise InvalidInput(
-                f"{field}: {parts.hostname!r} resolves to {address}, a private, loopback, "
-                "link-local or reserved address; webhooks go to public addresses unless "
-                "the operator allows the network (CAIRN_WEBHOOK_ALLOWED_NETWORKS)",
-                field=field)
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    if not all(0x21 <= ord(c) < 0x7F for c in path):
+        raise InvalidInput(f"{field}: the path and query must be ASCII without spaces; "
+                           "percent-encode other characters", field=field)
+    host = parts.hostname.lower()
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise InvalidInput(f"{field}: {parts.hostname!r} is not a valid host name",
+                               field=field) from None
+    return Target(parts.scheme, host, port, path)
 
 
-def _special(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return _special(address.ipv4_mapped)
-    return not address.is_global or address.is_multicast
+def refused(address: Address, allowed: Sequence[Network]) -> bool:
+    """Whether an attempt may not connect to `address`."""
+    carried = carried_ipv4(address)
+    if _within(address, allowed) or (carried and all(_within(v4, allowed) for v4 in carried)):
+        return False
+    if isinstance(address, ipaddress.IPv4Address):
+        return _within(address, REFUSED_V4)
+    if carried:
+        return any(refused(v4, allowed) for v4 in carried)
+    if address.scope_id or address not in GLOBAL_UNICAST_V6:
+        # Zoned, ULA, link-local, site-local fec0::/10, multicast, discard, local-use
+        # NAT64 64:ff9b:1::/48 (its translator is the operator's, its layout unknown here)...
+        return True
+    return _within(address, REFUSED_V6)
+
+
+def carried_ipv4(address: Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """The IPv4 addresses an IPv6 form hands to a translator or tunnel (none for others)."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return ()
+    if any(address in net for net in (IPV4_MAPPED, IPV4_TRANSLATED, NAT64_WELL_KNOWN,
+                                      IPV4_COMPATIBLE)):
+        return (ipaddress.IPv4Address(int(address) & 0xFFFFFFFF),)
+    if address in SIX_TO_FOUR:
+        return (ipaddress.IPv4Address((int(address) >> 80) & 0xFFFFFFFF),)
+    if address in TEREDO and address.teredo is not None:
+        return address.teredo  # (server, client): the relay's peer and the destination
+    return ()
+
+
+def _within(address: Address, networks: Sequence[Network]) -> bool:
+    return any(address.version == net.version and address in net for net in networks)
+
+
+def check_addresses(host: str, addresses: Sequence[Address], allowed: Sequence[Network],
+                    *, field: str = "url") -> None:
+    """InvalidInput unless every address the host resolved to may be reached: a name that
+    answers a public and an internal address at once is refused, whichever comes first."""
+    if not addresses or any(refused(address, allowed) for address in addresses):
+        raise InvalidInput(
+            f"{field}: {host!r} does not resolve to a public address; webhooks go to "
+            "public addresses unless the operator allows the network "
+            "(CAIRN_WEBHOOK_ALLOWED_NETWORKS)", field=field)
+
+
+def check_url(url: str, allowed: Sequence[Network], *, field: str = "url",
+              timeout: float = RESOLVE_SECONDS) -> tuple[Target, list[Address]]:
+    """The URL's parts and the addresses it may be reached at, all of them checked;
+    InvalidInput (422) saying why it may not be a webhook."""
+    target = parse(url, field=field)
+    try:
+        found = resolve(target.host, target.port, timeout)
+    except (OSError, TimeoutError, UnicodeError, ValueError):
+        found = []
+    check_addresses(target.host, found, allowed, field=field)
+    return target, found
+
+
+def resolve(host: str, port: int, timeout: float) -> list[Address]:
+    """The host's addresses, in the resolver's order, from one lookup (an IP literal is
+    its own answer). A resolver that does not answer within `timeout` raises
+    TimeoutError; its lookup finishes on a thread of its own (the C library's resolver
+    cannot be interrupted), bounded by the resolver's own timeouts."""
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        pass
+    answer: list[list[Address]] = []
+    failure: list[BaseException] = []
+
+    def lookup() -> None:
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                       proto=socket.IPPROTO_TCP)
+            found: list[Address] = []
+            for info in infos:
+                text = str(info[4][0])
+                address = ipaddress.ip_address(text.split("%", 1)[0])
+                if isinstance(address, ipaddress.IPv6Address) and len(info[4]) > 3 \
+                        and info[4][3]:
+                    address = ipaddress.IPv6Address(f"{address}%{info[4][3]}")
+                if address not in found:
+                    found.append(address)
+            answer.append(found)
+        except BaseException as exc:  # handed to the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=lookup, name="webhook-resolve", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if failure:
+        raise failure[0]
+    if not answer:
+        raise TimeoutError(f"resolving {host!r} took longer than {timeout:g} s")
+    return answer[0]

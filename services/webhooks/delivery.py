@@ -1,10 +1,28 @@
 """Delivering a webhook event: one attempt per call, by a worker. The delivery row is the
 outbox entry; an attempt claims it (attempts + 1, and its next attempt pushed past the
-attempt's own timeout, so a worker that dies mid-attempt leaves it to a later one), posts
-the CloudEvent signed for every active secret, and records the answer. Failures are retried
-with exponential backoff; after `webhook_max_attempts` the delivery fails for good, and
-after `webhook_disable_after_failures` such deliveries in a row the webhook is disabled with
-the reason. Deliveries are at least once: receivers deduplicate on `webhook-id`."""
+attempt's own deadline, so a worker that dies mid-attempt leaves it to a later one), posts
+the CloudEvent signed for every active secret (`transport`), and records the answer.
+Failures are retried with exponential backoff; after `webhook_max_attempts` the delivery
+fails for good, and after `webhook_disable_after_failures` such deliveries in a row the
+webhook is disabled with the reason. Deliveries are at least once: receivers deduplicate
+on `webhook-id`.
+
+What a hostile receiver can hold is bounded here and in the worker's senders
+(`worker/senders.py`):
+- one attempt in flight per webhook: the scheduler hands out the oldest due delivery of a
+  webhook only while none of its deliveries is handed out or in flight, and the claim
+  takes the webhook's own slot (`Webhook.attempt_key`) in a guarded update, so racing
+  schedulers or workers cannot run two at once;
+- attempts never exceed `webhook_max_attempts`: the claim's update requires fewer, and a
+  delivery whose last attempt died with its worker fails for good instead of being taken
+  again;
+- each attempt ends within `webhook_timeout_seconds` and reads no more than the answer's
+  head (`transport`).
+
+The delivery log shows the tenant what happened as a category ("connection refused",
+"timeout", "HTTP 500"), never the receiver's answer or the error's text: an allowed
+internal receiver's reply, its address or a resolver's message is not the tenant's to
+read. The operator's log has the detail."""
 
 from __future__ import annotations
 
@@ -14,8 +32,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import httpx
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from services.base import utcnow
@@ -24,15 +41,22 @@ from services.dispatch import Dispatcher
 from services.errors import InvalidInput
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
-from services.webhooks import openstack, signing
-from services.webhooks.addresses import check_url
+from services.webhooks import openstack, sealing, signing, transport
 from services.webhooks.secrets import active_secrets
 
 log = logging.getLogger(__name__)
 
 RESEND_AFTER = timedelta(seconds=60)
 """A delivery handed to a worker is not handed again before this (its broker message may
-still be queued); one whose worker died is picked up again after it."""
+still be queued, or waiting for a sender); one whose worker died is picked up again after
+it."""
+
+CLAIM_MARGIN = timedelta(seconds=30)
+"""A claim outlives its attempt's deadline by this: only a worker that died (or stalled)
+mid-attempt lets it lapse."""
+
+NOTIFICATIONS = "openstack"
+"""The fairness key of OpenStack notifications (a webhook's is its project)."""
 
 
 @dataclass(frozen=True)
@@ -41,26 +65,71 @@ class Attempt:
     number: int
     event_type: str
     body: bytes
-    url: str | None
+    webhook_id: str | None
     """None: an OpenStack notification."""
+    url: str | None
     secrets: list[str]
 
+    @property
+    def key(self) -> str:
+        return attempt_key(self.delivery_id, self.number)
 
-def dispatch_due(db: Database, dispatcher: Dispatcher, now: datetime,
+
+def attempt_key(delivery_id: str, number: int) -> str:
+    """What a webhook's slot holds while this attempt is in flight."""
+    return f"{delivery_id}/{number}"
+
+
+def dispatch_due(db: Database, dispatcher: Dispatcher, settings: Settings, now: datetime,
                  limit: int = 500) -> int:
-    """cairn-scheduler's step: hand the due deliveries to the workers."""
+    """cairn-scheduler's step: hand the due deliveries to the workers, a webhook's oldest
+    only, and only while none of its deliveries is out."""
+    cutoff = now - RESEND_AFTER
     with db.session() as session:
-        due = list(session.scalars(
-            select(EventDelivery.id)
-            .where(EventDelivery.status == "pending", EventDelivery.next_attempt_at <= now,
-                   (EventDelivery.sent_at.is_(None))
-                   | (EventDelivery.sent_at <= now - RESEND_AFTER))
-            .order_by(EventDelivery.next_attempt_at).limit(limit)))
-        if not due:
+        _fail_exhausted(session, settings, now)
+        due = (EventDelivery.status == "pending", EventDelivery.next_attempt_at <= now,
+               EventDelivery.attempts < settings.webhook_max_attempts,
+               or_(EventDelivery.sent_at.is_(None), EventDelivery.sent_at <= cutoff))
+        out = select(EventDelivery.webhook_id).where(
+            EventDelivery.webhook_id.is_not(None), EventDelivery.status == "pending",
+            EventDelivery.sent_at > cutoff)
+        busy = select(Webhook.id).where(Webhook.attempt_until > now)
+        ranked = (
+            select(EventDelivery.id, EventDelivery.next_attempt_at,
+                   Webhook.project_id,
+                   func.row_number().over(
+                       partition_by=EventDelivery.webhook_id,
+                       order_by=(EventDelivery.next_attempt_at, EventDelivery.created_at,
+                                 EventDelivery.id)).label("rank"))
+            .join(Webhook, Webhook.id == EventDelivery.webhook_id)
+            .where(*due, EventDelivery.webhook_id.not_in(out),
+                   EventDelivery.webhook_id.not_in(busy))
+            .subquery())
+        picked: list[tuple[str, str]] = [
+            (row.id, row.project_id) for row in session.execute(
+                select(ranked.c.id, ranked.c.project_id).where(ranked.c.rank == 1)
+                .order_by(ranked.c.next_attempt_at).limit(limit))]
+        picked += [(delivery_id, NOTIFICATIONS) for delivery_id in session.scalars(
+            select(EventDelivery.id).where(*due, EventDelivery.webhook_id.is_(None))
+            .order_by(EventDelivery.next_attempt_at).limit(limit))]
+        if not picked:
             return 0
-        session.execute(update(EventDelivery).where(EventDelivery.id.in_(due))
+        session.execute(update(EventDelivery)
+                        .where(EventDelivery.id.in_([d for d, _ in picked]))
                         .values(sent_at=now))
-    return len(dispatcher.send_deliveries(due))
+    return len(dispatcher.send_deliveries(picked))
+
+
+def _fail_exhausted(session: Session, settings: Settings, now: datetime) -> None:
+    """Deliveries whose last allowed attempt died with its worker (the claim lapsed) fail
+    for good: taken again, they would go past `webhook_max_attempts`."""
+    for row in session.scalars(
+            select(EventDelivery).where(
+                EventDelivery.status == "pending",
+                EventDelivery.attempts >= settings.webhook_max_attempts,
+                EventDelivery.next_attempt_at <= now).with_for_update(skip_locked=True)):
+        _give_up(session, settings, row, "the last attempt did not finish (its worker "
+                 "stopped)", now)
 
 
 def purge(db: Database, before: datetime) -> int:
@@ -77,51 +146,99 @@ def deliver(db: Database, settings: Settings, delivery_id: str) -> None:
     attempt = _claim(db, settings, delivery_id)
     if attempt is None:
         return
-    if attempt.url is None:
-        _record(db, settings, attempt, None, _notify(settings, attempt))
-        return
     code: int | None = None
-    error: str | None = None
     try:
-        check_url(attempt.url, settings.webhook_allowed_networks)
-        answer = httpx.post(
-            attempt.url, content=attempt.body, follow_redirects=False,
-            timeout=settings.webhook_timeout_seconds,
-            headers={"content-type": "application/cloudevents+json",
-                     **signing.headers(attempt.secrets, attempt.delivery_id, int(time.time()),
-                                       attempt.body)})
-        code = answer.status_code
-        if not 200 <= code < 300:
-            error = f"HTTP {code}: {answer.text[:200]}"
-    except InvalidInput as exc:
-        error = str(exc)
-    except httpx.HTTPError as exc:
-        error = f"{type(exc).__name__}: {exc}"[:500]
+        if attempt.url is None:
+            error = _notify(settings, attempt)
+        else:
+            code, error = _post(settings, attempt)
+    except Exception:
+        log.exception("webhook delivery %s attempt %d failed inside Cairn",
+                      attempt.delivery_id, attempt.number)
+        error = "Cairn could not send this event (an internal error; the operator's log has it)"
     _record(db, settings, attempt, code, error)
+
+
+def _post(settings: Settings, attempt: Attempt) -> tuple[int | None, str | None]:
+    """The answer's status and the tenant's view of what went wrong (None: delivered)."""
+    assert attempt.url is not None
+    try:
+        code = transport.post(
+            attempt.url, attempt.body,
+            {"content-type": "application/cloudevents+json",
+             **signing.headers(attempt.secrets, attempt.delivery_id, int(time.time()),
+                               attempt.body)},
+            allowed=settings.webhook_allowed_networks, seconds=settings.webhook_timeout_seconds,
+            proxy=settings.webhook_proxy_url)
+    except InvalidInput as exc:
+        log.info("webhook delivery %s attempt %d refused: %s", attempt.delivery_id,
+                 attempt.number, exc)
+        return None, exc.message.removeprefix("url: ")
+    except transport.AttemptFailed as exc:
+        log.info("webhook delivery %s attempt %d to %s failed: %s", attempt.delivery_id,
+                 attempt.number, attempt.url, exc.detail)
+        return None, exc.category
+    if 200 <= code < 300:
+        return code, None
+    if 300 <= code < 400:
+        return code, f"HTTP {code} (redirects are not followed)"
+    return code, f"HTTP {code}"
 
 
 def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None:
     now = utcnow()
-    hold = timedelta(seconds=settings.webhook_timeout_seconds) + RESEND_AFTER
+    hold = now + timedelta(seconds=settings.webhook_timeout_seconds) + CLAIM_MARGIN
     with db.session() as session:
         claimed = session.execute(
             update(EventDelivery)
             .where(EventDelivery.id == delivery_id, EventDelivery.status == "pending",
-                   EventDelivery.next_attempt_at <= now)
-            .values(attempts=EventDelivery.attempts + 1, next_attempt_at=now + hold))
+                   EventDelivery.next_attempt_at <= now,
+                   EventDelivery.attempts < settings.webhook_max_attempts)
+            .values(attempts=EventDelivery.attempts + 1, next_attempt_at=hold))
         if getattr(claimed, "rowcount", 0) != 1:
-            return None  # delivered, failed for good, or another attempt holds it
+            # Delivered, failed for good, another attempt holds it, or its last attempt
+            # died: the scheduler's next round fails that one for good.
+            return None
         row = session.get(EventDelivery, delivery_id)
         assert row is not None
         if row.webhook_id is None:
-            return Attempt(row.id, row.attempts, row.event_type, row.body.encode(), None, [])
+            return Attempt(row.id, row.attempts, row.event_type, row.body.encode(), None,
+                           None, [])
         hook = session.get(Webhook, row.webhook_id)
         if hook is None or (not hook.enabled and row.event_type != "webhook.test"):
             row.status = "failed"
             row.last_error = "the webhook was disabled before this event went out"
             return None
-        return Attempt(row.id, row.attempts, row.event_type, row.body.encode(), hook.url,
-                       active_secrets(hook.secrets, now))
+        took = session.execute(
+            update(Webhook)
+            .where(Webhook.id == hook.id,
+                   or_(Webhook.attempt_until.is_(None), Webhook.attempt_until <= now))
+            .values(attempt_key=attempt_key(row.id, row.attempts), attempt_until=hold))
+        try:
+            if getattr(took, "rowcount", 0) != 1:
+                raise _NotNow(f"another attempt to webhook {hook.id} is in flight")
+            seal = sealing.required(settings)
+            secrets = active_secrets(seal.open(hook.id, hook.sealed_secrets), now)
+        except _NotNow as exc:
+            # This attempt never happened: the delivery keeps its attempts and is handed
+            # out again once the webhook is free (the scheduler skips busy webhooks).
+            session.rollback()
+            session.execute(update(EventDelivery).where(EventDelivery.id == delivery_id)
+                            .values(sent_at=None))
+            log.info("webhook delivery %s not attempted now: %s", delivery_id, exc)
+            return None
+        except sealing.WebhookKeyUnavailable as exc:
+            # Not the receiver's failure: no attempt is spent, and the scheduler hands the
+            # delivery out again after RESEND_AFTER (the operator has a key to fix).
+            session.rollback()
+            log.error("webhook delivery %s not attempted: %s", delivery_id, exc.message)
+            return None
+        return Attempt(row.id, row.attempts, row.event_type, row.body.encode(), hook.id,
+                       hook.url, secrets)
+
+
+class _NotNow(Exception):
+    pass
 
 
 def _notify(settings: Settings, attempt: Attempt) -> str | None:
@@ -140,29 +257,34 @@ def _record(db: Database, settings: Settings, attempt: Attempt, code: int | None
             error: str | None) -> None:
     now = utcnow()
     with db.session() as session:
-        row = session.get(EventDelivery, attempt.delivery_id)
+        if attempt.webhook_id is not None:
+            session.execute(update(Webhook).where(Webhook.id == attempt.webhook_id,
+                                                  Webhook.attempt_key == attempt.key)
+                            .values(attempt_key=None, attempt_until=None))
+        row = session.get(EventDelivery, attempt.delivery_id, with_for_update=True)
         if row is None or row.attempts != attempt.number or row.status != "pending":
             return  # deleted with its webhook, or a later attempt owns it
         row.last_status_code, row.last_error = code, error
-        hook = session.get(Webhook, row.webhook_id)
         if error is None:
             row.status, row.delivered_at = "succeeded", now
+            hook = session.get(Webhook, row.webhook_id) if row.webhook_id else None
             if hook is not None:
                 hook.failed_deliveries = 0
             return
-        log.info("webhook delivery %s attempt %d failed: %s", row.id, row.attempts, error)
         if row.attempts < settings.webhook_max_attempts:
             backoff = settings.webhook_retry_base_seconds * 2 ** (row.attempts - 1)
             row.next_attempt_at = now + timedelta(seconds=min(backoff, 3600.0))
             row.sent_at = None
             return
-        row.status = "failed"
-        if hook is not None:
-            _count_failure(session, hook, error, settings, now)
+        _give_up(session, settings, row, error, now)
 
 
-def _count_failure(session: Session, hook: Webhook, error: str, settings: Settings,
-                   now: datetime) -> None:
+def _give_up(session: Session, settings: Settings, row: EventDelivery, error: str,
+             now: datetime) -> None:
+    row.status, row.last_error = "failed", error
+    hook = session.get(Webhook, row.webhook_id) if row.webhook_id else None
+    if hook is None:
+        return
     hook.failed_deliveries += 1
     if hook.enabled and hook.failed_deliveries >= settings.webhook_disable_after_failures:
         hook.enabled = False
@@ -173,4 +295,3 @@ def _count_failure(session: Session, hook: Webhook, error: str, settings: Settin
             f"the last: {error}. Fix the receiver, then enable the webhook again (PATCH "
             "enabled=true) and send a test event.")
     session.flush()
-

@@ -45,7 +45,11 @@ class WebhookUpdate(BaseModel):
 class WebhookPublic(BaseModel):
     id: str
     project_id: str
-    url: str
+    url: str | None = Field(description="The receiver's URL; null for callers who may not "
+                                        "read it (readers, by default: a URL often carries a "
+                                        "token of the receiver's)")
+    url_host: str = Field(description="The URL's scheme, host and port, shown to everyone "
+                                      "who sees the webhook")
     description: str | None
     event_types: list[str]
     enabled: bool
@@ -57,7 +61,8 @@ class WebhookPublic(BaseModel):
 
 class WebhookCreated(WebhookPublic):
     secret: str = Field(description="The signing secret (Standard Webhooks, whsec_...); shown "
-                                    "only now and when rotated")
+                                    "now, when rotated, and again only to a retry of this "
+                                    "request with the same Idempotency-Key within 24 h")
 
 
 class WebhookSecret(BaseModel):

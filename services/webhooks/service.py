@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from services.base import new_id
 from services.context import RequestContext
 from services.errors import TooManyWebhooks, WebhookNotFound
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
-from services.webhooks import events, secrets
-from services.webhooks.addresses import check_url
+from services.webhooks import addresses, events, sealing, secrets
 from services.webhooks.schemas import (
     DeliveryPublic,
     WebhookCreate,
@@ -26,8 +28,10 @@ from services.webhooks.schemas import (
 MAX_PER_PROJECT = 10
 
 
-def public(hook: Webhook) -> WebhookPublic:
-    return WebhookPublic(id=hook.id, project_id=hook.project_id, url=hook.url,
+def public(hook: Webhook, show_url: bool) -> WebhookPublic:
+    """The webhook as the caller may see it: its URL only with `webhook:get_url`."""
+    return WebhookPublic(id=hook.id, project_id=hook.project_id,
+                         url=hook.url if show_url else None, url_host=url_host(hook.url),
                          description=hook.description,
                          event_types=json.loads(hook.event_types), enabled=hook.enabled,
                          disabled_reason=hook.disabled_reason,
@@ -35,21 +39,36 @@ def public(hook: Webhook) -> WebhookPublic:
                          created_at=hook.created_at, updated_at=hook.updated_at)
 
 
+def url_host(url: str) -> str:
+    """`scheme://host[:port]` of a stored URL: no path, query or credentials."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{host}{port}"
+
+
 def create(session: Session, ctx: RequestContext, settings: Settings, body: WebhookCreate,
-           now: datetime) -> WebhookCreated:
-    check_url(body.url, settings.webhook_allowed_networks)
+           now: datetime, show_url: bool) -> WebhookCreated:
+    seal = sealing.required(settings)
+    addresses.check_url(body.url, settings.webhook_allowed_networks)
     count = session.scalar(select(func.count()).select_from(Webhook)
                            .where(Webhook.project_id == ctx.project_id)) or 0
     if count >= MAX_PER_PROJECT:
         raise TooManyWebhooks(f"a project has at most {MAX_PER_PROJECT} webhooks; delete one "
                             "first (a webhook can listen to several event types)")
     stored, secret = secrets.first()
-    hook = Webhook(project_id=ctx.project_id, url=body.url, description=body.description,
-                   event_types=json.dumps(body.event_types), secrets=stored, enabled=True,
+    hook_id = new_id()
+    hook = Webhook(id=hook_id, project_id=ctx.project_id, url=body.url,
+                   description=body.description, event_types=json.dumps(body.event_types),
+                   sealed_secrets=seal.seal(hook_id, stored), enabled=True,
                    failed_deliveries=0, created_at=now, updated_at=now)
     session.add(hook)
     session.flush()
-    return WebhookCreated(**public(hook).model_dump(), secret=secret)
+    return WebhookCreated(**public(hook, show_url).model_dump(), secret=secret)
 
 
 def get(session: Session, ctx: RequestContext, webhook_id: str) -> Webhook:
@@ -59,17 +78,17 @@ def get(session: Session, ctx: RequestContext, webhook_id: str) -> Webhook:
     return hook
 
 
-def listed(session: Session, ctx: RequestContext) -> list[WebhookPublic]:
-    return [public(hook) for hook in session.scalars(
+def listed(session: Session, ctx: RequestContext, show_url: bool) -> list[WebhookPublic]:
+    return [public(hook, show_url) for hook in session.scalars(
         select(Webhook).where(Webhook.project_id == ctx.project_id)
         .order_by(Webhook.created_at, Webhook.id))]
 
 
 def update(session: Session, ctx: RequestContext, settings: Settings, webhook_id: str,
-           body: WebhookUpdate, now: datetime) -> WebhookPublic:
+           body: WebhookUpdate, now: datetime, show_url: bool) -> WebhookPublic:
     hook = get(session, ctx, webhook_id)
     if body.url is not None:
-        check_url(body.url, settings.webhook_allowed_networks)
+        addresses.check_url(body.url, settings.webhook_allowed_networks)
         hook.url = body.url
     if body.event_types is not None:
         hook.event_types = json.dumps(body.event_types)
@@ -81,7 +100,7 @@ def update(session: Session, ctx: RequestContext, settings: Settings, webhook_id
         hook.enabled = body.enabled
     hook.updated_at = now
     session.flush()
-    return public(hook)
+    return public(hook, show_url)
 
 
 def delete(session: Session, ctx: RequestContext, webhook_id: str) -> None:
@@ -91,9 +110,11 @@ def delete(session: Session, ctx: RequestContext, webhook_id: str) -> None:
 
 def rotate(session: Session, ctx: RequestContext, settings: Settings, webhook_id: str,
            now: datetime) -> WebhookSecret:
+    seal = sealing.required(settings)
     hook = get(session, ctx, webhook_id)
     overlap = timedelta(hours=settings.webhook_secret_overlap_hours)
-    hook.secrets, secret = secrets.rotate(hook.secrets, now, overlap)
+    stored, secret = secrets.rotate(seal.open(hook.id, hook.sealed_secrets), now, overlap)
+    hook.sealed_secrets = seal.seal(hook.id, stored)
     hook.updated_at = now
     return WebhookSecret(secret=secret, previous_expires_at=now + overlap)
 
@@ -126,3 +147,18 @@ def delivery_public(row: EventDelivery) -> DeliveryPublic:
                           last_status_code=row.last_status_code, last_error=row.last_error,
                           created_at=row.created_at, delivered_at=row.delivered_at,
                           event=json.loads(row.body))
+
+
+def kept_answer(settings: Settings, answer: dict[str, Any]) -> dict[str, Any]:
+    """A creation's answer as its Idempotency-Key keeps it for replays: the secret sealed."""
+    seal = sealing.required(settings)
+    return {**answer, "secret": seal.seal(answer["id"], answer["secret"],
+                                          sealing.CREATED_ANSWER)}
+
+
+def replayed_answer(settings: Settings, kept: dict[str, Any]) -> dict[str, Any]:
+    """The first answer again, for a retry with the same key, the secret included: the
+    caller may create webhooks in the project (the policy was checked), so it could rotate
+    the secret anyway, and a client whose first answer was lost needs the secret."""
+    seal = sealing.required(settings)
+    return {**kept, "secret": seal.open(kept["id"], kept["secret"], sealing.CREATED_ANSWER)}

@@ -76,6 +76,7 @@ def service_env(database_url: str, redis_db: int, **overrides: str) -> dict[str,
         "CAIRN_WEBHOOK_MAX_ATTEMPTS": "4",
         "CAIRN_WEBHOOK_DISABLE_AFTER_FAILURES": "2",
         "CAIRN_WEBHOOK_TIMEOUT_SECONDS": "2",
+        "CAIRN_WEBHOOK_SECRET_KEY_FILE": str(webhook_key_file()),
     }
     env.update(object_target_env(database_url))
     env.update(overrides)
@@ -83,6 +84,22 @@ def service_env(database_url: str, redis_db: int, **overrides: str) -> dict[str,
 
 
 OBJECT_KEY_FILE = STATE / "tests-object-target.key"
+WEBHOOK_KEY_FILE = STATE / "tests-webhook-secret.key"
+
+
+def webhook_key_file() -> Path:
+    """The key the test stacks seal webhooks' secrets under (made once)."""
+    if not WEBHOOK_KEY_FILE.exists():
+        # Made aside and linked into place: sessions starting at once all read one key.
+        made = WEBHOOK_KEY_FILE.with_name(f"{WEBHOOK_KEY_FILE.name}.{os.getpid()}")
+        made.write_text(os.urandom(32).hex())
+        try:
+            os.link(made, WEBHOOK_KEY_FILE)
+        except FileExistsError:
+            pass
+        finally:
+            made.unlink()
+    return WEBHOOK_KEY_FILE
 
 
 def object_target_env(database_url: str) -> dict[str, str]:

@@ -692,14 +692,18 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List webhooks */
+        /**
+         * List webhooks
+         * @description Readers see each webhook's `url_host`, not its `url` (`webhook:get_url`).
+         */
         get: operations["list_webhooks_v1_webhooks_get"];
         put?: never;
         /**
          * Create a webhook
          * @description Hear about the project's backups, restores, deletes, verifies and plans as CloudEvents
-         *     signed with the Standard Webhooks scheme. The answer holds the signing secret: it is not
-         *     shown again (rotate it to get a new one).
+         *     signed with the Standard Webhooks scheme. The answer holds the signing secret: it is
+         *     shown again only to a retry with the same `Idempotency-Key` (within 24 h; rotate the
+         *     secret to get a new one).
          */
         post: operations["create_webhook_v1_webhooks_post"];
         delete?: never;
@@ -2348,7 +2352,7 @@ export interface components {
             project_id: string;
             /**
              * Secret
-             * @description The signing secret (Standard Webhooks, whsec_...); shown only now and when rotated
+             * @description The signing secret (Standard Webhooks, whsec_...); shown now, when rotated, and again only to a retry of this request with the same Idempotency-Key within 24 h
              */
             secret: string;
             /**
@@ -2356,8 +2360,16 @@ export interface components {
              * Format: date-time
              */
             updated_at: string;
-            /** Url */
-            url: string;
+            /**
+             * Url
+             * @description The receiver's URL; null for callers who may not read it (readers, by default: a URL often carries a token of the receiver's)
+             */
+            url: string | null;
+            /**
+             * Url Host
+             * @description The URL's scheme, host and port, shown to everyone who sees the webhook
+             */
+            url_host: string;
         };
         /** WebhookList */
         WebhookList: {
@@ -2396,8 +2408,16 @@ export interface components {
              * Format: date-time
              */
             updated_at: string;
-            /** Url */
-            url: string;
+            /**
+             * Url
+             * @description The receiver's URL; null for callers who may not read it (readers, by default: a URL often carries a token of the receiver's)
+             */
+            url: string | null;
+            /**
+             * Url Host
+             * @description The URL's scheme, host and port, shown to everyone who sees the webhook
+             */
+            url_host: string;
         };
         /** WebhookSecret */
         WebhookSecret: {
@@ -5198,6 +5218,8 @@ export interface operations {
                 "x-project-id"?: string | null;
                 /** @description Comma-separated roles (noauth) */
                 "x-roles"?: string | null;
+                /** @description Makes a retried POST safe: the same key with the same request answers the first answer again (for 24 h) without making anything; with another request it is refused (422). A UUID per request is a good key. */
+                "Idempotency-Key"?: string | null;
             };
             path?: never;
             cookie?: never;
@@ -5246,6 +5268,15 @@ export interface operations {
             };
             /** @description Invalid input */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description A Ceph cluster, Keystone or Cinder is unreachable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5585,6 +5616,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+            /** @description A Ceph cluster, Keystone or Cinder is unreachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
         };

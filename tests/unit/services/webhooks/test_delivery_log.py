@@ -15,7 +15,7 @@ NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 def test_purge_forgets_old_ended_deliveries_only(db: Database) -> None:
     with db.session() as session:
-        session.add(Webhook(id="w1", project_id="p1", url="https://8.8.8.8/", secrets="[]",
+        session.add(Webhook(id="w1", project_id="p1", url="https://8.8.8.8/", sealed_secrets="",
                             event_types="[]", enabled=True, failed_deliveries=0))
         session.flush()
         for name, status, age in [("old-ok", "succeeded", 40), ("old-failed", "failed", 31),

@@ -1,0 +1,146 @@
+"""What a hostile receiver can hold is bounded by the outbox's rules: one attempt in flight
+per webhook (the scheduler hands out a webhook's oldest delivery only while none is out,
+and the claim takes the webhook's slot), and never more than `webhook_max_attempts`
+attempts, even when a worker dies during the last one or a claim races another."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from services.db import Database
+from services.dispatch import Dispatcher
+from services.records.webhooks import EventDelivery, Webhook
+from services.settings import Settings
+from services.webhooks import delivery, sealing, secrets
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+
+
+class Handed(Dispatcher):
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    def send_deliveries(self, deliveries: list[tuple[str, str]]) -> list[str]:
+        self.sent += deliveries
+        return [delivery_id for delivery_id, _ in deliveries]
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    key = tmp_path / "webhook.key"
+    key.write_text("ab" * 32)
+    return Settings(auth_strategy="noauth", environment="development",
+                    webhook_secret_key_file=key, webhook_max_attempts=3)
+
+
+def _hook(db: Database, settings: Settings, hook_id: str, project: str = "p1") -> None:
+    seal = sealing.required(settings)
+    with db.session() as session:
+        session.add(Webhook(id=hook_id, project_id=project, url="https://8.8.8.8/",
+                            sealed_secrets=seal.seal(hook_id, secrets.first()[0]),
+                            event_types="[]", enabled=True, failed_deliveries=0))
+
+
+def _delivery(db: Database, delivery_id: str, hook_id: str | None, *, age: int = 0,
+              attempts: int = 0) -> None:
+    with db.session() as session:
+        session.add(EventDelivery(id=delivery_id, webhook_id=hook_id, event_type="webhook.test",
+                                  body="{}", status="pending", attempts=attempts,
+                                  next_attempt_at=NOW - timedelta(seconds=age),
+                                  created_at=NOW - timedelta(seconds=age)))
+
+
+def _row(db: Database, delivery_id: str) -> EventDelivery:
+    with db.session() as session:
+        row = session.get(EventDelivery, delivery_id)
+        assert row is not None
+        return row
+
+
+def test_a_webhooks_oldest_delivery_goes_out_alone(db: Database, settings: Settings) -> None:
+    _hook(db, settings, "w1")
+    _hook(db, settings, "w2", project="p2")
+    for number in range(5):
+        _delivery(db, f"w1-{number}", "w1", age=10 - number)
+    _delivery(db, "w2-0", "w2")
+    _delivery(db, "note", None)
+    handed = Handed()
+    assert delivery.dispatch_due(db, handed, settings, NOW) == 3
+    assert sorted(handed.sent) == [("note", "openstack"), ("w1-0", "p1"), ("w2-0", "p2")]
+    # Out, not yet answered: nothing more of w1 goes, however many are due.
+    handed.sent.clear()
+    assert delivery.dispatch_due(db, handed, settings, NOW + timedelta(seconds=1)) == 0
+
+
+def test_a_second_attempt_to_a_busy_webhook_waits_and_costs_nothing(
+        db: Database, settings: Settings) -> None:
+    _hook(db, settings, "w1")
+    _delivery(db, "a", "w1", age=2)
+    _delivery(db, "b", "w1", age=1)
+    first = delivery._claim(db, settings, "a")
+    assert first is not None
+    assert first.secrets
+    # Racing schedulers handed out b too: its claim finds the webhook busy.
+    assert delivery._claim(db, settings, "b") is None
+    assert _row(db, "b").attempts == 0
+    assert _row(db, "b").sent_at is None  # handed out again once the webhook is free
+    assert delivery.dispatch_due(db, Handed(), settings, delivery.utcnow()) == 0  # busy
+    delivery._record(db, settings, first, 200, None)
+    handed = Handed()
+    assert delivery.dispatch_due(db, handed, settings, delivery.utcnow()) == 1
+    assert handed.sent == [("b", "p1")]
+    assert delivery._claim(db, settings, "b") is not None
+
+
+def test_attempts_never_pass_the_maximum(db: Database, settings: Settings) -> None:
+    _hook(db, settings, "w1")
+    _delivery(db, "d", "w1", age=5, attempts=3)  # the last attempt's worker died
+    assert delivery._claim(db, settings, "d") is None
+    assert _row(db, "d").attempts == 3
+    handed = Handed()
+    assert delivery.dispatch_due(db, handed, settings, NOW) == 0
+    row = _row(db, "d")
+    assert (row.status, row.attempts) == ("failed", 3)
+    assert "did not finish" in (row.last_error or "")
+    with db.session() as session:
+        assert session.scalars(select(Webhook.failed_deliveries)).one() == 1
+
+
+def test_a_stale_attempt_does_not_free_the_webhook_for_a_later_one(
+        db: Database, settings: Settings) -> None:
+    _hook(db, settings, "w1")
+    _delivery(db, "d", "w1", age=5)
+    stale = delivery._claim(db, settings, "d")
+    assert stale is not None
+    with db.session() as session:  # its worker stalled past the claim: it lapses
+        hook = session.get(Webhook, "w1")
+        row = session.get(EventDelivery, "d")
+        assert hook is not None
+        assert row is not None
+        hook.attempt_until = row.next_attempt_at = NOW - timedelta(seconds=1)
+    later = delivery._claim(db, settings, "d")
+    assert later is not None
+    assert later.number == 2
+    delivery._record(db, settings, stale, 500, "HTTP 500")  # the stalled one wakes up
+    with db.session() as session:
+        hook = session.get(Webhook, "w1")
+        assert hook is not None
+        assert hook.attempt_key == later.key
+    assert _row(db, "d").last_error is None  # and records nothing over the later one
+
+
+def test_a_worker_without_the_key_spends_no_attempt(db: Database, settings: Settings) -> None:
+    _hook(db, settings, "w1")
+    _delivery(db, "d", "w1", age=5)
+    keyless = settings.model_copy(update={"webhook_secret_key_file": None})
+    assert delivery._claim(db, keyless, "d") is None
+    row = _row(db, "d")
+    assert (row.status, row.attempts) == ("pending", 0)
+    with db.session() as session:
+        hook = session.get(Webhook, "w1")
+        assert hook is not None
+        assert hook.attempt_key is None
