@@ -4,6 +4,7 @@ over the columns, dates at the calendar's ends, ids with NUL bytes, names with n
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -169,3 +170,51 @@ def test_null_for_a_field_a_plan_always_has_is_422(stack: Stack, volume: str) ->
         assert cleared.status_code == 200, cleared.text
     finally:
         stack.delete(f"/v1/plans/{plan['id']}")
+
+
+@pytest.mark.production_database_only
+@pytest.mark.parametrize("char", ["\n", "\x1b", "\x85", "\u2028", "\u202e", "\u2067"])
+def test_names_and_descriptions_refuse_control_and_bidi_characters(
+        stack: Stack, volume: str, char: str) -> None:
+    """Every free-text field a tenant sets refuses them with 422 naming the field; nothing
+    is stored (docs/security.md)."""
+    hostile = f"night{char}ly"
+    plan = stack.post("/v1/plans", plan_body(volume, cron="0 2 * * *")).json()
+    rp = str(uuid.uuid4())  # the body is refused before the restore point is looked up
+    try:
+        for method, path, body, field in (
+                ("POST", "/v1/plans", {**plan_body(volume, cron="0 2 * * *"),
+                                       "name": hostile}, "name"),
+                ("POST", "/v1/plans", {**plan_body(volume, cron="0 2 * * *"),
+                                       "description": hostile}, "description"),
+                ("PATCH", f"/v1/plans/{plan['id']}", {"name": hostile}, "name"),
+                ("PATCH", f"/v1/plans/{plan['id']}", {"description": hostile}, "description"),
+                ("POST", f"/v1/restore-points/{rp}/restore",
+                 {"new_volume": {"name": "restored", "description": hostile}},
+                 "new_volume.description"),
+                ("POST", f"/v1/restore-points/{rp}/restore",
+                 {"new_volume": {"name": "restored", "volume_type": hostile}},
+                 "new_volume.volume_type"),
+                ("POST", "/v1/backups", {"volume": volume, "target": hostile}, "target")):
+            err = refused_quickly(lambda m=method, p=path, b=body: stack.client.request(  # type: ignore[misc]
+                m, p, json=b, headers={"X-Project-Id": "project-a"}))
+            assert err["message"].startswith(f"{field}: must not contain control characters"), \
+                (path, body, err)
+        names = {p["name"] for p in stack.get("/v1/plans", limit=1000).json()["plans"]}
+        assert hostile not in names
+        assert stack.get(f"/v1/plans/{plan['id']}").json()["name"] == plan["name"]
+    finally:
+        stack.delete(f"/v1/plans/{plan['id']}")
+
+
+@pytest.mark.production_database_only
+def test_a_lone_surrogate_is_422_not_a_server_error(stack: Stack, volume: str) -> None:
+    # JSON may escape half of a surrogate pair; Python's json module decodes it into a
+    # string no database or log can hold.
+    body = json.dumps(plan_body(volume, cron="0 2 * * *")).replace(
+        '"name": "hostile-', '"name": "\\ud800hostile-').encode()
+    assert b"\\ud800" in body
+    err = refused_quickly(lambda: stack.client.post(
+        "/v1/plans", content=body, headers={"X-Project-Id": "project-a",
+                                            "Content-Type": "application/json"}))
+    assert err["message"].startswith("name:"), err
