@@ -4,7 +4,8 @@ way on an OpenStack cloud), or an RBD image `cluster/pool/image`.
 With Keystone, the user's own token asks Cinder about the id, so another project's volume
 is "not found", exactly like a missing one. Naming RBD images directly is then an
 administrator's privilege: otherwise any project could protect (and so read) any image,
-another project's Cinder volumes included."""
+another project's Cinder volumes included; Cairn's own images (`cairn.*`) are no one's to
+name."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from services.openstack.cinder import CinderGateway
 from services.records.volumes import Volume
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
-from services.storage.refs import parse_image_ref
+from services.storage.refs import parse_image_ref, require_unreserved
 from services.volumes import repository as volumes
 from services.volumes.repository import CINDER_ID
 
@@ -53,5 +54,6 @@ def resolve(session: Session, ctx: RequestContext, clusters: CephClusters,
     if ctx.token is not None and not ctx.is_admin:
         raise Forbidden(f"{field} {text!r}: name a Cinder volume by its id; only "
                         "administrators may name RBD images directly", field=field)
+    require_unreserved(ref, field=field)
     rbd_images.require_volume(clusters, ref, field=field)
     return volumes.get_or_create(session, ctx.project_id, ref)

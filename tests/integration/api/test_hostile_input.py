@@ -218,3 +218,56 @@ def test_a_lone_surrogate_is_422_not_a_server_error(stack: Stack, volume: str) -
         "/v1/plans", content=body, headers={"X-Project-Id": "project-a",
                                             "Content-Type": "application/json"}))
     assert err["message"].startswith("name:"), err
+
+
+@pytest.mark.production_database_only
+def test_cairns_own_names_are_refused_as_targets_and_volumes(
+        stack: Stack, volumes_pool: rados.Ioctx, backups_pool: rados.Ioctx) -> None:
+    """Even the cloud's administrator, who may name RBD images, cannot name Cairn's own
+    (`cairn.*`, `cairn-instant-*`, docs/adr/0005): a restore into one would overwrite or
+    fake a restore point, a backup of one would snapshot Cairn's own image. 422, and
+    nothing is overwritten, created or queued."""
+    admin = {"X-Project-Id": "project-a", "X-Roles": "admin"}
+    name = ceph.unique_name("reserved-src")
+    rbd.RBD().create(volumes_pool, name, 4 * MiB)
+    fresh = str(uuid.uuid4())
+    made = {(volumes_pool, f"cairn.{fresh}"), (volumes_pool, f"cairn-instant-{fresh}"),
+            (backups_pool, f"cairn.vol.{fresh}"), (volumes_pool, f"cairn.manifest.{fresh}")}
+    rp: dict[str, Any] = {}
+    try:
+        with rbd.Image(volumes_pool, name) as image:
+            image.write(b"source" * 1000, 0)
+        job = stack.wait_job(stack.post("/v1/backups", {"volume": f"ceph-a/volumes/{name}"})
+                             .json()["id"])
+        assert job["status"] == "succeeded", job
+        rp = stack.get(f"/v1/restore-points/{job['restore_point_id']}").json()
+        kept = ceph.sha256_of(backups_pool, rp["backup_image"], rp["backup_snapshot"])
+        snaps = ceph.snapshots(backups_pool, rp["backup_image"])
+        jobs = {j["id"] for j in stack.get("/v1/jobs", admin, limit=1000).json()["jobs"]}
+
+        for target in (f"ceph-a/backups/{rp['backup_image']}", f"ceph-a/backups/cairn.vol.{fresh}",
+                       f"ceph-a/volumes/cairn.{fresh}", f"cairn-instant-{fresh}",
+                       f"volumes/cairn.manifest.{fresh}"):
+            for mode in ("copy", "instant"):
+                err = error_of(stack.post(f"/v1/restore-points/{rp['id']}/restore",
+                                          {"target": target, "mode": mode}, admin), 422)
+                assert err["message"].startswith("target "), err
+                assert "Cairn's own" in err["message"], err
+        for volume in (f"ceph-a/backups/{rp['backup_image']}",
+                       f"ceph-a/volumes/cairn-instant-{fresh}"):
+            err = error_of(stack.post("/v1/backups", {"volume": volume}, admin), 422)
+            assert "Cairn's own" in err["message"], err
+            err = error_of(stack.post("/v1/plans", {**plan_body(volume, cron="0 2 * * *")},
+                                      admin), 422)
+            assert "Cairn's own" in err["message"], err
+
+        assert ceph.snapshots(backups_pool, rp["backup_image"]) == snaps
+        assert ceph.sha256_of(backups_pool, rp["backup_image"], rp["backup_snapshot"]) == kept
+        assert not [n for io, n in made if n in ceph.image_names(io)]
+        assert {j["id"] for j in stack.get("/v1/jobs", admin, limit=1000).json()["jobs"]} == jobs
+    finally:
+        for io, image in made:  # only if the refusal failed
+            ceph.remove_image(io, image)
+        if rp:
+            stack.wait_job(stack.delete(f"/v1/restore-points/{rp['id']}").json()["id"])
+        ceph.remove_image(volumes_pool, name)
