@@ -40,6 +40,10 @@ MICROVERSION = {"OpenStack-API-Version": "volume 3.8"}
 GROUPS_MICROVERSION = {"OpenStack-API-Version": "volume 3.58"}
 """Where a generic volume group's `show` lists its volumes (`list_volume`, 3.25) and names
 its project to administrators (3.58, Cinder 15.0 Train)."""
+TYPES_PAGE = 1000
+"""Volume types asked for per page (Cinder's own default cap, `osapi_max_limit`)."""
+MAX_TYPE_PAGES = 10
+"""A cloud with more volume types than this many pages is not one Cairn looks through."""
 
 
 @dataclass(frozen=True)
@@ -225,6 +229,27 @@ class CinderApi:
     def group_volume_ids(self, group_id: str, *, field: str = "cinder_group") -> list[str]:
         """The ids of the volumes of a Cinder generic volume group, sorted."""
         return list(self.group(group_id, field=field).volume_ids)
+
+    def volume_type_id(self, name_or_id: str, *, field: str) -> str:
+        """The id of the volume type the session may use by this name or id: Cinder's own
+        list for the session's token (public types, and the private types its project was
+        given access to; every type for an administrator). Any other is InvalidInput on
+        `field`, a missing one and one the project may not use alike."""
+        marker: str | None = None
+        for _ in range(MAX_TYPE_PAGES):
+            params: dict[str, Any] = {"is_public": "None", "limit": TYPES_PAGE}
+            if marker is not None:
+                params["marker"] = marker
+            page = self._call("GET", "/types", params=params).json()["volume_types"]
+            for kind in page:
+                if name_or_id == kind.get("name") or name_or_id.lower() == kind["id"]:
+                    return str(kind["id"])
+            if len(page) < TYPES_PAGE:
+                break
+            marker = page[-1]["id"]
+        raise InvalidInput(f"{field} {name_or_id!r}: no such volume type is available to your "
+                           "project (openstack volume type list shows the ones that are)",
+                           field=field)
 
     def backend_hosts(self) -> list[str]:
         """Cinder's backend pools as `host@backend#pool` (administrators only)."""

@@ -2,7 +2,11 @@
 created with the user's own token (Cinder applies the user's quota and volume types), and
 an in-place restore is refused at once for a volume that is attached, too small or not the
 restore point's project's. The worker then takes the volume atomically (os-reserve), so a
-server attaching it meanwhile still cannot race the restore."""
+server attaching it meanwhile still cannot race the restore.
+
+An instant restore's volume is adopted later by Cairn's service user, which Cinder lets
+use every volume type: the type is checked here, with the user's token, so a tenant gets
+no type Cinder would not give it (a private type of another project)."""
 
 from __future__ import annotations
 
@@ -38,15 +42,25 @@ def volume_size_gb(rp: RestorePoint, spec: NewVolume) -> int:
     return size
 
 
+def volume_type(ctx: RequestContext, cinder: CinderGateway, spec: NewVolume) -> str | None:
+    """The id of the volume type the new volume gets, one the caller's own token may use
+    (None: Cinder's default type)."""
+    if spec.volume_type is None:
+        return None
+    return cinder.for_user(ctx).volume_type_id(spec.volume_type,
+                                               field="new_volume.volume_type")
+
+
 def adoption_spec(ctx: RequestContext, cinder: CinderGateway, rp: RestorePoint,
                   spec: NewVolume) -> str:
     """For an instant restore into a new Cinder volume: the volume Cinder is to adopt, as
-    the job keeps it (JSON). Checked now: the size, and that Cairn can act in the restore
-    point's project, where the job adopts the clone (Cinder adopts it there for Cairn, an
-    administrator's call)."""
+    the job keeps it (JSON). Checked now: the size, the volume type (the caller's to use),
+    and that Cairn can act in the restore point's project, where the job adopts the clone
+    (Cinder adopts it there for Cairn, an administrator's call)."""
     size = volume_size_gb(rp, spec)
+    type_id = volume_type(ctx, cinder, spec)
     cinder.as_service_in(rp.project_id)
-    return json.dumps({"name": spec.name, "size_gb": size, "volume_type": spec.volume_type,
+    return json.dumps({"name": spec.name, "size_gb": size, "volume_type": type_id,
                        "description": spec.description
                        or f"restored instantly by Cairn from restore point {rp.id}"})
 
@@ -54,9 +68,10 @@ def adoption_spec(ctx: RequestContext, cinder: CinderGateway, rp: RestorePoint,
 def create_volume(session: Session, ctx: RequestContext, cinder: CinderGateway,
                   rp: RestorePoint, job_id: str, spec: NewVolume) -> str:
     size = volume_size_gb(rp, spec)
+    type_id = volume_type(ctx, cinder, spec)
     api = cinder.for_user(ctx)
     volume = api.create(
-        size_gb=size, name=spec.name, volume_type=spec.volume_type,
+        size_gb=size, name=spec.name, volume_type=type_id,
         description=spec.description or f"restored by Cairn from restore point {rp.id}",
         # Leads back from the volume to the restore that made it.
         metadata={"cairn_restore_point": rp.id, "cairn_restore_job": job_id})
