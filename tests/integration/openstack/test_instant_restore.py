@@ -10,10 +10,12 @@ from typing import Any
 
 import rbd
 
+from services.errors import VolumeNotFound
 from tests.support import ceph
 from tests.support.openstack import (
     Cloud,
     OpenStackCairn,
+    User,
     cinder_volume,
     delete_volume,
     image_of,
@@ -159,4 +161,17 @@ def test_a_restore_gets_only_a_volume_type_its_project_may_use(
             assert member_a.cinder().get(done["restore_volume_id"]).volume_type == private.name
         finally:
             if done["restore_volume_id"]:
-                delete_volume(member_a, done["restore_volume_id"])
+                _delete_and_wait(member_a, done["restore_volume_id"])
+
+
+def _delete_and_wait(user: User, volume_id: str) -> None:
+    """Delete a volume and wait until Cinder has (its type can be deleted only then)."""
+    delete_volume(user, volume_id)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            user.cinder().get(volume_id)
+        except VolumeNotFound:
+            return
+        assert time.monotonic() < deadline, f"Cinder volume {volume_id} is still there"
+        time.sleep(0.5)
