@@ -130,12 +130,15 @@ async def get_policy(request: Request) -> Policy:
 
 
 async def get_cinder(request: Request) -> CinderGateway | None:
+    """Cinder for this request: one budget of calls, however many volumes it names."""
     cinder: CinderGateway | None = request.app.state.cinder
-    return cinder
+    return cinder.for_request() if cinder is not None else None
 
 
-async def get_volume_resolver(request: Request) -> VolumeResolver:
-    return VolumeResolver(request.app.state.clusters, request.app.state.cinder)
+async def get_volume_resolver(
+        request: Request,
+        cinder: Annotated[CinderGateway | None, Depends(get_cinder)]) -> VolumeResolver:
+    return VolumeResolver(request.app.state.clusters, cinder)
 
 
 # "function": the unit of work commits when the route returns, before the answer is sent;

@@ -17,7 +17,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.errors import CairnError, TooManyRequests
-from services.formats import IMAGE_SPEC, PRINTABLE, UUID
+from services.formats import IMAGE_SPEC, PRINTABLE, UUID, VOLUME_REF
 
 RETRY_AFTER_SECONDS = 5
 """What a 503 asks the client to wait: the outages behind one (a database failover, a Redis
@@ -157,8 +157,9 @@ def _message(error: dict[str, Any]) -> str:
         pattern = (error.get("ctx") or {}).get("pattern")
         if pattern == UUID:
             return "not a valid id: ids are UUIDs such as 3f0c6a2e-9b1d-4c55-8e8a-0d6f1e2b7c41"
-        if pattern == PRINTABLE:
-            return "must not contain control characters (newlines, tabs, NUL)"
+        if pattern in (PRINTABLE, VOLUME_REF):
+            return ("must not contain control characters (newlines, tabs, NUL, escapes), "
+                    "line separators or bidirectional overrides (U+202A-E, U+2066-9)")
         if pattern == IMAGE_SPEC:
             return ("not an RBD image name: image, pool/image or cluster/pool/image, with "
                     "letters, digits, '.', '_' and '-'")

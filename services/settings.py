@@ -127,6 +127,10 @@ class CinderSettings(BaseModel):
     """Cinder's `host@backend#pool` that adopts an instant restore's clone (Cinder's
     manage-existing). When None, Cinder's only backend pool; set it when Cinder has
     several."""
+    calls_per_request: int = Field(default=2000, ge=10, le=100_000)
+    """Calls one API request may make to Cinder for its caller, whatever it lists (a plan's
+    1000 volumes, a group restore's members, each a call or two); more is 422. Bounds the
+    time a request holds an API thread on Cinder's account."""
 
 
 KEYSTONE_ID = re.compile(r"[0-9a-f]{32}")

@@ -2,18 +2,18 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from services.formats import FreeText, VolumeRef
 from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
 from services.status import RestorePointKind
 
 
 class BackupCreate(BaseModel):
-    volume: str = Field(
-        min_length=1, max_length=512,
+    volume: VolumeRef = Field(
         description="The volume to back up: a Cinder volume id, or (administrators, or "
                     "noauth) the RBD image `cluster/pool/image`",
         examples=["ceph-a/volumes/demo"],
     )
-    target: str | None = Field(
+    target: FreeText | None = Field(
         default=None, max_length=64,
         description="Backup target name; the service's default target when omitted",
         examples=["local"],

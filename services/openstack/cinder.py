@@ -37,8 +37,13 @@ log = logging.getLogger(__name__)
 VOLUME_SERVICE_TYPES = ("volumev3", "block-storage", "volume")
 MICROVERSION = {"OpenStack-API-Version": "volume 3.8"}
 """Where Cinder has `manageable_volumes` and filters volume lists by metadata."""
-GROUPS_MICROVERSION = {"OpenStack-API-Version": "volume 3.25"}
-"""Where a generic volume group's `show` lists its volumes (`list_volume`)."""
+GROUPS_MICROVERSION = {"OpenStack-API-Version": "volume 3.58"}
+"""Where a generic volume group's `show` lists its volumes (`list_volume`, 3.25) and names
+its project to administrators (3.58, Cinder 15.0 Train)."""
+TYPES_PAGE = 1000
+"""Volume types asked for per page (Cinder's own default cap, `osapi_max_limit`)."""
+MAX_TYPE_PAGES = 10
+"""A cloud with more volume types than this many pages is not one Cairn looks through."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,43 @@ class CinderVolume:
             project_id=body.get("os-vol-tenant-attr:tenant_id"))
 
 
+@dataclass(frozen=True)
+class CinderGroup:
+    id: str
+    project_id: str | None
+    """Only visible to administrators."""
+    volume_ids: tuple[str, ...]
+    """Sorted."""
+
+
+def volume_not_found(volume_id: str) -> VolumeNotFound:
+    """What a volume the caller may not use answers: the same as a missing one, so nobody
+    learns that another project's volume exists."""
+    return VolumeNotFound(f"Cinder volume {volume_id} not found", volume=volume_id)
+
+
+def group_not_found(group_id: str, field: str) -> InvalidInput:
+    return InvalidInput(f"Cinder group {group_id} not found (or not yours): name a generic "
+                        "volume group of your project", field=field)
+
+
+class CallBudget:
+    """The calls to Cinder one API request may make (`CAIRN_CINDER.calls_per_request`):
+    whatever a tenant lists (a plan's volumes, a group's, a group restore's members), one
+    request never holds a thread for more Cinder calls than this."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.spent = 0
+
+    def spend(self) -> None:
+        if self.spent >= self.limit:
+            raise InvalidInput(
+                f"this request would make more than {self.limit} calls to Cinder "
+                "(CAIRN_CINDER's calls_per_request); name fewer volumes in one request")
+        self.spent += 1
+
+
 DISCARD_WAIT_SECONDS = 30.0
 """How long discarding a volume made moments ago waits for Cinder to finish creating it
 (Cinder refuses to delete a volume that is still `creating`)."""
@@ -73,12 +115,21 @@ DISCARD_WAIT_SECONDS = 30.0
 class CinderApi:
     """The few Cinder calls Cairn needs, on one keystoneauth session."""
 
-    def __init__(self, session: ks_session.Session, endpoint_filter: dict[str, Any]) -> None:
+    def __init__(self, session: ks_session.Session, endpoint_filter: dict[str, Any],
+                 budget: CallBudget | None = None) -> None:
         self.session = session
         self.endpoint_filter = endpoint_filter
+        self.budget = budget
+
+    def unbudgeted(self) -> CinderApi:
+        """The same session outside the request's budget: for cleaning up after a request
+        that failed (perhaps because it spent its budget)."""
+        return CinderApi(self.session, self.endpoint_filter)
 
     def _call(self, method: str, path: str, *, not_found: Callable[[str], CairnError]
               | None = None, **kwargs: Any) -> requests.Response:
+        if self.budget is not None:
+            self.budget.spend()
         try:
             response: requests.Response = self.session.request(
                 path, method, endpoint_filter=self.endpoint_filter, raise_exc=False, **kwargs)
@@ -119,9 +170,8 @@ class CinderApi:
             else None
 
     def get(self, volume_id: str) -> CinderVolume:
-        def missing(_: str) -> CairnError:
-            return VolumeNotFound(f"Cinder volume {volume_id} not found", volume=volume_id)
-        body = self._call("GET", f"/volumes/{volume_id}", not_found=missing).json()
+        body = self._call("GET", f"/volumes/{volume_id}",
+                          not_found=lambda _: volume_not_found(volume_id)).json()
         return CinderVolume.of(body["volume"])
 
     def create(self, *, size_gb: int, name: str, volume_type: str | None,
@@ -167,15 +217,39 @@ class CinderApi:
                 return None
             marker = page[-1]["id"]
 
-    def group_volume_ids(self, group_id: str, *, field: str = "cinder_group") -> list[str]:
-        """The ids of the volumes of a Cinder generic volume group, sorted. A group the
-        session cannot see (missing, or another project's) is InvalidInput on `field`."""
-        def missing(_: str) -> CairnError:
-            return InvalidInput(f"Cinder group {group_id} not found (or not yours): name a "
-                                "generic volume group of your project", field=field)
+    def group(self, group_id: str, *, field: str = "cinder_group") -> CinderGroup:
+        """A Cinder generic volume group and its volumes. A group the session cannot see
+        (missing, or another project's) is InvalidInput on `field`."""
         body = self._call("GET", f"/groups/{group_id}", params={"list_volume": "true"},
-                          headers=GROUPS_MICROVERSION, not_found=missing).json()
-        return sorted(str(v) for v in body["group"].get("volumes") or [])
+                          headers=GROUPS_MICROVERSION,
+                          not_found=lambda _: group_not_found(group_id, field)).json()["group"]
+        return CinderGroup(id=body["id"], project_id=body.get("project_id"),
+                           volume_ids=tuple(sorted(str(v) for v in body.get("volumes") or [])))
+
+    def group_volume_ids(self, group_id: str, *, field: str = "cinder_group") -> list[str]:
+        """The ids of the volumes of a Cinder generic volume group, sorted."""
+        return list(self.group(group_id, field=field).volume_ids)
+
+    def volume_type_id(self, name_or_id: str, *, field: str) -> str:
+        """The id of the volume type the session may use by this name or id: Cinder's own
+        list for the session's token (public types, and the private types its project was
+        given access to; every type for an administrator). Any other is InvalidInput on
+        `field`, a missing one and one the project may not use alike."""
+        marker: str | None = None
+        for _ in range(MAX_TYPE_PAGES):
+            params: dict[str, Any] = {"is_public": "None", "limit": TYPES_PAGE}
+            if marker is not None:
+                params["marker"] = marker
+            page = self._call("GET", "/types", params=params).json()["volume_types"]
+            for kind in page:
+                if name_or_id == kind.get("name") or name_or_id.lower() == kind["id"]:
+                    return str(kind["id"])
+            if len(page) < TYPES_PAGE:
+                break
+            marker = page[-1]["id"]
+        raise InvalidInput(f"{field} {name_or_id!r}: no such volume type is available to your "
+                           "project (openstack volume type list shows the ones that are)",
+                           field=field)
 
     def backend_hosts(self) -> list[str]:
         """Cinder's backend pools as `host@backend#pool` (administrators only)."""
@@ -216,13 +290,31 @@ class CinderApi:
             delay = min(delay * 1.5, 2.0)
 
 
+@dataclass
+class _ServiceApi:
+    api: CinderApi | None = None
+
+
 class CinderGateway:
     """Cinder for the API and the workers, and where Cinder's RBD driver keeps a volume."""
 
-    def __init__(self, keystone: KeystoneSettings, cinder: CinderSettings) -> None:
+    def __init__(self, keystone: KeystoneSettings, cinder: CinderSettings,
+                 budget: CallBudget | None = None,
+                 shared: _ServiceApi | None = None) -> None:
         self.keystone = keystone
         self.settings = cinder
-        self._service: CinderApi | None = None
+        self.budget = budget
+        """Set on a request's gateway (`for_request`): the calls made for its caller."""
+        self._service = shared or _ServiceApi()
+        """Cairn's service user's session, one for the process (every request's gateway
+        shares it)."""
+        self._in_projects: dict[str, CinderApi] = {}
+
+    def for_request(self) -> CinderGateway:
+        """This gateway for one API request: what it asks for the caller counts against one
+        budget of `settings.calls_per_request` calls."""
+        return CinderGateway(self.keystone, self.settings,
+                             CallBudget(self.settings.calls_per_request), self._service)
 
     def image_ref(self, volume_id: str) -> ImageRef:
         # cinder.volume.drivers.rbd names each volume's image volume-<id>.
@@ -238,17 +330,21 @@ class CinderGateway:
             raise ServiceUnavailable("your token's catalog has no block-storage (Cinder) "
                                      "endpoint")
         session = make_session(token_endpoint.Token(endpoint, ctx.token))
-        return CinderApi(session, {"service_type": "volumev3"})
+        return CinderApi(session, {"service_type": "volumev3"}, self.budget)
 
     def as_service(self) -> CinderApi:
-        if self._service is None:
-            self._service = CinderApi(service_session(self.keystone), self._endpoint_filter())
-        return self._service
+        if self._service.api is None:
+            self._service.api = CinderApi(service_session(self.keystone),
+                                          self._endpoint_filter())
+        return self._service.api
 
     def as_service_in(self, project_id: str) -> CinderApi:
         """Cairn's service user acting in a tenant's project: needs a role there that
         Cinder's policy lets adopt images (docs/operations.md, instant restores). Raises
-        Conflict at once when Keystone gives it no token for the project."""
+        Conflict at once when Keystone gives it no token for the project. Within one
+        request's gateway, one token per project."""
+        if project_id in self._in_projects:
+            return self._in_projects[project_id]
         session = service_session(self.keystone, project_id=project_id)
         try:
             session.get_token()
@@ -263,7 +359,10 @@ class CinderGateway:
                         exc_info=True)
             raise ServiceUnavailable("Keystone could not be reached; try again in a few "
                                      "seconds") from None
-        return CinderApi(session, self._endpoint_filter())
+        api = CinderApi(session, self._endpoint_filter(), self.budget)
+        if self.budget is not None:  # a worker's gateway lives long: it asks again each time
+            self._in_projects[project_id] = api
+        return api
 
     def adoption_host(self) -> str:
         """The `host@backend#pool` that adopts images of `settings.pool`."""

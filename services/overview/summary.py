@@ -19,6 +19,7 @@ from services.records.plans import Plan, PlanVolume
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.status import PlanStatus, RestorePointKind, RestorePointStatus
+from services.volumes.ownership import foreign
 
 STALE_FACTOR = 1.5
 """A volume is behind when its newest restore point is older than this many intervals."""
@@ -72,7 +73,8 @@ def overview(session: Session, ctx: RequestContext, cinder: CinderGateway | None
     names: dict[str, str] = {}
     counts: tuple[int | None, int | None] = (None, None)
     if cinder is not None:
-        found = cinder.for_user(ctx).list_volumes()
+        found = [v for v in cinder.for_user(ctx).list_volumes()
+                 if not foreign(v.project_id, ctx)]
         names = {v.id: v.name for v in found}
         covered = set(session.scalars(select(Volume.cinder_volume_id).where(
             Volume.id.in_(covering), Volume.cinder_volume_id.in_(names))))

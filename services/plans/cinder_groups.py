@@ -19,14 +19,14 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from services.db import Database
-from services.errors import CairnError, VolumeNotFound
+from services.errors import CairnError
 from services.openstack.cinder import CinderApi, CinderGateway
 from services.plans import service
+from services.plans.members import group_member
 from services.records.plans import Plan
 from services.records.volumes import Volume
 from services.settings import Settings
 from services.status import Consistency
-from services.volumes import repository as volumes
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,8 @@ def follow(session: Session, settings: Settings, gateway: CinderGateway, cinder:
         if known is not None:
             wanted.append(known)
             continue
-        joining = _joining(session, gateway, cinder, plan, volume_id)
+        joining = group_member(session, gateway, cinder, plan.project_id,
+                               plan.cinder_group_id, volume_id)
         if joining is not None:
             wanted.append(joining)
     if plan.consistency == Consistency.GROUP:
@@ -88,19 +89,3 @@ def follow(session: Session, settings: Settings, gateway: CinderGateway, cinder:
                         taken[volume.id])
         wanted = [v for v in wanted if v.id not in taken]
     return service.set_volumes(session, settings, plan, wanted, now)
-
-
-def _joining(session: Session, gateway: CinderGateway, cinder: CinderApi, plan: Plan,
-             volume_id: str) -> Volume | None:
-    """The Volume row of a group member new to the plan, or None when it may not join."""
-    try:
-        found = cinder.get(volume_id)
-    except VolumeNotFound:
-        return None  # deleted since Cinder listed the group
-    if found.project_id != plan.project_id:
-        log.warning("Cinder group %s lists volume %s of project %s; plan %s is project %s's "
-                    "and leaves it out", plan.cinder_group_id, volume_id, found.project_id,
-                    plan.id, plan.project_id)
-        return None
-    return volumes.get_or_create(session, plan.project_id, gateway.image_ref(found.id),
-                                 cinder_volume_id=found.id)

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field
 
+from services.formats import FreeText
 from services.plans import schedule, timing
 from services.plans.retention import Point, evaluate
 from services.plans.rules import stored_rules
@@ -35,11 +36,11 @@ _RRULE_DAYS = {"SU": 0, "MO": 1, "TU": 2, "WE": 3, "TH": 4, "FR": 5, "SA": 6}
 
 class PlanDraft(BaseModel):
     rules: list[ScheduleRule] = Field(min_length=1, max_length=20)
-    timezone: str = Field(default="UTC", max_length=64, examples=["Europe/Berlin"])
+    timezone: FreeText = Field(default="UTC", max_length=64, examples=["Europe/Berlin"])
     window: BackupWindow | None = None
     retention: Retention = Field(default_factory=Retention)
     count: int = Field(default=10, ge=1, le=100, description="Next runs to list")
-    plan_id: str | None = Field(
+    plan_id: FreeText | None = Field(
         default=None, max_length=64,
         description="The plan this draft edits: its restore points are then judged by the "
                     "draft's retention and timezone, as the first prune after saving would")

@@ -5,6 +5,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, WithJsonSchema, field_validator, model_validator
 
+from services.formats import FreeText, VolumeRef
 from services.jobs.schemas import JobPublic
 from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
 from services.plans.retention import Policy
@@ -26,14 +27,14 @@ class ScheduleRule(BaseModel):
     kind: RestorePointKind = Field(
         default=RestorePointKind.INCREMENTAL,
         description="What a slot of this rule makes; when two rules hit one slot, full wins")
-    cron: str | None = Field(default=None, max_length=255, examples=["0 2 * * *"],
+    cron: FreeText | None = Field(default=None, max_length=255, examples=["0 2 * * *"],
                              description="Five-field cron: minute hour day-of-month month "
                                          "day-of-week")
-    rrule: str | None = Field(default=None, max_length=1000,
+    rrule: FreeText | None = Field(default=None, max_length=1000,
                               examples=["FREQ=WEEKLY;BYDAY=SU;BYHOUR=2;BYMINUTE=0"],
                               description="RFC 5545 recurrence rule (FREQ is required)")
-    timezone: str | None = Field(default=None, max_length=64, examples=["Europe/Berlin"],
-                                 description="IANA zone; the plan's timezone when omitted")
+    timezone: FreeText | None = Field(default=None, max_length=64, examples=["Europe/Berlin"],
+                                  description="IANA zone; the plan's timezone when omitted")
     start: WallClockTime | None = Field(
         default=None, description="RRULE only: local wall-clock start (DTSTART); counts "
                                   "INTERVAL from here. The day the rule was saved when omitted")
@@ -56,8 +57,14 @@ CINDER_GROUP_ID = r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$"
 
 
 def _volumes_unique(value: list[str] | None) -> list[str] | None:
-    if value is not None and len(set(value)) != len(value):
-        raise ValueError("a volume is listed more than once")
+    # Cinder ids arrive lower-cased (VolumeRef): one volume in two spellings is a duplicate
+    # too, refused before Cinder is asked about either.
+    seen: set[str] = set()
+    for volume in value or []:
+        if volume in seen:
+            raise ValueError(f"volume {volume} is listed more than once (a Cinder id names "
+                             "the same volume in upper and lower case); list each volume once")
+        seen.add(volume)
     return value
 
 
@@ -68,9 +75,9 @@ def _volumes_not_empty(value: list[str] | None) -> list[str] | None:
 
 
 class PlanCreate(BaseModel):
-    name: str = Field(min_length=1, max_length=255, examples=["nightly"])
-    description: str | None = Field(default=None, max_length=2000)
-    volumes: list[str] = Field(default_factory=list, max_length=1000,
+    name: FreeText = Field(min_length=1, max_length=255, examples=["nightly"])
+    description: FreeText | None = Field(default=None, max_length=2000)
+    volumes: list[VolumeRef] = Field(default_factory=list, max_length=1000,
                                examples=[["ceph-a/volumes/demo"]],
                                description="Cinder volume ids, or (administrators, or noauth) RBD "
                                            "images `cluster/pool/image`. Leave out with "
@@ -81,13 +88,13 @@ class PlanCreate(BaseModel):
                     "plan protects the group's volumes, and follows the group as volumes "
                     "join or leave it in Cinder. Its consistency is `group` unless given")
     rules: list[ScheduleRule] = Field(min_length=1, max_length=20)
-    timezone: str = Field(default="UTC", max_length=64, examples=["Europe/Berlin"])
+    timezone: FreeText = Field(default="UTC", max_length=64, examples=["Europe/Berlin"])
     window: BackupWindow | None = None
     retention: Retention = Field(default_factory=Retention)
     verify: VerifyPolicy = Field(default_factory=VerifyPolicy)
     qos_bytes_per_second: BytesPerSecond | None = None
     qos_ops_per_second: OpsPerSecond | None = None
-    target: str | None = Field(default=None, max_length=64,
+    target: FreeText | None = Field(default=None, max_length=64,
                                description="Backup target; the service's default when omitted")
     enabled: bool = True
     offsite: CopyPolicy | None = Field(
@@ -125,17 +132,17 @@ class PlanCreate(BaseModel):
 class PlanUpdate(BaseModel):
     """Fields given replace the plan's; `null` clears the optional ones (window, QoS)."""
 
-    name: str | None = Field(default=None, min_length=1, max_length=255)
-    description: str | None = Field(default=None, max_length=2000)
-    volumes: list[str] | None = Field(default=None, max_length=1000)
+    name: FreeText | None = Field(default=None, min_length=1, max_length=255)
+    description: FreeText | None = Field(default=None, max_length=2000)
+    volumes: list[VolumeRef] | None = Field(default=None, max_length=1000)
     rules: list[ScheduleRule] | None = Field(default=None, min_length=1, max_length=20)
-    timezone: str | None = Field(default=None, max_length=64)
+    timezone: FreeText | None = Field(default=None, max_length=64)
     window: BackupWindow | None = None
     retention: Retention | None = None
     verify: VerifyPolicy | None = None
     qos_bytes_per_second: BytesPerSecond | None = None
     qos_ops_per_second: OpsPerSecond | None = None
-    target: str | None = Field(default=None, max_length=64)
+    target: FreeText | None = Field(default=None, max_length=64)
     consistency: Consistency | None = None
     offsite: CopyPolicy | None = Field(default=None, description="null stops the copies")
     cinder_group: str | None = Field(

@@ -17,8 +17,10 @@ from services.context import RequestContext
 from services.errors import Conflict, InvalidInput, PlanNameTaken, ServiceUnavailable
 from services.jobs import factory
 from services.jobs import repository as jobs_repository
+from services.openstack.cinder import CinderGroup
 from services.plans import drafts, repository, schedule, timing
 from services.plans.drafts import DraftPreview, ExistingVerdicts, PlanDraft
+from services.plans.members import group_member
 from services.plans.retention import Point, evaluate
 from services.plans.rules import stored_rules
 from services.plans.schemas import (
@@ -48,6 +50,7 @@ from services.status import (
     RestorePointStatus,
     guarded_update_where,
 )
+from services.volumes import ownership
 from services.volumes.resolve import VolumeResolver
 from services.webhooks import events as webhook_events
 from services.webhooks import openstack
@@ -74,11 +77,12 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
     timing.window_of(plan)  # validates the window's times
     if request.cinder_group is not None:
         plan.cinder_group_id = request.cinder_group.lower()
-        refs = group_volume_ids(ctx, volumes_from, plan.cinder_group_id)
+        group = caller_group(ctx, volumes_from, plan.cinder_group_id)
+        quotas.require_room(session, ctx.project_id, len(group.volume_ids))
+        plan.volumes = _members(session, ctx, volumes_from, group, plan.project_id)
     else:
-        refs = request.volumes
-    quotas.require_room(session, ctx.project_id, len(refs))
-    plan.volumes = _volumes(session, ctx, volumes_from, refs, plan.project_id)
+        quotas.require_room(session, ctx.project_id, len(request.volumes))
+        plan.volumes = _volumes(session, ctx, volumes_from, request.volumes, plan.project_id)
     _check_consistency(session, plan)
     plan.next_slot_at = timing.next_slot_after(plan, now)
     _save(session, plan)
@@ -116,7 +120,7 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
     if "cinder_group" in given:
         plan.cinder_group_id = change.cinder_group.lower() if change.cinder_group else None
         if plan.cinder_group_id is not None:
-            plan.volumes = _volumes(session, owner, volumes_from, group_volume_ids(
+            plan.volumes = _members(session, owner, volumes_from, caller_group(
                 owner, volumes_from, plan.cinder_group_id), plan.project_id)
     if "volumes" in given and change.volumes is not None:
         if plan.cinder_group_id is not None:
@@ -306,18 +310,29 @@ def plan_restore_points(session: Session, plan_id: str, volume_id: str | None = 
     return list(groups.values())
 
 
-def group_volume_ids(ctx: RequestContext, volumes_from: VolumeResolver,
-                     group_id: str) -> list[str]:
-    """The volumes of a Cinder generic volume group, asked with the caller's token (another
-    project's group is not found); a group without volumes is refused."""
+def caller_group(ctx: RequestContext, volumes_from: VolumeResolver,
+                 group_id: str) -> CinderGroup:
+    """A Cinder generic volume group the caller may follow, asked with the caller's token:
+    another project's is not found, also for a project's admin, whom Cinder shows it."""
     if volumes_from.cinder is None:
         raise InvalidInput("cinder_group needs Cinder: this Cairn has none configured "
                            "(CAIRN_CINDER)", field="cinder_group")
-    ids = volumes_from.cinder.for_user(ctx).group_volume_ids(group_id)
-    if not ids:
-        raise InvalidInput(f"Cinder group {group_id} has no volumes: add volumes to it in "
-                           "Cinder first", field="cinder_group")
-    return ids
+    return ownership.caller_group(volumes_from.cinder, ctx, group_id)
+
+
+def _members(session: Session, ctx: RequestContext, volumes_from: VolumeResolver,
+             group: CinderGroup, project_id: str) -> list[Volume]:
+    """The group's volumes of the plan's project (`members.group_member`); a group with none
+    is refused."""
+    assert volumes_from.cinder is not None, "caller_group found the group"
+    api = volumes_from.cinder.for_user(ctx)
+    out = [volume for volume_id in group.volume_ids
+           if (volume := group_member(session, volumes_from.cinder, api, project_id, group.id,
+                                      volume_id, token_project=ctx.project_id)) is not None]
+    if not out:
+        raise InvalidInput(f"Cinder group {group.id} has no volumes of this project: add "
+                           "volumes to it in Cinder first", field="cinder_group")
+    return out
 
 
 def _follow_group_now(session: Session, ctx: RequestContext, settings: Settings,
@@ -330,7 +345,7 @@ def _follow_group_now(session: Session, ctx: RequestContext, settings: Settings,
         return  # stopped following meanwhile
     owner = ctx.acting_for(plan.project_id)
     try:
-        wanted = _volumes(session, owner, volumes_from, group_volume_ids(
+        wanted = _members(session, owner, volumes_from, caller_group(
             owner, volumes_from, plan.cinder_group_id), plan.project_id)
     except ServiceUnavailable:
         log.warning("Cinder did not answer for group %s of plan %s; running its last known "

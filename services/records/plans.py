@@ -10,6 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship, validates
 from sqlalchemy.types import TypeDecorator
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
+from services.formats import FreeText
 from services.records.volumes import Volume
 from services.status import Consistency, PlanStatus, RestorePointKind
 
@@ -58,7 +59,7 @@ class CopyPolicy(BaseModel):
     copied from the backup pool to `target` (an object target) unless the volume already
     has a copy there from the same period (`every`, in the plan's timezone)."""
 
-    target: str = Field(min_length=1, max_length=64, examples=["s3"],
+    target: FreeText = Field(min_length=1, max_length=64, examples=["s3"],
                         description="The object target the copies go to")
     every: Literal["backup", "day", "week", "month"] = Field(
         default="week", description="Copy the first restore point of each day, ISO week or "

@@ -1,8 +1,12 @@
 """The Cinder side of a restore request, checked while the user waits: the new volume is
 created with the user's own token (Cinder applies the user's quota and volume types), and
-an in-place restore is refused at once for a volume that is attached or too small. The
-worker then takes the volume atomically (os-reserve), so a server attaching it meanwhile
-still cannot race the restore."""
+an in-place restore is refused at once for a volume that is attached, too small or not the
+restore point's project's. The worker then takes the volume atomically (os-reserve), so a
+server attaching it meanwhile still cannot race the restore.
+
+An instant restore's volume is adopted later by Cairn's service user, which Cinder lets
+use every volume type: the type is checked here, with the user's token, so a tenant gets
+no type Cinder would not give it (a private type of another project)."""
 
 from __future__ import annotations
 
@@ -15,13 +19,14 @@ from sqlalchemy.orm import Session
 
 from services.context import RequestContext
 from services.db import undo_on_rollback
-from services.errors import InvalidInput, VolumeInUse
+from services.errors import InvalidInput, VolumeInUse, VolumeNotOwned
 from services.jobs import repository as jobs
 from services.openstack.cinder import CinderGateway
 from services.quotas.service import GIB
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points.schemas import NewVolume
+from services.volumes.ownership import caller_volume
 
 log = logging.getLogger(__name__)
 
@@ -37,14 +42,25 @@ def volume_size_gb(rp: RestorePoint, spec: NewVolume) -> int:
     return size
 
 
+def volume_type(ctx: RequestContext, cinder: CinderGateway, spec: NewVolume) -> str | None:
+    """The id of the volume type the new volume gets, one the caller's own token may use
+    (None: Cinder's default type)."""
+    if spec.volume_type is None:
+        return None
+    return cinder.for_user(ctx).volume_type_id(spec.volume_type,
+                                               field="new_volume.volume_type")
+
+
 def adoption_spec(ctx: RequestContext, cinder: CinderGateway, rp: RestorePoint,
                   spec: NewVolume) -> str:
     """For an instant restore into a new Cinder volume: the volume Cinder is to adopt, as
-    the job keeps it (JSON). Checked now: the size, and that Cairn can act in the caller's
-    project (Cinder adopts the clone there for Cairn, an administrator's call)."""
+    the job keeps it (JSON). Checked now: the size, the volume type (the caller's to use),
+    and that Cairn can act in the restore point's project, where the job adopts the clone
+    (Cinder adopts it there for Cairn, an administrator's call)."""
     size = volume_size_gb(rp, spec)
-    cinder.as_service_in(ctx.project_id)
-    return json.dumps({"name": spec.name, "size_gb": size, "volume_type": spec.volume_type,
+    type_id = volume_type(ctx, cinder, spec)
+    cinder.as_service_in(rp.project_id)
+    return json.dumps({"name": spec.name, "size_gb": size, "volume_type": type_id,
                        "description": spec.description
                        or f"restored instantly by Cairn from restore point {rp.id}"})
 
@@ -52,22 +68,31 @@ def adoption_spec(ctx: RequestContext, cinder: CinderGateway, rp: RestorePoint,
 def create_volume(session: Session, ctx: RequestContext, cinder: CinderGateway,
                   rp: RestorePoint, job_id: str, spec: NewVolume) -> str:
     size = volume_size_gb(rp, spec)
+    type_id = volume_type(ctx, cinder, spec)
     api = cinder.for_user(ctx)
     volume = api.create(
-        size_gb=size, name=spec.name, volume_type=spec.volume_type,
+        size_gb=size, name=spec.name, volume_type=type_id,
         description=spec.description or f"restored by Cairn from restore point {rp.id}",
         # Leads back from the volume to the restore that made it.
         metadata={"cairn_restore_point": rp.id, "cairn_restore_job": job_id})
     # Made before the job row commits (the answer names it); if the row never commits,
     # nothing would ever restore into it or remove it.
-    undo_on_rollback(session, partial(api.discard, volume.id),
+    undo_on_rollback(session, partial(api.unbudgeted().discard, volume.id),
                      f"Cinder volume {volume.id} made for restore job {job_id}")
     return volume.id
 
 
 def check_in_place(session: Session, ctx: RequestContext, cinder: CinderGateway,
                    rp: RestorePoint, volume_id: str) -> str:
-    volume = cinder.for_user(ctx).get(volume_id.lower())
+    volume = caller_volume(cinder, ctx, volume_id)
+    if volume.project_id is not None and volume.project_id != rp.project_id:
+        # The cloud's administrator, who sees every project's volumes: a restore in place
+        # would write one project's data into another project's volume.
+        raise VolumeNotOwned(
+            f"Cinder volume {volume.id} is project {volume.project_id}'s and restore point "
+            f"{rp.id} is project {rp.project_id}'s: a restore in place writes a restore point "
+            "over a volume of its own project only. Restore into a new volume (new_volume), "
+            "or over a volume of that project", volume=volume.id)
     if volume.attached_to or volume.status == "in-use":
         servers = ", ".join(volume.attached_to) or "a server"
         raise VolumeInUse(

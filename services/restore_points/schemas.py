@@ -6,21 +6,21 @@ from datetime import datetime
 from pydantic import BaseModel, Field, model_validator
 
 from services.base import AnyRow
-from services.formats import IMAGE_SPEC, PRINTABLE, UUID
+from services.formats import IMAGE_SPEC, UUID, FreeText
 from services.limits.qos_bounds import BytesPerSecond, OpsPerSecond
 from services.records.restore_points import RestorePoint, backup_image_name, snapshot_name
 from services.status import RestoreMethod, RestorePointKind, RestorePointStatus, VerifyStatus
 
 
 class NewVolume(BaseModel):
-    name: str = Field(min_length=1, max_length=255, pattern=PRINTABLE,
-                      description="Name of the new Cinder volume")
+    name: FreeText = Field(min_length=1, max_length=255,
+                           description="Name of the new Cinder volume")
     size_gb: int | None = Field(
         default=None, gt=0, le=1024 * 1024,
         description="Size in GiB; at least the restore point's (the default, rounded up)")
-    volume_type: str | None = Field(default=None, max_length=255,
-                                    description="Cinder volume type; Cinder's default if None")
-    description: str | None = Field(default=None, max_length=255)
+    volume_type: FreeText | None = Field(default=None, max_length=255,
+                                     description="Cinder volume type; Cinder's default if None")
+    description: FreeText | None = Field(default=None, max_length=255)
 
 
 class RestoreCreate(BaseModel):
@@ -72,8 +72,8 @@ class GroupRestoreCreate(BaseModel):
     """Exactly one of `name_prefix`, `target_prefix` and `in_place`: every volume of the
     group comes back to the group's instant."""
 
-    name_prefix: str | None = Field(
-        default=None, min_length=1, max_length=200, pattern=PRINTABLE,
+    name_prefix: FreeText | None = Field(
+        default=None, min_length=1, max_length=200,
         description="New Cinder volumes named <prefix><the volume's id>")
     target_prefix: str | None = Field(
         default=None, min_length=1, max_length=400, pattern=IMAGE_SPEC,
@@ -107,7 +107,7 @@ class VerifyCreate(BaseModel):
 
 
 class CopyCreate(BaseModel):
-    target: str | None = Field(
+    target: FreeText | None = Field(
         default=None, min_length=1, max_length=64,
         description="Object target to copy to (off site); the service's default when omitted")
     qos_bytes_per_second: BytesPerSecond | None = Field(

@@ -40,7 +40,7 @@ from services.status import (
 )
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
-from services.storage.refs import ImageRef, parse_image_ref
+from services.storage.refs import ImageRef, parse_image_ref, require_unreserved
 
 
 def start_restore(session: Session, ctx: RequestContext, settings: Settings,
@@ -65,8 +65,9 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
             raise Forbidden("restore into a new Cinder volume (new_volume) or over one "
                             "(volume_id); only administrators may name RBD images directly",
                             field="target")
-        dest = parse_image_ref(request.target, field="target",
-                               default_cluster=rp.volume.cluster, default_pool=rp.volume.pool)
+        dest = require_unreserved(parse_image_ref(
+            request.target, field="target", default_cluster=rp.volume.cluster,
+            default_pool=rp.volume.pool), field="target")
         clusters.check_known(dest.cluster, field="target")
         if not clusters.pool_exists(dest.cluster, dest.pool):
             raise InvalidInput(f"target {str(dest)!r}: cluster {dest.cluster!r} has no pool "

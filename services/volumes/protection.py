@@ -1,5 +1,7 @@
 """The project's Cinder volumes with how well each is protected: the plans that cover it and
-its newest restore point, so a tenant sees at a glance what is not backed up."""
+its newest restore point, so a tenant sees at a glance what is not backed up. Only the
+project's own: Cinder shows a project's admin other projects' volumes too
+(`ownership.foreign`)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from services.status import (
     RestorePointStatus,
     VerifyStatus,
 )
+from services.volumes.ownership import caller_volume, foreign
 
 
 class PlanRef(BaseModel):
@@ -73,30 +76,43 @@ class VolumeList(BaseModel):
                                                 "on the last")
 
 
+UNPROTECTED_SCAN_PAGE = 100
+"""Cinder volumes read per call while looking for unprotected ones (`limit` if larger)."""
+UNPROTECTED_SCAN_PAGES = 20
+"""Cinder pages one request reads at most looking for them; then the page ends early, with
+the marker to go on from."""
+
+
 def list_volumes(session: Session, ctx: RequestContext, cinder: CinderGateway, now: datetime,
                  *, limit: int, marker: str | None, unprotected: bool = False) -> VolumeList:
     """A page of the project's volumes, newest first, read a page at a time from Cinder.
-    `unprotected` reads on until the page is full of volumes no enabled plan covers."""
+    `unprotected` reads on until the page is full of volumes no enabled plan covers, or
+    it has read UNPROTECTED_SCAN_PAGES pages of Cinder's: a project whose volumes are nearly
+    all protected gets short pages (each with its `next_marker`), never a request that asks
+    Cinder once per volume."""
     api = cinder.for_user(ctx)
+    page_size = max(limit, UNPROTECTED_SCAN_PAGE) if unprotected else limit
     out: list[VolumePublic] = []
-    while True:
-        found, next_marker = api.list_page(limit=limit, marker=marker)
+    for _ in range(UNPROTECTED_SCAN_PAGES):
+        page, next_marker = api.list_page(limit=page_size, marker=marker)
+        found = [v for v in page if not foreign(v.project_id, ctx)]
         for volume in _with_protection(session, ctx, found, now):
             if unprotected and volume.protected:
                 continue
             out.append(volume)
             if len(out) == limit:
-                last = found[-1].id
+                last = page[-1].id
                 return VolumeList(volumes=out,
                                   next_marker=next_marker if volume.id == last else volume.id)
-        if next_marker is None:
-            return VolumeList(volumes=out, next_marker=None)
+        if next_marker is None or not unprotected:
+            return VolumeList(volumes=out, next_marker=next_marker)
         marker = next_marker
+    return VolumeList(volumes=out, next_marker=marker)
 
 
 def get_volume(session: Session, ctx: RequestContext, cinder: CinderGateway, now: datetime,
                volume_id: str) -> VolumePublic:
-    return _with_protection(session, ctx, [cinder.for_user(ctx).get(volume_id)], now)[0]
+    return _with_protection(session, ctx, [caller_volume(cinder, ctx, volume_id)], now)[0]
 
 
 def _with_protection(session: Session, ctx: RequestContext, found: list[CinderVolume],

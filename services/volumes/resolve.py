@@ -1,10 +1,12 @@
 """What a user's `volume` names, as a registered Volume row: a Cinder volume id (the usual
 way on an OpenStack cloud), or an RBD image `cluster/pool/image`.
 
-With Keystone, the user's own token asks Cinder about the id, so another project's volume
-is "not found", exactly like a missing one. Naming RBD images directly is then an
+With Keystone, the user's own token asks Cinder about the id, and another project's volume
+is "not found", exactly like a missing one, also for a project's admin, whom Cinder shows
+every project's volumes (`ownership.caller_volume`). Naming RBD images directly is then an
 administrator's privilege: otherwise any project could protect (and so read) any image,
-another project's Cinder volumes included."""
+another project's Cinder volumes included; Cairn's own images (`cairn.*`) are no one's to
+name."""
 
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ from services.openstack.cinder import CinderGateway
 from services.records.volumes import Volume
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
-from services.storage.refs import parse_image_ref
+from services.storage.refs import parse_image_ref, require_unreserved
 from services.volumes import repository as volumes
+from services.volumes.ownership import caller_volume
 from services.volumes.repository import CINDER_ID
 
 
@@ -37,14 +40,15 @@ def resolve(session: Session, ctx: RequestContext, clusters: CephClusters,
             cinder: CinderGateway | None, text: str, *, field: str) -> Volume:
     """The Volume row, owned by the project that owns the volume: a Cinder volume's own
     project (an administrator backing up another project's volume makes that project's
-    restore point), else the caller's (`ctx.project_id`, which `acting_for` sets)."""
+    restore point), else the caller's (`ctx.project_id`, which `acting_for` sets). Nothing
+    is registered for a volume the caller may not act on."""
     if CINDER_ID.match(text):
         if cinder is None:
             raise InvalidInput(
                 f"{field} {text!r} is a Cinder volume id, but this Cairn has no Cinder "
                 "configured (CAIRN_CINDER); name the RBD image as cluster/pool/image",
                 field=field)
-        found = cinder.for_user(ctx).get(text.lower())
+        found = caller_volume(cinder, ctx, text)
         # Cinder shows the owner to administrators only; anyone else sees their own volumes.
         owner = found.project_id or ctx.project_id
         return volumes.get_or_create(session, owner, cinder.image_ref(found.id),
@@ -53,5 +57,6 @@ def resolve(session: Session, ctx: RequestContext, clusters: CephClusters,
     if ctx.token is not None and not ctx.is_admin:
         raise Forbidden(f"{field} {text!r}: name a Cinder volume by its id; only "
                         "administrators may name RBD images directly", field=field)
+    require_unreserved(ref, field=field)
     rbd_images.require_volume(clusters, ref, field=field)
     return volumes.get_or_create(session, ctx.project_id, ref)

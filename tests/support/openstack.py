@@ -333,3 +333,33 @@ def change_group(user: User, group_id: str, *, add: Sequence[str] = (),
         change["remove_volumes"] = ",".join(remove)
     _group_call(api, "PUT", f"/groups/{group_id}", {"group": change})
     return sorted(_wait_group(api, group_id).get("volumes") or [])
+
+
+@dataclass(frozen=True)
+class VolumeType:
+    id: str
+    name: str
+
+
+@contextmanager
+def private_volume_type(name: str, *projects: User) -> Iterator[VolumeType]:
+    """A private Cinder volume type that only these projects may use (Cinder's type access
+    list); deleted afterwards."""
+    api = admin_cinder()
+    made = _type_call(api, "POST", "/types", {"volume_type": {
+        "name": name, "os-volume-type-access:is_public": False}})["volume_type"]
+    try:
+        for user in projects:
+            _type_call(api, "POST", f"/types/{made['id']}/action",
+                       {"addProjectAccess": {"project": user.project_id}})
+        yield VolumeType(made["id"], name)
+    finally:
+        _type_call(api, "DELETE", f"/types/{made['id']}")
+
+
+def _type_call(api: CinderApi, method: str, path: str,
+               body: dict[str, Any] | None = None) -> dict[str, Any]:
+    response = api.session.request(path, method, endpoint_filter=api.endpoint_filter,
+                                   json=body, raise_exc=False)
+    assert response.status_code < 400, f"{method} {path}: {response.status_code} {response.text}"
+    return response.json() if response.content else {}

@@ -37,13 +37,12 @@ def cloud(tmp_path_factory: pytest.TempPathFactory) -> Cloud:
 def os_cairn(cloud: Cloud, tmp_path_factory: pytest.TempPathFactory
              ) -> Iterator[OpenStackCairn]:
     directory = tmp_path_factory.mktemp("openstack-cairn")
+    # A Redis database of this session's own (CAIRN_TEST_REDIS_DB_OFFSET): past the ones
+    # any session's stacks and other tests take, so concurrent sessions never share a
+    # broker (a worker would take the other session's jobs) or flush each other's leases.
+    redis_db = 36 + int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
     with migrated_database("postgresql", directory) as url:
         # Plans follow their Cinder groups within a second, not production's 5 minutes.
-        # A broker database of the session's own: two sessions sharing database 3 flushed
-        # and consumed each other's jobs. The stacks take offset + 1 and + 2, and offsets
-        # step by 2, so this one comes from the upper half of Redis's 64.
-        offset = int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
-        redis_db = 32 + offset if offset else 3
         cairn = start_cairn(url, redis_db, Path(directory) / "logs",
                             CAIRN_CINDER_GROUP_SYNC_SECONDS="1")
         yield cairn

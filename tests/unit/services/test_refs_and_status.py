@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -8,8 +9,16 @@ from sqlalchemy import select
 from services.db import Database
 from services.errors import InvalidInput
 from services.records import Base, Job
+from services.records.groups import group_name, group_snapshot_name
+from services.records.restore_points import (
+    backup_image_name,
+    checkpoint_object_name,
+    manifest_object_name,
+    snapshot_name,
+)
+from services.restore_points.instant import instant_image_name
 from services.status import JOB_TRANSITIONS, JobKind, JobStatus, guarded_update, sources_of
-from services.storage.refs import ImageRef, parse_image_ref
+from services.storage.refs import ImageRef, parse_image_ref, require_unreserved
 
 
 def test_parse_full_ref() -> None:
@@ -54,3 +63,18 @@ def test_guarded_update_lets_only_one_caller_win(tmp_path: Path) -> None:
     with db.session() as session:
         assert session.scalars(select(Job.status)).one() == JobStatus.SUCCEEDED
     db.dispose()
+
+
+def test_every_name_cairn_gives_its_own_objects_is_reserved() -> None:
+    rp, volume = str(uuid.uuid4()), str(uuid.uuid4())
+    for name in (snapshot_name(rp), backup_image_name(volume), manifest_object_name(rp),
+                 checkpoint_object_name(rp), instant_image_name(rp), group_snapshot_name(rp),
+                 group_name(rp)):
+        with pytest.raises(InvalidInput, match="Cairn's own"):
+            require_unreserved(ImageRef("c", "p", name), field="target")
+
+
+@pytest.mark.parametrize("image", ["restored", "Cairn.x", "my-cairn.x", "cairn", "cairn-x",
+                                   "volume-3f0c6a2e-9b1d-4c55-8e8a-0d6f1e2b7c41"])
+def test_other_names_are_the_callers(image: str) -> None:
+    assert require_unreserved(ImageRef("c", "p", image), field="target").image == image
