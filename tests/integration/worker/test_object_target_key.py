@@ -39,7 +39,7 @@ from worker.engine.chunk_store import ChunkStore
 pytestmark = [pytest.mark.ceph, pytest.mark.production_database_only]
 
 TARGETS = ["race", "unconditional", "lost", "replaced", "hostile"]
-ADMIN = {"X-Project-Id": "cloud-admin", "X-Roles": "admin"}
+ADMIN = {**HEADERS, "X-Roles": "admin"}
 
 
 @dataclass
@@ -112,7 +112,7 @@ def test_a_target_whose_key_is_lost_refuses_backups_until_it_is_put_back(
     assert (first["status"], second["status"]) == ("succeeded", "succeeded")
     bucket = keyed.bucket("lost")
     try:
-        kept = bucket.get(DATA_KEY, limit=1024)
+        kept = rgw.stored(bucket, DATA_KEY)
         assert kept is not None
         bucket.delete(DATA_KEY)  # by hand, or a partial copy of the bucket
 
@@ -162,7 +162,7 @@ def test_a_key_replaced_while_a_backup_runs_fails_that_backup_before_it_is_avail
     assert made["status"] == "succeeded", made
     bucket = keyed.bucket("replaced")
     try:
-        kept = bucket.get(DATA_KEY, limit=1024)
+        kept = rgw.stored(bucket, DATA_KEY)
         assert kept is not None
         slow = ceph.random_image(volumes_pool, "key-slow", 6 * MiB + 5, seed=341)
         images.append(slow)
