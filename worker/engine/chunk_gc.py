@@ -25,6 +25,12 @@ from worker.engine.chunk_store import ChunkStore
 log = logging.getLogger(__name__)
 
 
+UNSIZED_IMAGE_BYTES = 1 << 40
+"""The image size assumed for a manifest no restore point row sizes (one the orphan
+reconciler reports, or a database restored from an older dump does not know): read up to
+40 MiB. Its chunks must still be marked, or the sweep would take them."""
+
+
 @dataclass
 class SweepStats:
     manifests: int = 0
@@ -42,12 +48,13 @@ def mark(store: ChunkStore, image_sizes: Mapping[str, int], stats: SweepStats | 
          into: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
     """Project -> names of the chunks its manifests name, over every manifest stored (or
     those of `manifests`, added to `into`). `image_sizes`: restore point id -> the size of
-    its image as Cairn's records give it, which bounds what is read of its manifest; a
-    manifest of a restore point it does not name is read up to the largest it holds (a
-    manifest no bound allows stops the collection, with DataCorrupt naming it)."""
+    its image as Cairn's records give it, which bounds what is read of its manifest; one
+    no row sizes is read up to UNSIZED_IMAGE_BYTES or the largest image given, whichever
+    is larger. A manifest longer than its bound stops the collection (DataCorrupt naming
+    it) before anything is swept."""
     stats = stats if stats is not None else SweepStats()
     marked: dict[str, set[str]] = into if into is not None else {}
-    largest = max(image_sizes.values(), default=0)
+    largest = max([UNSIZED_IMAGE_BYTES, *image_sizes.values()])
     for stored in manifests if manifests is not None else store.bucket.list(MANIFESTS):
         parts = stored.key.split("/")
         if len(parts) != 3:
