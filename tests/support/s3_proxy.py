@@ -6,7 +6,11 @@ request it
 - holds the first writes of a target's data key until several writers have each found no
   key, then lets them through one at a time, each after the previous writer read the key
   back: the interleaving in which first backups race to make a key, forced every time;
-- drops the `If-None-Match` condition of writes, as a store that ignores it would;
+- writes what comes with an `If-None-Match` condition without it, as a store that ignores
+  the condition would (the condition is signed, so the proxy writes with credentials of its
+  own and answers as RGW would have);
+- runs a test's action just before it passes on a chosen write (to change the bucket at
+  that exact moment of a job);
 - answers reads of chosen objects with a body of its own far longer than they can be (its
   length announced, or chunked without one), counting what it managed to send before the
   client hung up."""
@@ -14,11 +18,18 @@ request it
 from __future__ import annotations
 
 import http.client
+import json
+import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import boto3
 
 from tests.support.redis_server import free_port
 
@@ -45,9 +56,19 @@ class _Race:
     """GETs of the key answered 200 so far."""
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that hung up
+            super().handle_error(request, client_address)
+
+
 @dataclass
 class S3Proxy:
     upstream: str
+    credentials: Path
+    """The RGW user's keys (`rgw.CREDENTIALS`): for the writes the proxy makes itself."""
     port: int = field(default_factory=free_port)
     seen: list[Seen] = field(default_factory=list)
     oversized_sent: list[int] = field(default_factory=list)
@@ -57,6 +78,7 @@ class S3Proxy:
         self._races: list[_Race] = []
         self._unconditional: list[str] = []
         self._oversized: list[tuple[str, bool]] = []
+        self._hooks: list[tuple[str, Callable[[], None]]] = []
         self._lock = threading.Condition()
         self._turn = threading.Lock()  # one held key write at a time
         proxy = self
@@ -72,8 +94,6 @@ class S3Proxy:
                 headers = {k: v for k, v in self.headers.items()
                            if k.lower() not in ("connection", "keep-alive", "expect")}
                 conditional = "if-none-match" in {k.lower() for k in headers}
-                if conditional and proxy._drops_condition(self.path):
-                    headers = {k: v for k, v in headers.items() if k.lower() != "if-none-match"}
                 oversized = proxy._oversized_for(self.path) if self.command == "GET" else None
                 if oversized is not None:
                     self._answer_oversized(oversized)
@@ -83,21 +103,44 @@ class S3Proxy:
                     with proxy._turn:
                         proxy._wait_for_writers(race)
                         reads_back = race.reads_back
-                        status = self._pass_on(headers, body, conditional)
+                        self._write(headers, body, conditional)
                         proxy._wait_for_read_back(race, reads_back)
+                    return
+                if self.command == "PUT":
+                    proxy._before_write(self.path)
+                    self._write(headers, body, conditional)
                     return
                 status = self._pass_on(headers, body, conditional)
                 if race is not None and self.command == "GET":
                     proxy._count_read(race, status)
 
+            def _write(self, headers: dict[str, str], body: bytes | None,
+                       conditional: bool) -> None:
+                if not (conditional and proxy._drops_condition(self.path)):
+                    self._pass_on(headers, body, conditional)
+                    return
+                bucket, key = unquote(self.path.split("?", 1)[0]).lstrip("/").split("/", 1)
+                proxy._own_client().put_object(Bucket=bucket, Key=key, Body=body or b"")
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                with proxy._lock:
+                    proxy.seen.append(Seen("PUT", self.path.split("?", 1)[0], 200, conditional))
+
             def _pass_on(self, headers: dict[str, str], body: bytes | None,
                          conditional: bool) -> int:
-                if self._conn is None:
-                    self._conn = http.client.HTTPConnection(upstream.hostname or "127.0.0.1",
-                                                            upstream.port, timeout=30)
-                self._conn.request(self.command, self.path, body=body, headers=headers)
-                answer = self._conn.getresponse()
-                data = answer.read()
+                for fresh in (False, True):  # RGW may have closed an idle connection
+                    if self._conn is None or fresh:
+                        self._conn = http.client.HTTPConnection(
+                            upstream.hostname or "127.0.0.1", upstream.port, timeout=30)
+                    try:
+                        self._conn.request(self.command, self.path, body=body, headers=headers)
+                        answer = self._conn.getresponse()
+                        data = answer.read()
+                        break
+                    except (http.client.RemoteDisconnected, ConnectionError):
+                        if fresh:
+                            raise
                 self.send_response(answer.status)
                 for name, value in answer.getheaders():
                     if name.lower() not in _HOP:
@@ -156,8 +199,8 @@ class S3Proxy:
             def log_message(self, *_args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", self.port), Handler)
+        self._client: Any = None
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     @property
@@ -171,8 +214,15 @@ class S3Proxy:
         with self._lock:
             self._races.append(_Race(f"/{prefix}{KEY_SUFFIX}", writers))
 
+    def before_write(self, path_part: str, action: Callable[[], None]) -> None:
+        """`action` runs once, just before the first write whose path holds `path_part` is
+        passed on."""
+        with self._lock:
+            self._hooks.append((path_part, action))
+
     def ignore_conditions(self, prefix: str) -> None:
-        """Writes under `prefix` lose their If-None-Match: as a store that ignores it."""
+        """Writes under `prefix` are made without their If-None-Match, and answered as
+        written: as a store that ignores the condition."""
         self._unconditional.append(f"/{prefix}/")
 
     def answer_oversized(self, path_part: str, *, announced: bool = True) -> None:
@@ -203,6 +253,24 @@ class S3Proxy:
         bare = path.split("?", 1)[0]
         with self._lock:
             return next((r for r in self._races if bare.endswith(r.prefix)), None)
+
+    def _before_write(self, path: str) -> None:
+        with self._lock:
+            due = [hook for hook in self._hooks if hook[0] in path]
+            for hook in due:
+                self._hooks.remove(hook)
+        for _, action in due:
+            action()
+
+    def _own_client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                keys = json.loads(self.credentials.read_text())
+                self._client = boto3.session.Session().client(
+                    "s3", endpoint_url=self.upstream, region_name=keys["region"],
+                    aws_access_key_id=keys["access_key"],
+                    aws_secret_access_key=keys["secret_key"])
+            return self._client
 
     def _drops_condition(self, path: str) -> bool:
         return any(part in path for part in self._unconditional)
