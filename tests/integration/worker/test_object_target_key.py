@@ -68,9 +68,9 @@ def test_sixteen_first_backups_to_a_fresh_target_all_restore_after_a_restart(
     result = first_backups_then_restores(keyed, volumes_pool, "race", images, count=16)
     writes = keyed.proxy.key_writes(prefix)
     assert len(writes) >= 2, "the race this test is about did not happen"
+    assert (result.backed_up, result.restored_exactly, result.failures) == (16, 16, [])
     assert [w.status for w in writes].count(200) == 1, \
         f"the data key was written more than once: {writes}"
-    assert (result.backed_up, result.restored_exactly, result.failures) == (16, 16, [])
 
 
 def test_a_store_that_ignores_the_condition_never_gets_an_unreadable_restore_point(
@@ -116,8 +116,8 @@ def test_a_target_whose_key_is_lost_refuses_backups_until_it_is_put_back(
         bucket.delete(DATA_KEY)  # by hand, or a partial copy of the bucket
 
         [refused] = keyed.backups([next(iter(sources))], "lost")
-        assert (refused["status"], refused["error"]["code"]) == ("failed",
-                                                                 "target_key_missing"), refused
+        assert refused["status"] == "failed", "a backup went on beside data without its key"
+        assert refused["error"]["code"] == "target_key_missing", refused
         assert "holds manifests and chunks but no data key" in refused["error"]["message"]
         assert "Put back the key object" in refused["error"]["message"]
         assert bucket.size(DATA_KEY) is None, "a new key was made beside the data"
@@ -127,8 +127,8 @@ def test_a_target_whose_key_is_lost_refuses_backups_until_it_is_put_back(
 
         # Reads say what is missing; none of them calls the restore point corrupt.
         [unread] = keyed.restores([first["restore_point_id"]], images).values()
-        assert (unread["status"], unread["error"]["code"]) == ("failed",
-                                                               "target_key_missing"), unread
+        assert unread["status"] == "failed", unread
+        assert unread["error"]["code"] == "target_key_missing", unread
         assert unread["image"] not in ceph.image_names(volumes_pool)
         verify = keyed.post(f"/v1/restore-points/{first['restore_point_id']}/verify", {})
         checked = keyed.wait_job(verify.json()["id"])
@@ -210,7 +210,8 @@ def test_an_object_answered_longer_than_it_can_be_is_refused_unread(
         [refused] = keyed.restores([made["restore_point_id"]], images).values()
     finally:
         sent = keyed.proxy.disarm_oversized()
-    assert (refused["status"], refused["error"]["code"]) == ("failed", code), refused
+    assert refused["status"] == "failed", refused
+    assert refused["error"]["code"] == code, refused
     message = refused["error"]["message"]
     assert what in message, message
     assert "more than the" in message, message
