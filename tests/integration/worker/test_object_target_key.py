@@ -19,7 +19,10 @@ from dataclasses import dataclass
 
 import pytest
 import rados
+from prometheus_client import REGISTRY
 
+from services.scheduler.probes import TargetProber
+from services.storage.ceph import CephClusters
 from services.storage.object_keys import new_data_key, wrap_data_key
 from services.storage.object_layout import DATA_KEY, MANIFESTS, manifest_key
 from tests.support import ceph, rgw
@@ -145,8 +148,10 @@ def test_a_target_whose_key_is_lost_refuses_backups_until_it_is_put_back(
         orphans = keyed.get("/v1/orphans", ADMIN, grace_seconds=3600).json()
         assert any(f["what"] == "data key" and f["location"].endswith(f"lost/{DATA_KEY}")
                    for f in orphans["findings"]), orphans["findings"]
+        assert _probed(keyed, "lost") == 0
 
         bucket.put(DATA_KEY, kept)
+        assert _probed(keyed, "lost") == 1
         [again] = keyed.restores([first["restore_point_id"]], images).values()
         assert again["status"] == "succeeded", again
         assert ceph.sha256_of(volumes_pool, again["image"]) == next(iter(sources.values()))
@@ -154,6 +159,16 @@ def test_a_target_whose_key_is_lost_refuses_backups_until_it_is_put_back(
         assert after["status"] == "succeeded", after
     finally:
         bucket.close()
+
+
+def _probed(keyed: Keyed, target: str) -> float | None:
+    """`cairn_target_up` of `target` after a round of the scheduler's probes."""
+    clusters = CephClusters(keyed.settings)
+    try:
+        TargetProber(keyed.settings, clusters).probe_once()
+    finally:
+        clusters.close()
+    return REGISTRY.get_sample_value("cairn_target_up", {"target": target})
 
 
 def test_a_key_replaced_while_a_backup_runs_fails_that_backup_before_it_is_available(
