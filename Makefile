@@ -121,7 +121,7 @@ bench-object: ## object-storage target: chunk engine to Ceph RGW at 1-20 uploads
 	@CEPH_OBJECTSTORE=bluestore CEPH_STORE_BYTES=68719476736 CAIRN_RGW=1 bash deploy/local/stack.sh up infra
 	@$(PY) bench/object_target.py $(ARGS)
 
-bench-object-key-race: ## issue 31's acceptance: 16 first backups to a fresh object target at once, two workers restarted, every restore point restored and compared, ARGS="--rounds 20" (default; "--forced" makes the key race happen every round); on the running stack's servers (~10 min); prints figures
+bench-object-key-race: ## issue 31's acceptance: 16 first backups to a fresh object target at once, two workers restarted, every restore point restored and compared, ARGS="--rounds 20" (default; "--forced" makes the key race happen every round); on the running stack's servers (~10-15 min); prints figures
 	@CAIRN_RGW=1 bash deploy/local/bootstrap.sh
 	@CAIRN_RGW=1 CAIRN_SECOND_CLUSTER=1 bash deploy/local/stack.sh up infra
 	@$(PY) bench/object_key_race.py $(ARGS)
