@@ -9,7 +9,7 @@ OPENSTACK ?= 0
 PROMETHEUS ?= 0
 RGW ?= 0
 
-.PHONY: help bootstrap portal test-portal up down status image test test-unit test-only soak lint typecheck check bench bench-instant bench-fleet bench-object bench-portal bench-scheduler bench-hostile clean
+.PHONY: help bootstrap portal test-portal up down status image test test-unit test-only soak lint typecheck check bench bench-instant bench-fleet bench-object bench-portal bench-scheduler bench-hostile bench-object-key-race clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -120,6 +120,11 @@ bench-object: ## object-storage target: chunk engine to Ceph RGW at 1-20 uploads
 	@rm -rf $(STATE)/ceph-a
 	@CEPH_OBJECTSTORE=bluestore CEPH_STORE_BYTES=68719476736 CAIRN_RGW=1 bash deploy/local/stack.sh up infra
 	@$(PY) bench/object_target.py $(ARGS)
+
+bench-object-key-race: ## issue 31's acceptance: 16 first backups to a fresh object target at once, two workers restarted, every restore point restored and compared, ARGS="--rounds 20" (default; "--forced" makes the key race happen every round); on the running stack's servers (~10-15 min); prints figures
+	@CAIRN_RGW=1 bash deploy/local/bootstrap.sh
+	@CAIRN_RGW=1 CAIRN_SECOND_CLUSTER=1 bash deploy/local/stack.sh up infra
+	@$(PY) bench/object_key_race.py $(ARGS)
 
 bench-portal: ## the portal at cloud scale in Chromium: 1000 Cinder volumes, 100 000 restore points; first paint, page render times, script size (~10 min the first time, Cinder makes the volumes); prints figures
 	@CAIRN_OPENSTACK=1 CAIRN_PORTAL_TESTS=1 bash deploy/local/bootstrap.sh

@@ -149,6 +149,21 @@ class TargetNeverWritten(StorageUnavailable):
     code = "target_never_written"
 
 
+class TargetKeyMissing(StorageUnavailable):
+    """An object target holds chunks or manifests but no data key: a key made now could not
+    read any of them, so nothing is written there until the operator puts the key back (or
+    points the target at the bucket and prefix it was made with)."""
+
+    code = "target_key_missing"
+
+
+class TargetKeyChanged(StorageUnavailable):
+    """An object target's stored data key is not (any more) the one a job sealed with: what
+    it wrote could not be read back, so it is not made available."""
+
+    code = "target_key_changed"
+
+
 class LeaseLost(StorageUnavailable):
     """A job's lease on an object target lapsed: a garbage collection may have run."""
 

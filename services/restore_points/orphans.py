@@ -12,7 +12,8 @@ this walks the names and compares them with the rows.
   installation's, or another tool's: the tenant's volume is not Cairn's to clean).
 - On object targets: a manifest whose restore point is deleted, or failed before it was
   available, is removed after the grace (its chunks then go at the next collection); one
-  without a row is reported and left alone.
+  without a row is reported and left alone, as is a target holding data without its data
+  key (nothing on it can be read until the operator puts the key back).
 - Flagged: an `available` restore point whose backup snapshot or manifest is gone becomes
   `error` with a reason, since it can no longer be restored. Locked ones too: a lock keeps
   data, it cannot make missing data restorable.
@@ -56,9 +57,9 @@ from services.status import (
     RestorePointStatus,
     guarded_update,
 )
-from services.storage import rbd_images
+from services.storage import data_keys, rbd_images
 from services.storage.ceph import CephClusters
-from services.storage.object_layout import MANIFESTS, manifest_key, manifest_owner
+from services.storage.object_layout import DATA_KEY, MANIFESTS, manifest_key, manifest_owner
 from services.storage.refs import parse_image_ref
 from services.storage.s3 import Bucket
 
@@ -271,6 +272,13 @@ class OrphanReconciler:
         listed_from = datetime.now(UTC)
         bucket = Bucket(object_target(self.settings, target))
         try:
+            held = data_keys.data_without_key(bucket)
+            if held is not None:
+                report.findings.append(Finding(
+                    "report", "data key", f"{where}/{DATA_KEY}",
+                    f"the target holds {held} but no data key: nothing on it can be read, and "
+                    "backups to it are refused until the key is put back "
+                    "(docs/operations.md)"))
             manifests: dict[str, tuple[tuple[str, str], datetime]] = {}
             for stored in bucket.list(MANIFESTS):
                 owner = manifest_owner(stored.key)

@@ -1,5 +1,7 @@
 """Whether each backup target answers (`cairn_target_up`): an RBD target's pool, an object
-target's bucket (with the target's own credentials). Asked from a thread of
+target's bucket (with the target's own credentials) holding its data key beside its data
+(one that lost its key refuses every backup: it is down until the operator puts the key
+back). Asked from a thread of
 its own: a cluster that does not answer holds a probe for the connect or op timeout (10 to
 30 s), and the scheduler's round (admission, webhooks, the schedule) must not wait for it.
 On a stack whose second cluster was down, a probe inside the round delayed every job's start
@@ -12,6 +14,7 @@ import threading
 
 from services.scheduler import metrics
 from services.settings import Settings
+from services.storage import data_keys
 from services.storage.ceph import CephClusters
 from services.storage.s3 import Bucket
 
@@ -58,7 +61,12 @@ class TargetProber:
                 if name not in self._buckets:
                     self._buckets[name] = Bucket(store)
                 self._buckets[name].check()
-                up = True
+                held = data_keys.data_without_key(self._buckets[name])
+                if held is not None:
+                    log.warning("object target %s holds %s but no data key: nothing on it can "
+                                "be read and backups to it are refused until the key is put "
+                                "back", name, held)
+                up = held is None
             except Exception as exc:
                 log.warning("object target %s (%s, bucket %s) did not answer: %s", name,
                             store.endpoint, store.bucket, exc)

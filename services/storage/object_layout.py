@@ -12,13 +12,14 @@ from __future__ import annotations
 import re
 
 DATA_KEY = "keys/data-key"
+CHUNKS = "chunks/"
 MANIFESTS = "manifests/"
 _MANIFEST = re.compile(r"^manifests/([^/]+)/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
                        r"[0-9a-f]{12})$")
 
 
 def chunk_key(project_id: str, name: str) -> str:
-    return f"chunks/{project_id}/{name[:2]}/{name}"
+    return f"{CHUNKS}{project_id}/{name[:2]}/{name}"
 
 
 def manifest_key(project_id: str, restore_point_id: str) -> str:

@@ -4,7 +4,11 @@ the wrapped data key) is the business of its callers.
 
 Errors come out as Cairn's: unreachable or refusing credentials is StorageUnavailable (the
 job can be retried later), anything else the store rejects is StorageError with the S3
-error code in the operator's log. A missing key is None from `get`/`size`, not an error."""
+error code in the operator's log. A missing key is None from `get`/`size`, not an error.
+
+Whoever holds the bucket or the endpoint can answer a read with anything, of any size:
+every read names the most its object can legitimately be, and a longer answer is refused
+(DataCorrupt, naming the object) without the rest of it being read."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
-from services.errors import StorageError, StorageUnavailable
+from services.errors import DataCorrupt, StorageError, StorageUnavailable
 from services.settings import S3Settings
 
 if TYPE_CHECKING:
@@ -28,6 +32,10 @@ log = logging.getLogger(__name__)
 
 _NOT_FOUND = {"404", "NoSuchKey", "NotFound"}
 _REFUSED = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket"}
+_EXISTS = {"412", "PreconditionFailed", "409", "ConditionalRequestConflict"}
+"""A conditional write (If-None-Match: *) found the object there, or (AWS) lost to a
+concurrent write of the same key."""
+_READ_PIECE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -96,13 +104,57 @@ class Bucket:
             return
         raise self._fail(what, exc) from None
 
-    def get(self, key: str) -> bytes | None:
+    def put_new(self, key: str, data: bytes) -> bool:
+        """Writes the object only if there is none under `key` (`If-None-Match: *`, checked
+        by the store atomically); False when one is there already, written by whoever came
+        first."""
+        try:
+            self._client.put_object(Bucket=self.settings.bucket, Key=self._key(key), Body=data,
+                                    IfNoneMatch="*")
+        except ClientError as exc:
+            if str(exc.response.get("Error", {}).get("Code", "")) in _EXISTS:
+                return False
+            raise self._fail(f"writing {key}", exc) from None
+        except BotoCoreError as exc:
+            raise self._fail(f"writing {key}", exc) from None
+        return True
+
+    def get(self, key: str, *, limit: int) -> bytes | None:
+        """The object, None when there is no such object. `limit`: the most bytes it can
+        legitimately hold; a longer one is refused with DataCorrupt as soon as its length
+        (announced, or read so far) passes it, and the rest is never read."""
         try:
             answer = self._client.get_object(Bucket=self.settings.bucket, Key=self._key(key))
-            return answer["Body"].read()
         except (ClientError, BotoCoreError) as exc:
             self._missing_or_fail(f"reading {key}", exc)
             return None
+        body = answer["Body"]
+        try:
+            announced = answer.get("ContentLength")
+            if announced is not None and announced > limit:
+                raise self._too_large(key, f"{announced} bytes", limit)
+            pieces: list[bytes] = []
+            held = 0
+            while piece := body.read(min(_READ_PIECE, limit + 1 - held)):
+                pieces.append(piece)
+                held += len(piece)
+                if held > limit:
+                    raise self._too_large(key, f"more than {limit} bytes", limit)
+        except BaseException as exc:
+            # The connection goes, with whatever was not read: nothing more is buffered.
+            # (A body read to its end has given its connection back to the pool already.)
+            body.close()
+            if isinstance(exc, ClientError | BotoCoreError):
+                raise self._fail(f"reading {key}", exc) from None
+            raise
+        return b"".join(pieces)
+
+    def _too_large(self, key: str, size: str, limit: int) -> DataCorrupt:
+        log.warning("S3 object %s/%s in bucket %s answered with %s; at most %d expected",
+                    self.settings.prefix, key, self.settings.bucket, size, limit)
+        return DataCorrupt(f"the object {key} of the S3 store is {size}, more than the "
+                           f"{limit} it can legitimately hold: it was replaced or appended "
+                           "to outside Cairn, or the endpoint is not the S3 store it should be")
 
     def size(self, key: str) -> int | None:
         """The object's size, None when there is no such object."""
@@ -119,6 +171,15 @@ class Bucket:
             self._client.delete_object(Bucket=self.settings.bucket, Key=self._key(key))
         except (ClientError, BotoCoreError) as exc:
             raise self._fail(f"deleting {key}", exc) from None
+
+    def holds_any(self, prefix: str) -> bool:
+        """Whether any object lies under `<target prefix>/<prefix>` (one listing of one key)."""
+        try:
+            answer = self._client.list_objects_v2(Bucket=self.settings.bucket,
+                                                  Prefix=self._key(prefix), MaxKeys=1)
+        except (ClientError, BotoCoreError) as exc:
+            raise self._fail(f"listing {prefix}", exc) from None
+        return bool(answer.get("Contents"))
 
     def list(self, prefix: str = "") -> Iterator[StoredObject]:
         """Every object under `<target prefix>/<prefix>`, in key order, paged."""

@@ -35,3 +35,16 @@ def scratch_bucket() -> Iterator[Bucket]:
         for stored in list(bucket.list()):
             bucket.delete(stored.key)
         bucket.close()
+
+
+def stored(bucket: Bucket, key: str) -> bytes | None:
+    """An object under the bucket's prefix as RGW holds it, whatever its size (as the
+    bucket's holder reads it, not through Cairn's bounded reads)."""
+    s3 = bucket._client  # the holder's view, not Cairn's
+    try:
+        answer = s3.get_object(Bucket=bucket.settings.bucket,
+                               Key=f"{bucket.settings.prefix}/{key}")
+    except s3.exceptions.NoSuchKey:
+        return None
+    data: bytes = answer["Body"].read()
+    return data

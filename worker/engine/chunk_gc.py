@@ -14,15 +14,21 @@ keeps sweeps and backups of one target apart with leases (ADR 0007,
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from services.storage.object_layout import MANIFESTS, chunk_key
+from services.storage.object_layout import CHUNKS, MANIFESTS, chunk_key
 from services.storage.s3 import StoredObject
 from worker.engine.chunk_store import ChunkStore
 
 log = logging.getLogger(__name__)
+
+
+UNSIZED_IMAGE_BYTES = 1 << 40
+"""The image size assumed for a manifest no restore point row sizes (one the orphan
+reconciler reports, or a database restored from an older dump does not know): read up to
+40 MiB. Its chunks must still be marked, or the sweep would take them."""
 
 
 @dataclass
@@ -37,19 +43,25 @@ class SweepStats:
     """Objects under chunks/ whose names are not Cairn chunk names: left alone, reported."""
 
 
-def mark(store: ChunkStore, stats: SweepStats | None = None, *,
-         manifests: Iterable[StoredObject] | None = None,
+def mark(store: ChunkStore, image_sizes: Mapping[str, int], stats: SweepStats | None = None,
+         *, manifests: Iterable[StoredObject] | None = None,
          into: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
     """Project -> names of the chunks its manifests name, over every manifest stored (or
-    those of `manifests`, added to `into`)."""
+    those of `manifests`, added to `into`). `image_sizes`: restore point id -> the size of
+    its image as Cairn's records give it, which bounds what is read of its manifest; one
+    no row sizes is read up to UNSIZED_IMAGE_BYTES or the largest image given, whichever
+    is larger. A manifest longer than its bound stops the collection (DataCorrupt naming
+    it) before anything is swept."""
     stats = stats if stats is not None else SweepStats()
     marked: dict[str, set[str]] = into if into is not None else {}
+    largest = max([UNSIZED_IMAGE_BYTES, *image_sizes.values()])
     for stored in manifests if manifests is not None else store.bucket.list(MANIFESTS):
         parts = stored.key.split("/")
         if len(parts) != 3:
             continue
         _, project_id, restore_point_id = parts
-        manifest = store.read_manifest(project_id, restore_point_id)
+        manifest = store.read_manifest(project_id, restore_point_id,
+                                       image_sizes.get(restore_point_id, largest))
         marked.setdefault(project_id, set()).update(manifest.names())
         stats.manifests += 1
     return marked
@@ -66,7 +78,7 @@ def sweep(store: ChunkStore, marked: dict[str, set[str]], cutoff: datetime, *,
     `before_delete` is called before each deletion (a caller holding a lease checks it
     there, and raises to stop)."""
     stats = stats if stats is not None else SweepStats()
-    for stored in store.bucket.list("chunks/"):
+    for stored in store.bucket.list(CHUNKS):
         parts = stored.key.split("/")
         if len(parts) != 4 or not _is_chunk_name(parts[3]) \
                 or chunk_key(parts[1], parts[3]) != stored.key:
@@ -89,7 +101,7 @@ def sweep(store: ChunkStore, marked: dict[str, set[str]], cutoff: datetime, *,
     return stats
 
 
-def collect(store: ChunkStore, cutoff: datetime) -> SweepStats:
+def collect(store: ChunkStore, image_sizes: Mapping[str, int], cutoff: datetime) -> SweepStats:
     """Mark, then sweep."""
     stats = SweepStats()
-    return sweep(store, mark(store, stats), cutoff, stats=stats)
+    return sweep(store, mark(store, image_sizes, stats), cutoff, stats=stats)

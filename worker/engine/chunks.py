@@ -33,6 +33,9 @@ from services.storage.object_keys import NONCE_BYTES, TargetKeys
 MAGIC = b"CAIRNCH1"
 _FLAG_ZSTD = 0x01
 _HEADER = struct.Struct(f"<8sB{NONCE_BYTES}s")
+_TAG_BYTES = 16
+SEALING_OVERHEAD = _HEADER.size + _TAG_BYTES
+"""What sealing adds to a plaintext at most (compression never grows it: see `seal`)."""
 ZSTD_LEVEL = 1
 """As Proxmox Backup Server's chunks: 0.44 CPU-s per GiB here against 0.75 for zstd's
 default 3, for the same ratio on the benchmark's data (bench/README.md). A full to object

@@ -241,10 +241,7 @@ def download(store: ChunkStore, project_id: str, manifest: ObjectManifest, targe
         if pacer is not None:
             pacer.take(length)
         t0 = time.monotonic()
-        data = store.get_chunk(transfer.codec(), project_id, name, offset)
-        if len(data) != length:
-            raise DataCorrupt(f"the chunk at offset {offset} holds {len(data)} bytes, not "
-                              f"{length}")
+        data = store.get_chunk(transfer.codec(), project_id, name, offset, length)
         write(target, data, offset)
         with lock:
             stats.chunks += 1
@@ -276,16 +273,17 @@ def verify(store: ChunkStore, project_id: str, manifest: ObjectManifest, *,
 
     def one(index: int) -> None:
         offset = index * manifest.chunk_size
+        length = min(manifest.chunk_size, size - offset)
         if pacer is not None:
-            pacer.take(min(manifest.chunk_size, size - offset))
+            pacer.take(length)
         try:
-            store.get_chunk(transfer.codec(), project_id, manifest.chunks[index], offset)
+            store.get_chunk(transfer.codec(), project_id, manifest.chunks[index], offset, length)
         except DataCorrupt as exc:
             with lock:
                 found.append((offset, exc.message))
         with lock:
-            moved.bytes_done += min(manifest.chunk_size, size - offset)
-            moved.bytes_read += min(manifest.chunk_size, size - offset)
+            moved.bytes_done += length
+            moved.bytes_read += length
 
     transfer.run(one, indexes, _ticker(progress, moved, lock))
     moved.finished = time.monotonic()

@@ -19,7 +19,7 @@ from services.status import RESTORE_POINT_TRANSITIONS, JobStatus, RestorePointSt
 from services.storage import rbd_images
 from worker.engine import manifest
 from worker.managers.lifecycle import ClaimedJob, JobSteps, Outcome, drive, failure_reason, run_job
-from worker.managers.object_stores import open_store
+from worker.managers.object_stores import remove_manifest
 from worker.managers.signals import JobLost
 from worker.runtime import Runtime
 
@@ -89,8 +89,9 @@ def delete_restore_point(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
 def _delete(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
     if is_object_target(rt.settings, rp.target):
         # The manifest goes; its chunks stay until a garbage collection finds no other
-        # manifest naming them (ADR 0007).
-        open_store(rt.settings, rp.target).delete_manifest(rp.project_id, rp.id)
+        # manifest naming them (ADR 0007). No key is needed for that: a restore point is
+        # deleted even from a target whose key is lost.
+        remove_manifest(rt.settings, rp.target, rp.project_id, rp.id)
     else:
         _delete_from_pool(rt, rp)
     try:

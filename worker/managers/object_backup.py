@@ -6,7 +6,11 @@ sent for the retry to find (a garbage collection releases them if nothing names 
 
 From its first chunk lookup to its manifest the backup holds a shared lease on the target,
 so no garbage collection sweeps meanwhile: a chunk found in the store stays there until the
-manifest naming it is written."""
+manifest naming it is written.
+
+Nothing sealed with another key than the target's stored one becomes available: the store
+is opened with the key stored at the start, and checked against the key stored just before
+the restore point turns `available` (`services/storage/data_keys.py`)."""
 
 from __future__ import annotations
 
@@ -17,9 +21,10 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 import rbd
+from sqlalchemy import update
 
 from services.base import utcnow
-from services.errors import DataCorrupt, NotFound, TargetNeverWritten
+from services.errors import DataCorrupt, NotFound
 from services.limits import target_leases
 from services.records.restore_points import RestorePoint
 from services.restore_points import repository as restore_points
@@ -36,7 +41,7 @@ from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.copy import CopyStats
 from worker.managers.backup import BackupSteps, SourceSnapshotRemoval, open_source
 from worker.managers.lifecycle import ClaimedJob, JobReporter
-from worker.managers.object_stores import open_store
+from worker.managers.object_stores import open_store, remove_manifest
 from worker.managers.progress import ReporterProgress
 from worker.managers.quota_guard import QuotaGuard
 from worker.managers.signals import JobLost
@@ -65,6 +70,8 @@ class ObjectBase:
 class Sent:
     """What one upload stored: the manifest written, and how."""
 
+    store: ChunkStore
+    """The store it was sealed for, with the key it was sealed with."""
     manifest: ObjectManifest
     transfer: object_copy.TransferStats
     base: ObjectBase | None
@@ -106,12 +113,23 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         reporter.check()
         guard.settle(transfer.bytes_new)
         lease.check()  # no sweep ran meanwhile: every chunk named is stored
+        record_image_size(rt, rp, manifest.image_size)
         store.write_manifest(rp.project_id, rp.id, manifest)
         phases.lap("manifest")
     log.info("%s %s to %s: %d chunks, %d sent (%d bytes), %d known, %d zero", job.kind,
              rp.id, rp.target, transfer.chunks, transfer.chunks_uploaded, transfer.bytes_sent,
              transfer.chunks_known, transfer.chunks_zero)
-    return Sent(manifest, transfer, base, full_reason, started, finished)
+    return Sent(store, manifest, transfer, base, full_reason, started, finished)
+
+
+def record_image_size(rt: Runtime, rp: RestorePoint, size: int) -> None:
+    """The image's size on the restore point being created, before its manifest is
+    stored: it bounds what a garbage collection reads of that manifest (`manifest_limit`)
+    while the restore point is not yet available."""
+    with rt.db.session() as session:
+        session.execute(update(RestorePoint).where(
+            RestorePoint.id == rp.id, RestorePoint.status == RestorePointStatus.CREATING
+        ).values(size_bytes=size))
 
 
 def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> CopyStats:
@@ -125,6 +143,9 @@ def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> 
                       engine_seconds=transfer.hash_seal_seconds,
                       write_seconds=transfer.store_seconds, started=sent.started,
                       finished=sent.finished)
+    # The last moment to refuse: sealed with a key that is not (any more) the stored one,
+    # the restore point could never be read back.
+    sent.store.check_key()
     with rt.db.session() as session:
         ok = guarded_update(
             session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
@@ -154,7 +175,8 @@ def previous_manifest(rt: Runtime, rp: RestorePoint, store: ChunkStore
         return None, None, (f"no earlier available restore point of this volume on target "
                             f"{rp.target!r}: the first backup there is a full copy")
     try:
-        return previous, store.read_manifest(rp.project_id, previous.id), None
+        return previous, store.read_manifest(rp.project_id, previous.id,
+                                             previous.size_bytes or 0), None
     except DataCorrupt as exc:
         return previous, None, (f"the manifest of the previous restore point {previous.id} is "
                                 f"unusable ({exc.message}): made a full copy")
@@ -210,12 +232,7 @@ class ObjectBackupSteps(BackupSteps):
         """The manifest and the source snapshot go; the chunks sent stay for a retry to
         find, until a garbage collection finds no manifest naming them."""
         rp = self.rp
-        try:
-            store = open_store(self.rt.settings, rp.target)
-        except TargetNeverWritten:
-            store = None  # nothing was written
-        if store is not None:
-            store.delete_manifest(rp.project_id, rp.id)
+        remove_manifest(self.rt.settings, rp.target, rp.project_id, rp.id)
         with self.rt.clusters.ioctx(self.volume.cluster, self.volume.pool) as src_io:
             try:
                 with rbd_images.open_image(src_io, self.volume.image) as head:

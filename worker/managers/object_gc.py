@@ -6,16 +6,23 @@ more are deleted, never one a backup running at the same time may name.
    write their manifests, and keeps new ones from looking chunks up until the sweep ends.
 3. Mark the manifests written or rewritten since step 1.
 4. Sweep: delete the unmarked chunks written before the grace cutoff, checking the lease
-   before each deletion."""
+   before each deletion.
+
+A target whose key is lost while it holds data is not collected (TargetKeyMissing: every
+manifest would be unreadable), nor one whose manifests do not open with the stored key
+(DataCorrupt): the collection stops before its sweep, and says why."""
 
 from __future__ import annotations
 
 import logging
 from datetime import timedelta
 
+from sqlalchemy import select
+
 from services.base import utcnow
 from services.errors import TargetNeverWritten
 from services.limits import target_leases
+from services.records.restore_points import RestorePoint
 from services.storage.object_layout import MANIFESTS
 from worker.engine import chunk_gc
 from worker.managers.object_stores import open_store
@@ -36,12 +43,12 @@ def collect(rt: Runtime, target: str, *, grace_seconds: float | None = None,
     grace = rt.settings.object_gc_grace_seconds if grace_seconds is None else grace_seconds
     stats = chunk_gc.SweepStats()
     first = list(store.bucket.list(MANIFESTS))
-    marked = chunk_gc.mark(store, stats, manifests=first)
+    marked = chunk_gc.mark(store, image_sizes(rt, target), stats, manifests=first)
     with target_leases.held(rt.db, target, f"gc:{rt.name}", exclusive=True,
                             ttl_seconds=rt.settings.lease_seconds,
                             wait_seconds=wait_seconds) as lease:
         seen = set(first)
-        chunk_gc.mark(store, stats, into=marked,
+        chunk_gc.mark(store, image_sizes(rt, target), stats, into=marked,
                       manifests=[m for m in store.bucket.list(MANIFESTS) if m not in seen])
         cutoff = utcnow() - timedelta(seconds=grace)
         chunk_gc.sweep(store, marked, cutoff, stats=stats, before_delete=lease.ensure)
@@ -49,3 +56,14 @@ def collect(rt: Runtime, target: str, *, grace_seconds: float | None = None,
              "%d too new, %d not Cairn's", target, stats.manifests, stats.chunks,
              stats.chunks_deleted, stats.bytes_deleted, stats.chunks_too_new, stats.strangers)
     return stats
+
+
+def image_sizes(rt: Runtime, target: str) -> dict[str, int]:
+    """Restore point id -> its image's size, for every restore point on `target` whose row
+    gives one (a backup records it before it stores the manifest): what bounds the reads
+    of their manifests."""
+    with rt.db.session() as session:
+        return {rp_id: size for rp_id, size in session.execute(
+            select(RestorePoint.id, RestorePoint.size_bytes).where(
+                RestorePoint.target == target, RestorePoint.size_bytes.is_not(None)))
+            if size is not None}

@@ -36,7 +36,7 @@ def restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoin
     `claim(image, size)` accepts."""
     settings = object_target(rt.settings, rp.target)
     store = open_store(rt.settings, rp.target)
-    manifest = store.read_manifest(rp.project_id, rp.id)
+    manifest = store.read_manifest(rp.project_id, rp.id, rp.size_bytes or 0)
     size = manifest.image_size
     reporter.phases.restart()
     with ExitStack() as stack:
@@ -67,7 +67,7 @@ def verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint,
     missing or fails its own tag raises DataCorrupt."""
     settings = object_target(rt.settings, rp.target)
     store = open_store(rt.settings, rp.target)
-    manifest = store.read_manifest(rp.project_id, rp.id)
+    manifest = store.read_manifest(rp.project_id, rp.id, rp.size_bytes or 0)
     only = None
     if fraction is not None:
         indexes = sorted(manifest.chunks)

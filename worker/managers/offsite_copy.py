@@ -13,7 +13,7 @@ from contextlib import ExitStack
 
 from sqlalchemy import select
 
-from services.errors import NotFound, RestorePointBusy, TargetNeverWritten
+from services.errors import NotFound, RestorePointBusy
 from services.plans.prunes import request_prune
 from services.records.restore_points import RestorePoint, backup_image_name, snapshot_name
 from services.settings import rbd_target
@@ -34,7 +34,7 @@ from worker.managers.lifecycle import (
     run_job,
 )
 from worker.managers.object_backup import ObjectBase, commit, previous_manifest, send
-from worker.managers.object_stores import open_store
+from worker.managers.object_stores import remove_manifest
 from worker.runtime import Runtime
 
 
@@ -124,11 +124,7 @@ class CopySteps(JobSteps):
         return [("requesting the plan's prune", prune)]
 
     def undo(self) -> str:
-        try:
-            store = open_store(self.rt.settings, self.rp.target)
-        except TargetNeverWritten:
-            return ""
-        store.delete_manifest(self.rp.project_id, self.rp.id)
+        remove_manifest(self.rt.settings, self.rp.target, self.rp.project_id, self.rp.id)
         return "the partial copy's manifest was removed (its chunks stay for a retry)"
 
     def record_failure(self, status: JobStatus, code: str, message: str) -> None:

@@ -209,7 +209,7 @@ def test_manifests_on_the_object_target_that_no_row_owns_any_more_are_removed(
     kept, deleted, gutted = (backup(stack, name, target="s3")["restore_point_id"]
                              for _ in range(3))
     project = restore_point(stack, kept)["project_id"]
-    blob = bucket.get(manifest_key(project, deleted))
+    blob = bucket.get(manifest_key(project, deleted), limit=MiB)
     assert blob is not None
     removal = stack.delete(f"/v1/restore-points/{deleted}")
     assert stack.wait_job(removal.json()["id"])["status"] == "succeeded"

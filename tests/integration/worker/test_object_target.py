@@ -139,7 +139,7 @@ def test_an_overwritten_chunk_is_found_by_verify_and_refused_by_restore(
     mine = sorted(set(chunk_keys(bucket)) - before)
     assert len(mine) == 3, mine
     # One chunk's object now holds another chunk's (valid, sealed) bytes.
-    other = bucket.get(mine[1])
+    other = bucket.get(mine[1], limit=2 * MiB)
     assert other is not None
     bucket.put(mine[0], other)
 
@@ -286,15 +286,15 @@ def test_a_collection_beside_a_backup_never_deletes_a_chunk_the_backup_names(
     key = chunk_key(project, name)
     time.sleep(1.1)  # the store's clock has whole seconds: the chunk is older than the cutoff
 
+    rt = _runtime(stack)
     # Without the leases (the engine's collect alone), the chunk goes.
-    marked = chunk_gc.mark(store)
+    marked = chunk_gc.mark(store, object_gc.image_sizes(rt, TARGET))
     assert name not in marked.get(project, set())
     chunk_gc.sweep(store, marked, datetime.now(UTC))
     assert bucket.size(key) is None, "the race this test is about did not happen"
     store.put_chunk(project, codec.seal_chunk(project, data, name))
     time.sleep(1.1)
 
-    rt = _runtime(stack)
     looked_up, gc_started = threading.Event(), threading.Event()
     result: dict[str, Any] = {}
 
@@ -323,8 +323,8 @@ def test_a_collection_beside_a_backup_never_deletes_a_chunk_the_backup_names(
         assert not sweeper.is_alive()
         assert result["stats"] is not None
         assert bucket.size(key) is not None, "the collection deleted a chunk a manifest names"
-        manifest = store.read_manifest(project, "race-rp")
-        assert store.get_chunk(codec, project, manifest.chunks[0], 0) == data
+        manifest = store.read_manifest(project, "race-rp", MiB)
+        assert store.get_chunk(codec, project, manifest.chunks[0], 0, MiB) == data
     finally:
         store.delete_manifest(project, "race-rp")
         bucket.delete(key)

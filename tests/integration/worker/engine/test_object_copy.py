@@ -162,7 +162,7 @@ def test_a_tampered_or_missing_chunk_is_found_by_verify_and_refused_by_restore(
     manifest, _ = _upload(volumes_pool, name, "s1", store)
     assert object_copy.verify(store, "p1", manifest)[1] == []
     second, third = manifest.chunks[1], manifest.chunks[2]
-    blob = bucket.get(chunk_key("p1", second))
+    blob = bucket.get(chunk_key("p1", second), limit=8 * MiB)
     assert blob is not None
     bucket.put(chunk_key("p1", second), blob[:-1] + bytes([blob[-1] ^ 1]))  # one bit
     bucket.delete(chunk_key("p1", third))
@@ -196,18 +196,19 @@ def test_without_the_operator_key_nothing_is_read(
     name = _snapshotted(volumes_pool, images, "s3-key", 4 * MiB, seed=9)
     manifest, _ = _upload(volumes_pool, name, "s1", store)
     store.write_manifest("p1", "rp-1", manifest)
-    assert store.read_manifest("p1", "rp-1").chunks == manifest.chunks
+    assert store.read_manifest("p1", "rp-1", 4 * MiB).chunks == manifest.chunks
     with pytest.raises(TargetKeyUnavailable, match="not the key the target was made with"):
         ChunkStore.open(bucket, "offsite-s3", os.urandom(32))
     with pytest.raises(TargetKeyUnavailable, match="no operator key"):
         ChunkStore.open(bucket, "offsite-s3", None)
     # The key is kept only wrapped: the raw data key appears nowhere in the bucket.
-    wrapped = bucket.get(DATA_KEY)
+    wrapped = bucket.get(DATA_KEY, limit=1024)
     assert wrapped is not None
     assert len(wrapped) == 8 + 12 + 32 + 16
     # Reopened with the right key (a new worker), everything reads back.
     reopened = ChunkStore.open(bucket, "offsite-s3", OPERATOR_KEY)
-    assert object_copy.verify(reopened, "p1", reopened.read_manifest("p1", "rp-1"))[1] == []
+    again = reopened.read_manifest("p1", "rp-1", 4 * MiB)
+    assert object_copy.verify(reopened, "p1", again)[1] == []
 
 
 def test_an_unwritten_target_is_not_made_by_a_read(bucket: Bucket) -> None:
@@ -221,7 +222,7 @@ def test_stored_chunks_are_sealed_not_plain(
         bucket: Bucket) -> None:
     name = _snapshotted(volumes_pool, images, "s3-plain", 4 * MiB, seed=10)
     manifest, _ = _upload(volumes_pool, name, "s1", store)
-    blob = bucket.get(chunk_key("p1", manifest.chunks[0]))
+    blob = bucket.get(chunk_key("p1", manifest.chunks[0]), limit=8 * MiB)
     assert blob is not None
     with rbd.Image(volumes_pool, name, snapshot="s1", read_only=True) as image:
         plain = image.read(0, 4 * MiB)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from services.errors import DataCorrupt
+from services.storage.object_keys import TargetKeys, new_data_key
 from services.storage.object_layout import chunk_key, manifest_key, manifest_owner
-from worker.engine.chunk_store import ObjectManifest
+from worker.engine.chunk_store import ObjectManifest, manifest_limit
+from worker.engine.chunks import SEALING_OVERHEAD, ChunkCodec
 
 NAME_A, NAME_B = "ab" * 32, "0f" * 32
 
@@ -43,3 +47,25 @@ def test_object_names_lead_back_to_their_project_and_restore_point() -> None:
     for stranger in ("manifests/p1/rp-1", f"manifests/p1/{rp}.bak", f"manifests/{rp}",
                      f"chunks/p1/{rp}", f"manifests/p1/sub/{rp}"):
         assert manifest_owner(stranger) is None, stranger
+
+
+@pytest.mark.parametrize("chunk_size", [1 << 20, 2 << 20, 4 << 20])
+@pytest.mark.parametrize("image_size", [0, 1, (1 << 20) - 1, 5 * (1 << 20) + 7, 3 << 30])
+def test_the_fullest_manifest_of_an_image_fits_the_bound_on_its_reads(
+        chunk_size: int, image_size: int) -> None:
+    """Every chunk of the image holds data and none of it compresses: the most a manifest
+    of that image can be, sealed, at any chunk size a target may have."""
+    codec = ChunkCodec(TargetKeys.from_data_key("t", new_data_key()))
+    count = -(-image_size // chunk_size)
+    names = [os.urandom(32).hex() for _ in range(count)]
+    fullest = ObjectManifest(chunk_size, image_size, dict(enumerate(names)))
+    sealed = codec.seal(b"manifest", "manifests/p/rp", fullest.to_bytes())
+    assert len(sealed) <= manifest_limit(image_size)
+    # And the bound is no looser than the smallest chunk size makes it.
+    assert manifest_limit(image_size) <= SEALING_OVERHEAD + 28 + 40 * -(-image_size // (1 << 20))
+
+
+def test_a_sealed_chunk_is_never_more_than_its_plaintext_and_the_overhead() -> None:
+    codec = ChunkCodec(TargetKeys.from_data_key("t", new_data_key()))
+    for length in (1, 4096, (1 << 20) + 3, 4 << 20):
+        assert len(codec.seal_chunk("p", os.urandom(length)).blob) == length + SEALING_OVERHEAD
