@@ -21,25 +21,23 @@ import rbd
 from services.base import utcnow
 from services.errors import DataCorrupt, NotFound, TargetNeverWritten
 from services.limits import target_leases
+from services.quotas import chains
 from services.records.restore_points import RestorePoint
 from services.restore_points import repository as restore_points
 from services.settings import object_target
 from services.status import (
-    RESTORE_POINT_TRANSITIONS,
     RestorePointKind,
-    RestorePointStatus,
-    guarded_update,
 )
 from services.storage import rbd_images
 from worker.engine import object_copy
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.copy import CopyStats
+from worker.managers import quota_guard
 from worker.managers.backup import BackupSteps, SourceSnapshotRemoval, open_source
 from worker.managers.lifecycle import ClaimedJob, JobReporter
 from worker.managers.object_stores import open_store
 from worker.managers.progress import ReporterProgress
 from worker.managers.quota_guard import QuotaGuard
-from worker.managers.signals import JobLost
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -71,6 +69,8 @@ class Sent:
     full_reason: str | None
     started: float
     finished: float
+    measure: chains.Measure
+    """What the restore point's chain holds, this one's manifest included."""
 
 
 BaseFinder = Callable[[ChunkStore], tuple[ObjectBase | None, set[str], str | None]]
@@ -83,7 +83,10 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
     store its manifest, under the target's shared lease (ADR 0007)."""
     phases = reporter.phases
     settings = object_target(rt.settings, rp.target)
-    guard = QuotaGuard(rt, rp.id, rp.project_id)
+    transfer = object_copy.TransferStats()
+    # What the quota counts of an object target: the data of the chunks new to the chain,
+    # before compression, whether sent now or found stored (not the sealed bytes sent).
+    guard = QuotaGuard(rt, rp, lambda _progress: transfer.bytes_new)
     reporter.quota = guard.progress
     store = open_store(rt.settings, rp.target, create=True)
     if job.attempt > 1:  # an interrupted attempt's manifest is not trusted
@@ -93,7 +96,6 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                             wait_seconds=LEASE_WAIT_SECONDS, interrupt=reporter.check) as lease:
         base, known, full_reason = find_base(store)
         phases.lap("plan")
-        transfer = object_copy.TransferStats()
         started = time.monotonic()
         manifest = object_copy.upload(
             source, store, rp.project_id,
@@ -104,14 +106,15 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         finished = time.monotonic()
         phases.lap("copy")
         reporter.check()
-        guard.settle(transfer.bytes_new)
+        measure = quota_guard.measure_of(rt, rp, unstored=manifest)
+        guard.settle(measure)
         lease.check()  # no sweep ran meanwhile: every chunk named is stored
         store.write_manifest(rp.project_id, rp.id, manifest)
         phases.lap("manifest")
     log.info("%s %s to %s: %d chunks, %d sent (%d bytes), %d known, %d zero", job.kind,
              rp.id, rp.target, transfer.chunks, transfer.chunks_uploaded, transfer.bytes_sent,
              transfer.chunks_known, transfer.chunks_zero)
-    return Sent(manifest, transfer, base, full_reason, started, finished)
+    return Sent(manifest, transfer, base, full_reason, started, finished, measure)
 
 
 def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> CopyStats:
@@ -125,21 +128,15 @@ def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> 
                       engine_seconds=transfer.hash_seal_seconds,
                       write_seconds=transfer.store_seconds, started=sent.started,
                       finished=sent.finished)
-    with rt.db.session() as session:
-        ok = guarded_update(
-            session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
-            RestorePointStatus.AVAILABLE, expect=RestorePointStatus.CREATING,
-            extra={"size_bytes": sent.manifest.image_size, "bytes_copied": transfer.bytes_sent,
-                   "quota_bytes": transfer.bytes_new,
-                   "bytes_read": transfer.bytes_read,
-                   "kind": RestorePointKind.INCREMENTAL if base else RestorePointKind.FULL,
-                   "base_restore_point_id": base.restore_point_id if base else None,
-                   "full_reason": sent.full_reason, "duration_seconds": stats.elapsed,
-                   "completed_at": utcnow(), "checksum_algorithm": CHECKSUM_ALGORITHM,
-                   "objects_checksummed": len(sent.manifest.chunks), "status_reason": None,
-                   "source_bootable": bootable})
-        if not ok:
-            raise JobLost(f"restore point {rp.id} is no longer being created")
+    quota_guard.commit(rt, rp, sent.measure, {
+        "size_bytes": sent.manifest.image_size, "bytes_copied": transfer.bytes_sent,
+        "bytes_read": transfer.bytes_read,
+        "kind": RestorePointKind.INCREMENTAL if base else RestorePointKind.FULL,
+        "base_restore_point_id": base.restore_point_id if base else None,
+        "full_reason": sent.full_reason, "duration_seconds": stats.elapsed,
+        "completed_at": utcnow(), "checksum_algorithm": CHECKSUM_ALGORITHM,
+        "objects_checksummed": len(sent.manifest.chunks), "status_reason": None,
+        "source_bootable": bootable})
     return stats
 
 
