@@ -139,10 +139,16 @@ def test_a_reservation_grows_while_written_and_is_set_at_the_end(db: Database) -
 def test_a_commit_that_grows_the_figure_past_the_limit_is_refused(db: Database) -> None:
     _committed(db, (FULL, 8 * MiB, 8 * MiB))
     _limit(db, 10 * MiB)
-    with pytest.raises(QuotaExceeded), db.session() as session:
-        session.get(RestorePoint, _creating(db)).quota_bytes = 3 * MiB  # type: ignore[union-attr]
-        session.flush()
-        quotas.admit(session, PROJECT, 3 * MiB)
+    rp_id = _creating(db)
+
+    def commit() -> None:
+        with db.session() as session:
+            session.get(RestorePoint, rp_id).quota_bytes = 3 * MiB  # type: ignore[union-attr]
+            session.flush()
+            quotas.admit(session, PROJECT, 3 * MiB)
+
+    with pytest.raises(QuotaExceeded):
+        commit()
     assert _stored(db) == 8 * MiB
     with db.session() as session:  # a change that grows nothing is always admitted
         quotas.admit(session, PROJECT, 0)

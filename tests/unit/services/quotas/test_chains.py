@@ -35,8 +35,8 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select
 
-from services.db import Database
 from services.base import Base
+from services.db import Database
 from services.errors import NotFound, QuotaExceeded
 from services.quotas import chains
 from services.quotas import service as quotas
@@ -283,9 +283,9 @@ class Program:
         """Another job commits or deletes on the same chain while this one measures."""
 
         def run() -> None:
-            others = [r for r in self.rows(volume_id=deleting.volume_id,
+            others = list(self.rows(volume_id=deleting.volume_id,
                                            target=deleting.target,
-                                           status=RestorePointStatus.AVAILABLE)]
+                                           status=RestorePointStatus.AVAILABLE))
             if others:
                 victim = self.rng.choice(others)
                 self.steps.append(f"  meanwhile delete {victim.id[:8]}")
@@ -306,8 +306,8 @@ class Program:
             return
         image = self.world.image(rp.volume_id)
         image.snaps.pop(rp.id, None)
-        live = [r for r in self.rows(volume_id=rp.volume_id, target=RBD,
-                                     status=RestorePointStatus.CREATING)]
+        live = list(self.rows(volume_id=rp.volume_id, target=RBD,
+                                     status=RestorePointStatus.CREATING))
         if not image.snaps and not live:
             image.head.clear()  # the image goes with its last restore point
 
