@@ -75,6 +75,22 @@ def set_limits(session: Session, project_id: str, restore_points: int | None,
     return quota
 
 
+GIB_DECIMALS = 9
+"""A limit in GiB is answered to 9 decimals (about a byte): 0.1 set reads back 0.1."""
+
+
+def gib_to_bytes(gigabytes: float) -> int:
+    return round(gigabytes * GIB)
+
+
+def bytes_to_gib(size: int) -> int | float:
+    """A limit in bytes as the API answers it: whole GiB as an integer (10, not 10.0), else
+    the GiB it was set as (0.1, not 0.09999999962747097)."""
+    if size % GIB == 0:
+        return size // GIB
+    return round(size / GIB, GIB_DECIMALS)
+
+
 def has_storage_limit(session: Session, project_id: str) -> bool:
     return session.scalar(select(ProjectQuota.max_bytes)
                           .where(ProjectQuota.project_id == project_id)) is not None
