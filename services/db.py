@@ -66,9 +66,10 @@ def lock_row(session: Session, key: InstrumentedAttribute[Any], value: str) -> N
     row locks: a write to the row takes the database's write lock (waiting busy_timeout for
     it), and it must come before the unit's reads, for a unit that read first and writes
     after another writer committed is refused at once in WAL mode (SQLITE_BUSY_SNAPSHOT),
-    not made to wait. Nothing is locked when no such row exists."""
+    not made to wait. Nothing is locked when no such row exists. (FOR NO KEY UPDATE: rows
+    that reference the locked one by foreign key may still be written meanwhile.)"""
     if session.get_bind().dialect.name == "postgresql":
-        session.execute(select(key).where(key == value).with_for_update())
+        session.execute(select(key).where(key == value).with_for_update(key_share=True))
     else:
         session.execute(update(key.class_).where(key == value).values({key: key}))
 

@@ -264,3 +264,54 @@ def test_backups_racing_for_the_room_of_three_leave_three(
                                                     "succeeded"], ends
     assert stored(stack, project) == 12 * MiB
 
+
+
+def test_a_backup_the_quota_refuses_when_it_starts_is_told_like_any_failure(
+        stack: Stack, project: str, volumes_pool: rados.Ioctx, images: list[str]) -> None:
+    # Three volumes queued while the quota has room; two start (the project's slots), the
+    # quota is lowered, and the third is refused when it starts: its end is an event.
+    sources = [ceph.random_image(volumes_pool, "accounting-told", 8 * MiB, seed=60 + i)
+               for i in range(3)]
+    images.extend(sources)
+    hook = stack.post("/v1/webhooks", {"url": "http://127.0.0.1:9/never",
+                                       "event_types": ["backup.create.error"]},
+                      member_of(project))
+    assert hook.status_code == 201, hook.text
+    plan = stack.post("/v1/plans", {
+        "name": ceph.unique_name("told"), "volumes": [f"ceph-a/volumes/{v}" for v in sources],
+        "rules": [{"cron": "0 3 * * *"}], "qos_bytes_per_second": 2 * MiB},
+        member_of(project))
+    assert plan.status_code == 201, plan.text
+    answer = stack.client.put(f"/v1/quotas/{project}", headers=ADMIN,
+                              json={"gigabytes": None, "restore_points": 3})
+    assert answer.status_code == 200, answer.text
+    run = stack.post(f"/v1/plans/{plan.json()['id']}/run", {"kind": "full"},
+                     member_of(project))
+    assert run.status_code == 202, run.text
+    jobs = run.json()["jobs"]
+    deadline = time.monotonic() + 30
+    while True:
+        states = [stack.get(f"/v1/jobs/{j['id']}", member_of(project)).json()["status"]
+                  for j in jobs]
+        if sorted(states) == ["queued", "running", "running"]:
+            break
+        assert time.monotonic() < deadline, states
+        time.sleep(0.05)
+    waiting = jobs[states.index("queued")]["id"]
+    answer = stack.client.put(f"/v1/quotas/{project}", headers=ADMIN,
+                              json={"gigabytes": None, "restore_points": 2})
+    assert answer.status_code == 200, answer.text
+    refused = stack.wait_job(waiting, headers=member_of(project))
+    assert (refused["status"], refused["error"]["code"]) == ("failed", "quota_exceeded"), refused
+    deadline = time.monotonic() + 30
+    while True:
+        told = stack.get(f"/v1/webhooks/{hook.json()['id']}/deliveries",
+                         member_of(project)).json()["deliveries"]
+        if told:
+            break
+        assert time.monotonic() < deadline, "no event"
+        time.sleep(0.1)
+    assert [(d["event_type"], d["event"]["data"]["job_id"]) for d in told] == [
+        ("backup.create.error", waiting)]
+    for job in jobs:
+        stack.wait_job(job["id"], headers=member_of(project))
