@@ -244,7 +244,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         phases.lap("open")
         stats, record = _copy_objects(rt, job, reporter, rp, dst_io, source, backup, base,
                                       size, 1 << order, fresh=fresh, snap_id=snap_id,
-                                      by_digest=source_snapshots is None)
+                                      by_digest=source_snapshots is None, guard=guard)
         phases.lap("plan")  # the diff, then the copy the engine timed itself
         phases.move("plan", "copy", stats.elapsed)
         # What the restore point will count, measured on the head its snapshot freezes.
@@ -373,7 +373,8 @@ def _take_source_snapshot(stack: ExitStack, src_io: rados.Ioctx, volume: Volume,
 def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                   dst_io: rados.Ioctx, source: rbd.Image, backup: rbd.Image, base: Base | None,
                   size: int, object_size: int, *, fresh: bool, snap_id: int,
-                  by_digest: bool = False) -> tuple[CopyStats, Digests]:
+                  by_digest: bool = False, guard: QuotaGuard | None = None
+                  ) -> tuple[CopyStats, Digests]:
     """Make the backup image's head equal the source snapshot: write what the source holds
     and clear what only the head still holds, for every object (a full) or for the objects
     that changed since the base, on the source or on the head (an interrupted attempt may
@@ -414,6 +415,11 @@ def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: Resto
     start = saved.resume_index if saved else 0
     chunks = [c for c in plan if c.index >= start]
     resumed = sum(c.length for c in plan if c.index < start and c.in_source)
+    if guard is not None and saved is not None:
+        # What the earlier attempt wrote, for the quota: the objects it found data in
+        # (whole, the quota's unit), not every object it read.
+        guard.earlier = sum(c.length for c in plan if c.index < start and c.in_source
+                            and saved.digests.get(c.index) is not None)
     if saved:
         log.info("backup %s resumes at object %d (%d bytes already copied)", rp.id, start,
                  resumed)

@@ -28,24 +28,24 @@ from worker.managers.signals import JobLost
 from worker.runtime import Runtime
 
 Written = Callable[[CopyStats], int]
-"""What a job has written of its restore point so far (an earlier attempt's part included),
-in the quota's terms, from the copy's progress."""
-
-
-def rbd_written(stats: CopyStats) -> int:
-    return stats.bytes_written + stats.bytes_resumed
+"""What a job has written of its restore point so far, in the quota's terms, from the
+copy's progress."""
 
 
 class QuotaGuard:
-    def __init__(self, rt: Runtime, rp: RestorePoint, written: Written = rbd_written) -> None:
-        self.rt, self.rp, self.written = rt, rp, written
+    def __init__(self, rt: Runtime, rp: RestorePoint, written: Written | None = None) -> None:
+        """`written`: by default the bytes the copy engine wrote."""
+        self.rt, self.rp = rt, rp
+        self.written: Written = written or (lambda stats: stats.bytes_written)
+        self.earlier = 0
+        """What an earlier attempt wrote (a resumed backup's part of the image)."""
         with rt.db.session() as session:
             self.limited = quotas.has_storage_limit(session, rp.project_id)
         self.reserved = 0
 
     def progress(self, stats: CopyStats) -> None:
         """With each progress write: what the job wrote so far against the project's room."""
-        held = self.written(stats)
+        held = self.earlier + self.written(stats)
         if self.limited and held > self.reserved:
             self._reserve(held, exactly=False)
 
