@@ -10,6 +10,7 @@ size is not a bound that hides a wrong figure."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,8 +33,10 @@ def member_of(project: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def project() -> str:
-    return ceph.unique_name("accounting")
+def project(backups_pool: rados.Ioctx) -> Iterator[str]:
+    name = ceph.unique_name("accounting")
+    yield name
+    ceph.remove_backups_of_project(backups_pool, name)
 
 
 @pytest.fixture

@@ -93,8 +93,10 @@ def backup_images_of(pool: rados.Ioctx, image: str) -> list[str]:
 
 
 @pytest.fixture
-def project() -> str:
-    return ceph.unique_name("quota")
+def project(backups_pool: rados.Ioctx) -> Iterator[str]:
+    name = ceph.unique_name("quota")
+    yield name
+    ceph.remove_backups_of_project(backups_pool, name)
 
 
 @pytest.fixture
