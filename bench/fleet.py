@@ -422,10 +422,9 @@ def run_nights(args: argparse.Namespace, directory: Path, member: User, ids: lis
                       for name in PRODUCTION}
         cairn = start_cairn(url, 7, LOGS / "cairn", workers=2, **production,
                             CAIRN_WORKER_CONCURRENCY=str(args.jobs_per_worker),
-                            # One project backs the fleet up: every worker thread its
-                            # own, and one target slot beyond its share (a project never
-                            # holds all of a target's).
-                            CAIRN_MAX_JOBS_PER_TARGET=str(slots + 1),
+                            # One project backs the fleet up, every worker thread its own
+                            # (alone on the target, it may hold every slot).
+                            CAIRN_MAX_JOBS_PER_TARGET=str(slots),
                             CAIRN_MAX_JOBS_PER_PROJECT=str(slots))
         try:
             token = member.token()

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import Engine, create_engine, event, select, update
+from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 
 from services.dispatch import OutboxHandler, attach_outbox
 
@@ -58,6 +58,20 @@ def _undo(session: Session) -> None:
         except Exception:
             log.exception("could not undo %s after a rolled back request; remove it by hand",
                           what)
+
+
+def lock_row(session: Session, key: InstrumentedAttribute[Any], value: str) -> None:
+    """Hold the row whose `key` column is `value` locked until the unit of work ends; call
+    it before reading what the lock guards. PostgreSQL: SELECT ... FOR UPDATE. SQLite has no
+    row locks: a write to the row takes the database's write lock (waiting busy_timeout for
+    it), and it must come before the unit's reads, for a unit that read first and writes
+    after another writer committed is refused at once in WAL mode (SQLITE_BUSY_SNAPSHOT),
+    not made to wait. Nothing is locked when no such row exists. (FOR NO KEY UPDATE: rows
+    that reference the locked one by foreign key may still be written meanwhile.)"""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(select(key).where(key == value).with_for_update(key_share=True))
+    else:
+        session.execute(update(key.class_).where(key == value).values({key: key}))
 
 
 class Database:

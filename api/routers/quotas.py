@@ -34,7 +34,7 @@ def set_quota(project_id: ProjectId, body: QuotaLimits, session: SessionDep) -> 
     413 over quota, a scheduled backup over quota fails with the reason, and a running one
     stops once the project is over its storage limit (docs/scheduling.md, Quotas). Nothing
     existing is deleted."""
-    max_bytes = None if body.gigabytes is None else round(body.gigabytes * service.GIB)
+    max_bytes = None if body.gigabytes is None else service.gib_to_bytes(body.gigabytes)
     service.set_limits(session, project_id, body.restore_points, max_bytes)
     return _public(session, project_id)
 
@@ -46,7 +46,7 @@ def _public(session: Session, project_id: str) -> ProjectQuotaPublic:
         project_id=project_id,
         limits=QuotaLimits(restore_points=quota.restore_points,
                            gigabytes=None if quota.max_bytes is None
-                           else quota.max_bytes / service.GIB),
+                           else service.bytes_to_gib(quota.max_bytes)),
         usage=QuotaUsage(restore_points=used.restore_points,
                          gigabytes_stored=round(used.bytes_stored / service.GIB, 6),
                          bytes_stored=used.bytes_stored))

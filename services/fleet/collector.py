@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 from services.clock import Clock
 from services.db import Database
 from services.plans import schedule, timing
+from services.quotas import service as quotas
 from services.records.jobs import Job
 from services.records.plans import Plan, PlanVolume
 from services.records.restore_points import RestorePoint
@@ -173,7 +174,7 @@ class FleetCollector(Collector):
         per_project: dict[str, int] = {}
         for project, status, n, size in session.execute(
                 select(RestorePoint.project_id, RestorePoint.status, func.count(),
-                       func.coalesce(func.sum(RestorePoint.quota_bytes), 0))
+                       func.coalesce(func.sum(quotas.counted()), 0))
                 .where(RestorePoint.status != RestorePointStatus.DELETED)
                 .group_by(RestorePoint.project_id, RestorePoint.status)):
             points.add_metric([project, str(status)], n)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
+from datetime import datetime
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from services.base import utcnow
@@ -21,12 +23,12 @@ from services.status import (
     COPY_JOB_KINDS,
     JOB_TRANSITIONS,
     RESTORE_POINT_TRANSITIONS,
-    JobKind,
     JobStatus,
     RestoreMethod,
     RestoreMode,
     RestorePointStatus,
     guarded_update,
+    guarded_update_where,
 )
 
 log = logging.getLogger(__name__)
@@ -55,12 +57,8 @@ def cancel(session: Session, ctx: RequestContext, job_id: str,
         where=(Job.attempt == 0,),
     )
     if never_started:
-        if job.kind == JobKind.BACKUP and job.restore_point_id is not None:
-            guarded_update(session, RestorePoint, job.restore_point_id,
-                           RESTORE_POINT_TRANSITIONS, RestorePointStatus.DELETED,
-                           expect=RestorePointStatus.CREATING,
-                           extra={"deleted_at": now, "status_reason": "backup cancelled "
-                                  "before it started"})
+        drop_unstarted_restore_points(session, [job.id], now,
+                                      f"{job.kind} cancelled before it started")
         if job.restore_mode == RestoreMode.NEW_VOLUME and job.restore_cinder_volume_id:
             warning = (_discard_volume(ctx, cinder, job.restore_cinder_volume_id)
                        if cinder is not None else "Cinder is not configured")
@@ -73,6 +71,24 @@ def cancel(session: Session, ctx: RequestContext, job_id: str,
     session.flush()
     session.refresh(job)
     return job
+
+
+def drop_unstarted_restore_points(session: Session, job_ids: Sequence[str], now: datetime,
+                                  reason: str) -> int:
+    """The `creating` restore points of jobs that ended before they started (cancelled by a
+    user, or with their plan) are gone: nothing was written for them, and left `creating`
+    they would count against the project's quotas for ever and refuse every later copy of
+    the same restore point to the same target. Backups and off-site copies alike: whatever
+    job kind makes a restore point. Returns how many went."""
+    if not job_ids:
+        return 0
+    made = select(Job.restore_point_id).where(
+        Job.id.in_(job_ids), Job.status == JobStatus.CANCELLED, Job.attempt == 0,
+        Job.restore_point_id.is_not(None))
+    return guarded_update_where(
+        session, RestorePoint, RESTORE_POINT_TRANSITIONS, RestorePointStatus.DELETED,
+        expect=RestorePointStatus.CREATING, where=(RestorePoint.id.in_(made),),
+        extra={"deleted_at": now, "status_reason": reason, "quota_bytes": 0})
 
 
 def _discard_volume(ctx: RequestContext, cinder: CinderGateway, volume_id: str) -> str | None:

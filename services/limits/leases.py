@@ -45,10 +45,11 @@ class Scope:
 
 
 def scopes_for(settings: Settings, kind: JobKind, project_id: str,
-               target: str | None) -> list[Scope]:
+               target: str | None, *, contended: bool = True) -> list[Scope]:
     """The limits a job counts against: jobs that move data against their target, their
-    project, and their project's share of the target; prunes and deletes (short,
-    metadata-only) against none."""
+    project, and their project's share of the target (`contended`: whether another project
+    has a job waiting for that target); prunes and deletes (short, metadata-only) against
+    none."""
     if kind not in COPY_JOB_KINDS:
         return []
     scopes = []
@@ -56,19 +57,24 @@ def scopes_for(settings: Settings, kind: JobKind, project_id: str,
         slots = target_job_limit(settings, target)
         scopes.append(Scope(f"{_PREFIX}target:{target}", slots, f"target {target!r}"))
         scopes.append(Scope(f"{_PREFIX}share:{target}:{project_id}",
-                            project_share(settings, slots),
+                            project_share(settings, slots, contended=contended),
                             f"project {project_id!r} on target {target!r}"))
     scopes.append(Scope(f"{_PREFIX}project:{project_id}", settings.max_jobs_per_project,
                         f"project {project_id!r}"))
     return scopes
 
 
-def project_share(settings: Settings, target_slots: int) -> int:
-    """The slots of one target that one project may hold: `max_jobs_per_project`, and never
-    all of a target's slots when it has more than one. Whatever the limits are set to (a
-    target's own `max_jobs` below the project limit included), one tenant's queue leaves
-    a slot of every shared target to the others; fair share hands it on."""
-    return max(1, min(settings.max_jobs_per_project, target_slots - 1))
+def project_share(settings: Settings, target_slots: int, *, contended: bool = True) -> int:
+    """The slots of one target that one project may take: `max_jobs_per_project`, and while
+    another project has a job waiting for the target (`contended`), never its last free
+    one. Whatever the limits are set to (a target's own `max_jobs` below the project limit
+    included), one tenant's queue leaves a slot of a shared target to a tenant who asks for
+    one, and fair share hands it on; with nobody else waiting the slot is not kept idle. A
+    slot taken is kept until its job ends (nothing is preempted): a project that came late
+    waits for the first of the others' jobs to end, never behind their whole queue."""
+    if contended:
+        return max(1, min(settings.max_jobs_per_project, target_slots - 1))
+    return min(settings.max_jobs_per_project, target_slots)
 
 
 class Leases:

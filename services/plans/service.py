@@ -17,6 +17,7 @@ from services.context import RequestContext
 from services.errors import Conflict, InvalidInput, PlanNameTaken, ServiceUnavailable
 from services.jobs import factory
 from services.jobs import repository as jobs_repository
+from services.jobs.service import drop_unstarted_restore_points
 from services.openstack.cinder import CinderGroup
 from services.plans import drafts, repository, schedule, timing
 from services.plans.drafts import DraftPreview, ExistingVerdicts, PlanDraft
@@ -162,11 +163,16 @@ def delete_plan(session: Session, ctx: RequestContext, settings: Settings, plan_
     """The plan goes; its restore points stay (they are the tenant's data: delete them one
     by one) and its jobs that have not started are cancelled."""
     plan = repository.get(session, ctx, plan_id)
+    waiting = list(session.scalars(select(Job.id).where(
+        Job.plan_id == plan.id, Job.status == JobStatus.QUEUED, Job.attempt == 0)))
     guarded_update_where(
         session, Job, JOB_TRANSITIONS, JobStatus.CANCELLED, expect=JobStatus.QUEUED,
-        where=(Job.plan_id == plan.id, Job.attempt == 0),
+        where=(Job.id.in_(waiting), Job.attempt == 0),
         extra={"finished_at": now, "error_code": "plan_deleted",
                "error_message": "the plan was deleted before this job started"})
+    # Its off-site copies waiting in the queue already have their restore points.
+    drop_unstarted_restore_points(session, waiting, now,
+                                  "its plan was deleted before it started")
     announce(session, settings, plan, "plan.delete.end", now)
     session.delete(plan)
     session.flush()

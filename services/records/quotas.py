@@ -17,4 +17,8 @@ class ProjectQuota(Base):
     restore_points: Mapped[int | None] = mapped_column(BigInteger)
     max_bytes: Mapped[int | None] = mapped_column(BigInteger)
     """The storage limit in bytes (the API speaks GiB, fractions allowed)."""
+    gigabytes: Mapped[int | None] = mapped_column(BigInteger)
+    """The limit as the release before read it: `max_bytes` in whole GiB, rounded up. Kept
+    in step for one release, so processes of that release (a rolling upgrade, a rollback)
+    enforce the same limit; dropped in the next."""
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

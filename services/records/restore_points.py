@@ -76,9 +76,17 @@ class RestorePoint(Base):
     size_bytes: Mapped[int | None] = mapped_column(BigInteger)
     bytes_copied: Mapped[int | None] = mapped_column(BigInteger)
     quota_bytes: Mapped[int | None] = mapped_column(BigInteger)
-    """What it counts against its project's storage quota (`services/quotas/service.py`):
-    while `creating`, the room it reserved (raised as it writes); once `available`, the
-    data it added to its target, plus what deleted ones before it left it holding."""
+    """What it counts against its project's storage quota (`services/quotas/chains.py`):
+    while `creating`, the room it reserved (raised as it writes); once committed, what it
+    holds on its target that `quota_basis_id` does not; 0 once it holds nothing."""
+    added_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    """What it held beyond its chain's previous restore point when it was committed; never
+    changed after. The next backup of its volume to its target reserves about as much.
+    NULL on a committed restore point: not measured yet (made before this was kept)."""
+    quota_basis_id: Mapped[str | None] = mapped_column(String(36))
+    """The restore point of its chain (same volume, same target) that `quota_bytes` is
+    counted beyond: the previous one still held when it was measured; NULL for the first
+    (it counts all its data)."""
     duration_seconds: Mapped[float | None] = mapped_column(Float)
     checksum_algorithm: Mapped[str | None] = mapped_column(String(32))
     objects_checksummed: Mapped[int | None] = mapped_column(BigInteger)

@@ -6,8 +6,10 @@ and frees its slots (`hand_on`): a freed slot does not wait for the scheduler's 
 
 Fair share: candidates are taken round-robin across projects, counting the jobs each
 project already has started: a project's n-th waiting job ranks n + (its started jobs), and
-ties go to the oldest. So a project with 500 queued volumes does not starve one with 5:
-when a slot frees, the project with the fewest jobs under way gets it."""
+ties go to the oldest; within a project, restores come before its backups and verifies. So
+a project with 500 queued volumes does not starve one with 5: when a slot frees, the
+project with the fewest jobs under way gets it. A project's share of a target keeps a slot
+for others only while another project has a job waiting for it (`leases.project_share`)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, case, func, or_, select, update
 
 from services.base import utcnow
 from services.db import Database
@@ -23,7 +25,7 @@ from services.dispatch import Dispatcher
 from services.limits.leases import Leases, Scope, scopes_for
 from services.records.jobs import Job
 from services.settings import Settings
-from services.status import JobKind, JobStatus
+from services.status import COPY_JOB_KINDS, JobKind, JobStatus
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,9 @@ class Admission:
         the first `limit` candidates in fair-share order."""
         result = AdmitResult()
         candidates = self._candidates(now, job_ids, limit)
+        if not candidates:
+            return result
+        waiting = self._waiting(now)
         full: set[str] = set()
         chosen: list[tuple[str, JobKind, list[Scope]]] = []
         # Leases are taken a pipeline at a time (one round trip per LEASE_BATCH jobs);
@@ -62,7 +67,11 @@ class Admission:
         for start in range(0, len(candidates), LEASE_BATCH):
             asking: list[tuple[str, JobKind, list[Scope]]] = []
             for job_id, kind, project_id, target in candidates[start:start + LEASE_BATCH]:
-                scopes = scopes_for(self.settings, JobKind(kind), project_id, target)
+                # A project may take a target's last free slot while no other project
+                # has a job waiting for that target (work-conserving share).
+                others = waiting.get(target or "", set()) - {project_id}
+                scopes = scopes_for(self.settings, JobKind(kind), project_id, target,
+                                    contended=bool(others))
                 if any(s.key in full for s in scopes):
                     result.waiting += 1
                     continue
@@ -104,10 +113,25 @@ class Admission:
         """The API's after-commit hook: start what it just enqueued, if slots allow."""
         self.admit(utcnow(), job_ids)
 
+    def _waiting(self, now: datetime) -> dict[str, set[str]]:
+        """Target -> the projects with a due job waiting for one of its slots."""
+        waiting: dict[str, set[str]] = {}
+        with self.db.session() as session:
+            for target, project_id in session.execute(
+                    select(Job.target, Job.project_id).distinct().where(
+                        Job.status == JobStatus.QUEUED, Job.sent_at.is_(None),
+                        Job.target.is_not(None), Job.kind.in_(COPY_JOB_KINDS),
+                        or_(Job.not_before.is_(None), Job.not_before <= now))):
+                waiting.setdefault(str(target), set()).add(project_id)
+        return waiting
+
     def _candidates(self, now: datetime, job_ids: list[str] | None,
                     limit: int) -> list[tuple[str, str, str, str | None]]:
+        # Inside a project restores go first: a tenant who lost data does not wait behind
+        # its own nightly run of backups (and verifies).
+        urgent = case((Job.kind == JobKind.RESTORE, 0), else_=1)
         turn = func.row_number().over(partition_by=Job.project_id,
-                                      order_by=(Job.queued_at, Job.id)).label("turn")
+                                      order_by=(urgent, Job.queued_at, Job.id)).label("turn")
         inner = select(Job.id, Job.kind, Job.project_id, Job.target, Job.queued_at, turn).where(
             Job.status == JobStatus.QUEUED, Job.sent_at.is_(None),
             or_(Job.not_before.is_(None), Job.not_before <= now))

@@ -36,8 +36,11 @@ from services.quotas import service as quotas
 from services.records.groups import RestorePointGroup
 from services.records.jobs import Job
 from services.records.plans import Plan
+from services.records.volumes import Volume
 from services.settings import Settings
 from services.status import Consistency, JobStatus, PlanStatus, RestorePointKind
+from services.webhooks import events as webhook_events
+from services.webhooks import openstack
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +71,8 @@ def schedule_due(db: Database, settings: Settings, now: datetime) -> PlanResult:
             if session.get_bind().dialect.name == "postgresql":
                 stmt = stmt.with_for_update(skip_locked=True, of=Plan)
             plans = list(session.scalars(stmt))
-            batch = _Batch(now, grace, settings.job_max_attempts)
+            batch = _Batch(now, grace, settings.job_max_attempts,
+                           notify_openstack=openstack.enabled(settings))
             for plan in plans:
                 batch.add(plan)
             batch.write(session, total)
@@ -98,6 +102,7 @@ class _Batch:
     now: datetime
     grace: timedelta
     max_attempts: int
+    notify_openstack: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
     runs: list[_Run] = field(default_factory=list)
     cursors: list[dict[str, Any]] = field(default_factory=list)
@@ -155,6 +160,7 @@ class _Batch:
     def write(self, session: Session, total: PlanResult) -> None:
         queued = self._decide(session)
         insert_ignoring_conflicts(session, self.rows)
+        self._tell_refusals(session)
         if queued:
             self._record_lost_races(session, queued)
         if self.cursors:
@@ -178,7 +184,9 @@ class _Batch:
         for r in self.runs:
             project = r.common["project_id"]
             wanted[project] = wanted.get(project, 0) + 1
-        over = {p: quotas.shortfall(session, p, n) for p, n in wanted.items()}
+        # In one order (each check locks the project's quota row): two replicas planning
+        # runs of the same projects never wait on each other in a circle.
+        over = {p: quotas.shortfall(session, p, wanted[p]) for p in sorted(wanted)}
         queued = []
         for r in self.runs:
             reason = over[r.common["project_id"]]
@@ -199,6 +207,31 @@ class _Batch:
         # Deterministic ids: a replica racing for the same slot makes the same group.
         insert_ignoring_conflicts(session, list(groups.values()), RestorePointGroup)
         return queued
+
+    def _tell_refusals(self, session: Session) -> None:
+        """A run the quota refused ends like a job that failed: its `backup.create.error`
+        event, in this transaction (only for rows this round inserted: a replica that
+        planned the same slot first told it)."""
+        refused = {r["id"]: r for r in self.rows if r.get("error_code") == "quota_exceeded"}
+        if not refused:
+            return
+        mine = set(session.scalars(select(Job.id).where(Job.id.in_(list(refused)))))
+        names = {v.id: v.public_name for v in session.scalars(
+            select(Volume).where(Volume.id.in_({refused[j]["volume_id"] for j in mine})))}
+        for job_id in sorted(mine):
+            row = refused[job_id]
+            webhook_events.record(
+                session, row["project_id"], "backup.create.error",
+                subject=names.get(row["volume_id"]), now=self.now,
+                notify_openstack=self.notify_openstack,
+                data={"tenant_id": row["project_id"], "user_id": None,
+                      "volume_id": names.get(row["volume_id"]), "backup_id": None,
+                      "size": None, "status": JobStatus.FAILED.value,
+                      "fail_reason": row["error_message"], "parent_id": None,
+                      "job_id": job_id, "job_kind": "backup", "error_code": "quota_exceeded",
+                      "plan_id": row["plan_id"], "target": row["target"],
+                      "kind": str(row["backup_kind"]), "bytes": None,
+                      "duration_seconds": 0.0, "bottleneck": None})
 
     def _record_lost_races(self, session: Session, queued: list[_Run]) -> None:
         """A queued row dropped by the one-backup-per-volume index (an on-demand backup

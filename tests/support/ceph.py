@@ -3,6 +3,7 @@ back, measure their allocation."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import struct
@@ -99,6 +100,28 @@ def remove_image(io: rados.Ioctx, name: str, *, wait: float = 60) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(1)
+
+
+def remove_backups_of_project(io: rados.Ioctx, project_id: str) -> None:
+    """Remove the backup images (with their snapshots, manifests and checkpoints) that
+    Cairn made for a test's project in a backup pool: a test that leaves restore points
+    behind would leave them to every later session's orphan scan."""
+    for name in rbd.RBD().list(io):
+        if not name.startswith("cairn.vol."):
+            continue
+        try:
+            with rbd.Image(io, name, read_only=True) as image:
+                if image.metadata_get("cairn.project_id") != project_id:
+                    continue
+                points = [s["name"].removeprefix("cairn.") for s in image.list_snaps()]
+        except (rbd.ImageNotFound, KeyError):
+            continue
+        remove_image(io, name)
+        for rp_id in points:
+            for obj in (f"cairn.manifest.{rp_id}", f"cairn.checkpoint.{rp_id}",
+                        *(f"cairn.manifest.{rp_id}.{n}" for n in range(4))):
+                with contextlib.suppress(rados.ObjectNotFound):
+                    io.remove_object(obj)
 
 
 @contextmanager

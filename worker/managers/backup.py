@@ -51,7 +51,7 @@ from worker.engine.extents import (
     plan_chunks,
     resized_objects,
 )
-from worker.managers import group_snapshots
+from worker.managers import group_snapshots, quota_guard
 from worker.managers.lifecycle import (
     Aftercare,
     ClaimedJob,
@@ -61,7 +61,6 @@ from worker.managers.lifecycle import (
 )
 from worker.managers.quota_guard import QuotaGuard
 from worker.managers.side_by_side import side_by_side
-from worker.managers.signals import JobLost
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -93,6 +92,8 @@ class BackupSteps(JobSteps):
             session.expunge_all()
         self.rt, self.job, self.reporter, self.rp = rt, job, reporter, rp
         self.removal: SourceSnapshotRemoval | None = None
+        self.cleaned = False
+        """Whether the undo removed everything the job made."""
 
     def committed(self) -> bool:
         with self.rt.db.session() as session:
@@ -129,6 +130,7 @@ class BackupSteps(JobSteps):
     def undo(self) -> str:
         self.clean_up()
         group_snapshots.release(self.rt, self.job)
+        self.cleaned = True
         return "the partial copy was removed"
 
     def _remove_older_source_snapshots(self) -> None:
@@ -137,7 +139,7 @@ class BackupSteps(JobSteps):
         removal.report()
 
     def record_failure(self, status: JobStatus, code: str, message: str) -> None:
-        settle_unfinished(self.rt, self.rp.id, status, code, message)
+        settle_unfinished(self.rt, self.rp.id, status, code, message, cleaned=self.cleaned)
 
     def aftercare(self, outcome: Outcome) -> Aftercare:
         rt, rp, job = self.rt, self.rp, self.job
@@ -169,12 +171,13 @@ class BackupSteps(JobSteps):
 
 
 def settle_unfinished(rt: Runtime, rp_id: str, status: JobStatus, code: str,
-                      message: str) -> None:
+                      message: str, *, cleaned: bool) -> None:
     """A restore point whose making failed is `error` with the reason; a cancelled one, or
-    one the project's quota had no room for, leaves nothing behind, so it is gone too (it
-    would count against the very quota that refused it). Either way its data was removed,
-    so it holds none of the quota."""
-    gone = status == JobStatus.CANCELLED or code == QuotaExceeded.code
+    one the project's quota had no room for, is gone too once the undo removed what it
+    made (`cleaned`; it would count against the very quota that refused it). When the undo
+    could not, it stays `error`, saying so, for the orphan reconciler to finish. Either way
+    it holds none of the quota: what it wrote is removed or left to the reconciler."""
+    gone = cleaned and (status == JobStatus.CANCELLED or code == QuotaExceeded.code)
     to = RestorePointStatus.DELETED if gone else RestorePointStatus.ERROR
     with rt.db.session() as session:
         guarded_update(session, RestorePoint, rp_id, RESTORE_POINT_TRANSITIONS, to,
@@ -212,7 +215,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
           ) -> tuple[CopyStats, SourceSnapshotRemoval]:
     target = rbd_target(rt.settings, rp.target)
     phases = reporter.phases
-    guard = QuotaGuard(rt, rp.id, job.project_id)
+    guard = QuotaGuard(rt, rp)
     reporter.quota = guard.progress
     with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
             rt.clusters.ioctx(target.cluster, target.pool) as dst_io, ExitStack() as stack:
@@ -241,12 +244,12 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         phases.lap("open")
         stats, record = _copy_objects(rt, job, reporter, rp, dst_io, source, backup, base,
                                       size, 1 << order, fresh=fresh, snap_id=snap_id,
-                                      by_digest=source_snapshots is None)
+                                      by_digest=source_snapshots is None, guard=guard)
         phases.lap("plan")  # the diff, then the copy the engine timed itself
         phases.move("plan", "copy", stats.elapsed)
-        # What an earlier attempt wrote is this restore point's too (counted whole).
-        held = stats.bytes_written + stats.bytes_resumed
-        guard.settle(held)
+        # What the restore point will count, measured on the head its snapshot freezes.
+        measure = quota_guard.measure_of(rt, rp)
+        guard.settle(measure)
         start = base.manifest if base else manifest.Manifest(1 << order, size)
         final = start.updated(record, size)
         manifest.store(dst_io, rp.manifest_object, final, volume_id=rp.volume_id)
@@ -258,22 +261,16 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
             stack, lambda _: rbd_images.ensure_snapshot(backup, rp.snapshot),
             lambda _: SourceSnapshotRemoval.run(rt, volume, rp))
         phases.lap("target_snapshot")
-    with rt.db.session() as session:
-        ok = guarded_update(
-            session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
-            RestorePointStatus.AVAILABLE, expect=RestorePointStatus.CREATING,
-            extra={"size_bytes": size, "bytes_copied": stats.bytes_written,
-                   "quota_bytes": held, "bytes_read": stats.bytes_read,
-                   "kind": RestorePointKind.INCREMENTAL if base else RestorePointKind.FULL,
-                   "base_restore_point_id": base.restore_point.id if base else None,
-                   "full_reason": full_reason,
-                   "duration_seconds": stats.elapsed, "completed_at": utcnow(),
-                   "checksum_algorithm": manifest.ALGORITHM,
-                   "objects_checksummed": len(final.digests), "status_reason": None,
-                   "source_bootable": bootable},
-        )
-        if not ok:
-            raise JobLost(f"restore point {rp.id} is no longer being created")
+    quota_guard.commit(rt, rp, measure, {
+        "size_bytes": size, "bytes_copied": stats.bytes_written,
+        "bytes_read": stats.bytes_read,
+        "kind": RestorePointKind.INCREMENTAL if base else RestorePointKind.FULL,
+        "base_restore_point_id": base.restore_point.id if base else None,
+        "full_reason": full_reason,
+        "duration_seconds": stats.elapsed, "completed_at": utcnow(),
+        "checksum_algorithm": manifest.ALGORITHM,
+        "objects_checksummed": len(final.digests), "status_reason": None,
+        "source_bootable": bootable})
     phases.lap("commit")
     return stats, removal
 
@@ -376,7 +373,8 @@ def _take_source_snapshot(stack: ExitStack, src_io: rados.Ioctx, volume: Volume,
 def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                   dst_io: rados.Ioctx, source: rbd.Image, backup: rbd.Image, base: Base | None,
                   size: int, object_size: int, *, fresh: bool, snap_id: int,
-                  by_digest: bool = False) -> tuple[CopyStats, Digests]:
+                  by_digest: bool = False, guard: QuotaGuard | None = None
+                  ) -> tuple[CopyStats, Digests]:
     """Make the backup image's head equal the source snapshot: write what the source holds
     and clear what only the head still holds, for every object (a full) or for the objects
     that changed since the base, on the source or on the head (an interrupted attempt may
@@ -417,6 +415,11 @@ def _copy_objects(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: Resto
     start = saved.resume_index if saved else 0
     chunks = [c for c in plan if c.index >= start]
     resumed = sum(c.length for c in plan if c.index < start and c.in_source)
+    if guard is not None and saved is not None:
+        # What the earlier attempt wrote, for the quota: the objects it found data in
+        # (whole, the quota's unit), not every object it read.
+        guard.earlier = sum(c.length for c in plan if c.index < start and c.in_source
+                            and saved.digests.get(c.index) is not None)
     if saved:
         log.info("backup %s resumes at object %d (%d bytes already copied)", rp.id, start,
                  resumed)
@@ -528,6 +531,56 @@ def _remove_unneeded_source_snapshots(rt: Runtime, volume: Volume,
     return left
 
 
+def discard_head(backup: rbd.Image) -> int:
+    """Deallocate what the backup image's head holds beyond its newest snapshot (a failed
+    or cancelled attempt's writes, or a deleted newest restore point's data): no restore
+    point holds it, and the next backup rewrites every object where the head differs from
+    its base. Only while no backup writes the head. Returns the bytes freed."""
+    snaps = sorted(backup.list_snaps(), key=lambda s: int(s["id"]), reverse=True)
+    for snap in snaps:
+        try:
+            return rbd_images.discard_since(backup, str(snap["name"]))
+        except NotFound:
+            continue  # deleted meanwhile: the next newest
+    return 0
+
+
+def release_head(rt: Runtime, rp: RestorePoint, volume: Volume, job_id: str, *,
+                 locked: bool) -> None:
+    """After `rp` was deleted: deallocate what the head of its backup image still holds
+    of it when it was the newest (the head keeps a restore point's data until the next
+    backup overwrites it), unless a backup of the volume to that target is under way (it
+    rewrites the head, and a retry resumes from what the head holds). Under the volume's
+    lock (`locked`: the caller, a prune, holds it), which every backup takes before it
+    writes."""
+    if not locked:
+        holder = locks.try_lock(rt.db, volume.id, job_id)
+        if holder is not None:
+            log.info("volume %s is locked by job %s: its backup image's head is left to it",
+                     volume.id, holder)
+            return
+    try:
+        with rt.db.session() as session:
+            busy = session.scalar(select(RestorePoint.id).where(
+                RestorePoint.volume_id == rp.volume_id, RestorePoint.target == rp.target,
+                RestorePoint.status == RestorePointStatus.CREATING).limit(1))
+        if busy is not None:
+            return
+        target = rbd_target(rt.settings, rp.target)
+        with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
+            try:
+                with rbd_images.open_image(dst_io, rp.backup_image) as backup:
+                    freed = discard_head(backup)
+            except NotFound:
+                return  # the image went with its last restore point
+        if freed:
+            log.info("freed %d bytes the head of %s held beyond its newest restore point",
+                     freed, rp.backup_image)
+    finally:
+        if not locked:
+            locks.unlock(rt.db, volume.id, job_id)
+
+
 def _clean_up(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
     """Remove what a failed or cancelled backup made: its snapshots, manifest and checkpoint,
     and the backup image when it holds no restore point. Only ever called before the
@@ -540,6 +593,11 @@ def _clean_up(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
         try:
             with rbd_images.open_image(dst_io, rp.backup_image) as backup:
                 empty = not rbd_images.snapshot_names(backup)
+                if not empty:
+                    # What this attempt wrote on the head, beside the restore points'
+                    # snapshots: no restore point holds it (the next backup repairs the
+                    # head from the source wherever it differs from its base).
+                    discard_head(backup)
             if empty:
                 rbd_images.remove_image(dst_io, rp.backup_image)
         except NotFound:

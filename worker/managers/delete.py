@@ -11,16 +11,24 @@ from sqlalchemy.orm import Session
 
 from services.base import utcnow
 from services.errors import NotFound, RestorePointBusy
-from services.quotas import service as quotas
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.settings import is_object_target, rbd_target
 from services.status import RESTORE_POINT_TRANSITIONS, JobStatus, RestorePointStatus, guarded_update
 from services.storage import rbd_images
 from worker.engine import manifest
-from worker.managers.lifecycle import ClaimedJob, JobSteps, Outcome, drive, failure_reason, run_job
+from worker.managers.backup import release_head
+from worker.managers.lifecycle import (
+    Aftercare,
+    ClaimedJob,
+    JobSteps,
+    Outcome,
+    drive,
+    failure_reason,
+    run_job,
+)
 from worker.managers.object_stores import remove_manifest
-from worker.managers.signals import JobLost
+from worker.managers.quota_guard import settle_deleted
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -44,11 +52,18 @@ class DeleteSteps(JobSteps):
             assert rp is not None
             self.volume = rp.volume
             session.expunge_all()
-        self.rt, self.rp = rt, rp
+        self.rt, self.rp, self.job = rt, rp, job
 
     def work(self) -> Outcome:
         delete_restore_point(self.rt, self.rp, self.volume)
         return Outcome()
+
+    def aftercare(self, outcome: Outcome) -> Aftercare:
+        if is_object_target(self.rt.settings, self.rp.target):
+            return []
+        return [("freeing what the backup image's head held of it",
+                 lambda: release_head(self.rt, self.rp, self.volume, self.job.id,
+                                      locked=False))]
 
     def message(self, exc: BaseException) -> str:
         _code, message = failure_reason(exc)
@@ -73,17 +88,12 @@ def settle_refused_delete(session: Session, rp_id: str, code: str, message: str)
 
 
 def delete_restore_point(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
-    """Remove a `deleting` restore point's data and mark it deleted; what later restore
-    points of its chain still hold of its data stays counted in its project's quota."""
+    """Remove a `deleting` restore point's data and mark it deleted, with its chain's
+    storage figures made exact again in the same unit of work: what later restore points
+    still hold of its data stays counted, what went with it does not
+    (`services/quotas/chains.py`)."""
     _delete(rt, rp, volume)
-    with rt.db.session() as session:
-        row = session.get(RestorePoint, rp.id)
-        if row is not None and row.status == RestorePointStatus.DELETING:
-            quotas.pass_on(session, row)
-        if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
-                              RestorePointStatus.DELETED, expect=RestorePointStatus.DELETING,
-                              extra={"deleted_at": utcnow()}):
-            raise JobLost(f"restore point {rp.id} is no longer being deleted")
+    settle_deleted(rt, rp, {"deleted_at": utcnow()})
 
 
 def _delete(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
@@ -126,14 +136,18 @@ def _delete_from_pool(rt: Runtime, rp: RestorePoint) -> None:
 
 
 def _others_on_image(rt: Runtime, rp: RestorePoint) -> bool:
-    """Whether another live restore point (e.g. a backup running now) uses the image."""
+    """Whether a backup being made now (a `creating` restore point of the volume on the
+    target) uses the image, which holds no snapshot any more. Every other restore point
+    whose data is there has its snapshot there; one whose making failed, or whose own
+    delete removed its snapshot meanwhile, does not keep the image (kept for it, the head
+    would hold the deleted one's data for nobody)."""
     with rt.db.session() as session:
         count = session.scalar(
             select(func.count()).select_from(RestorePoint).where(
                 RestorePoint.volume_id == rp.volume_id,
                 RestorePoint.target == rp.target,
                 RestorePoint.id != rp.id,
-                RestorePoint.status != RestorePointStatus.DELETED,
+                RestorePoint.status == RestorePointStatus.CREATING,
             )
         )
     return bool(count)

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from redis.exceptions import RedisError
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -31,12 +31,15 @@ from services.records.plans import Plan
 from services.records.restore_points import RestorePoint
 from services.status import (
     JOB_TRANSITIONS,
+    RESTORE_POINT_TRANSITIONS,
     JobKind,
     JobStatus,
     RestoreMethod,
     RestoreMode,
     RestorePointKind,
+    RestorePointStatus,
     guarded_update,
+    guarded_update_where,
 )
 from services.webhooks import openstack
 from worker.engine.copy import CopyStats
@@ -117,12 +120,14 @@ def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
             _back_to_admission(session, job_id, not_before=wait_until)
             return None
         scopes = scopes_for(rt.settings, JobKind(job.kind), job.project_id, job.target)
+        refused_job: ClaimedJob | None = None
         room, refused = (_quota_room(session, job)
                          if job.kind == JobKind.BACKUP and job.restore_point_id is None
                          else (0, None))
         if refused is not None:
             log.info("job %s refused at its start: %s", job_id, refused)
-            _refuse(session, job_id, QuotaExceeded.code, refused)
+            refused_job = _refuse(session, job, QuotaExceeded.code, refused,
+                                  notify_openstack=openstack.enabled(rt.settings))
         else:
             blocked = rt.leases.acquire(job_id, scopes)
             if blocked is not None:
@@ -140,6 +145,11 @@ def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
                 raise
     if refused is not None:
         rt.leases.release(job_id, scopes)  # admission's slots for it go to the next job
+        if refused_job is not None:  # counted once, after the commit
+            events.job_finished(kind=JobKind.BACKUP, project=refused_job.project_id,
+                                plan=refused_job.plan_id, target=refused_job.target,
+                                outcome=JobStatus.FAILED, reason=QuotaExceeded.code,
+                                seconds=0.0, bytes_read=0, bytes_written=0)
         return None
     if claimed is None:
         return None
@@ -198,12 +208,23 @@ def _quota_room(session: Session, job: Job) -> tuple[int, str | None]:
     return room, quotas.shortfall(session, job.project_id, 1, room)
 
 
-def _refuse(session: Session, job_id: str, code: str, message: str) -> None:
-    """A queued job that may not start at all ends `failed` with the reason."""
-    guarded_update(session, Job, job_id, JOB_TRANSITIONS, JobStatus.FAILED,
-                   expect=JobStatus.QUEUED,
-                   extra={"finished_at": utcnow(), "error_code": code,
-                          "error_message": f"the job could not start: {message}"})
+def _refuse(session: Session, job: Job, code: str, message: str, *,
+            notify_openstack: bool) -> ClaimedJob | None:
+    """A queued job that may not start at all ends `failed` with the reason, told as any
+    job's end is (the project's webhooks, OpenStack notifications); returns it when this
+    call ended it."""
+    now = utcnow()
+    text = f"the job could not start: {message}"
+    if not guarded_update(session, Job, job.id, JOB_TRANSITIONS, JobStatus.FAILED,
+                          expect=JobStatus.QUEUED,
+                          extra={"finished_at": now, "error_code": code,
+                                 "error_message": text}):
+        return None
+    ended = ClaimedJob.of(job, ())
+    notices.record_job_end(session, notices.JobFacts.of(
+        ended, JobStatus.FAILED, error_code=code, error_message=text), now,
+        notify_openstack=notify_openstack)
+    return ended
 
 
 def _create_restore_point(session: Session, job: Job, room: int) -> None:
@@ -590,12 +611,22 @@ def _hand_on(rt: Runtime) -> None:
 
 def _fail_unstarted(rt: Runtime, job_id: str, exc: Exception) -> None:
     code, message = failure_reason(exc)
+    text = f"the job could not start: {message}"
     try:
         with rt.db.session() as session:
-            guarded_update(session, Job, job_id, JOB_TRANSITIONS, JobStatus.FAILED,
-                           expect=JobStatus.QUEUED,
-                           extra={"finished_at": utcnow(), "error_code": code,
-                                  "error_message": f"the job could not start: {message}"})
+            if guarded_update(session, Job, job_id, JOB_TRANSITIONS, JobStatus.FAILED,
+                              expect=JobStatus.QUEUED,
+                              extra={"finished_at": utcnow(), "error_code": code,
+                                     "error_message": text}):
+                # Its restore point (made when it was queued) holds nothing yet: it
+                # must not stay `creating`, counted against the quota for ever.
+                made = select(Job.restore_point_id).where(Job.id == job_id,
+                                                          Job.attempt == 0)
+                guarded_update_where(
+                    session, RestorePoint, RESTORE_POINT_TRANSITIONS,
+                    RestorePointStatus.ERROR, expect=RestorePointStatus.CREATING,
+                    where=(RestorePoint.id.in_(made),),
+                    extra={"status_reason": text, "quota_bytes": 0})
     except Exception:
         # The database itself is away: the job stays queued and is retried.
         log.warning("could not record why job %s did not start", job_id, exc_info=True)

@@ -26,25 +26,21 @@ from sqlalchemy import update
 from services.base import utcnow
 from services.errors import DataCorrupt, NotFound
 from services.limits import target_leases
+from services.quotas import chains
 from services.records.restore_points import RestorePoint
 from services.restore_points import repository as restore_points
 from services.settings import object_target
-from services.status import (
-    RESTORE_POINT_TRANSITIONS,
-    RestorePointKind,
-    RestorePointStatus,
-    guarded_update,
-)
+from services.status import RestorePointKind, RestorePointStatus
 from services.storage import rbd_images
 from worker.engine import object_copy
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.copy import CopyStats
+from worker.managers import quota_guard
 from worker.managers.backup import BackupSteps, SourceSnapshotRemoval, open_source
 from worker.managers.lifecycle import ClaimedJob, JobReporter
 from worker.managers.object_stores import open_store, remove_manifest
 from worker.managers.progress import ReporterProgress
 from worker.managers.quota_guard import QuotaGuard
-from worker.managers.signals import JobLost
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -78,6 +74,8 @@ class Sent:
     full_reason: str | None
     started: float
     finished: float
+    measure: chains.Measure
+    """What the restore point's chain holds, this one's manifest included."""
 
 
 BaseFinder = Callable[[ChunkStore], tuple[ObjectBase | None, set[str], str | None]]
@@ -90,7 +88,10 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
     store its manifest, under the target's shared lease (ADR 0007)."""
     phases = reporter.phases
     settings = object_target(rt.settings, rp.target)
-    guard = QuotaGuard(rt, rp.id, rp.project_id)
+    transfer = object_copy.TransferStats()
+    # What the quota counts of an object target: the data of the chunks new to the chain,
+    # before compression, whether sent now or found stored (not the sealed bytes sent).
+    guard = QuotaGuard(rt, rp, lambda _progress: transfer.bytes_new)
     reporter.quota = guard.progress
     store = open_store(rt.settings, rp.target, create=True)
     if job.attempt > 1:  # an interrupted attempt's manifest is not trusted
@@ -100,7 +101,6 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
                             wait_seconds=LEASE_WAIT_SECONDS, interrupt=reporter.check) as lease:
         base, known, full_reason = find_base(store)
         phases.lap("plan")
-        transfer = object_copy.TransferStats()
         started = time.monotonic()
         manifest = object_copy.upload(
             source, store, rp.project_id,
@@ -111,7 +111,8 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         finished = time.monotonic()
         phases.lap("copy")
         reporter.check()
-        guard.settle(transfer.bytes_new)
+        measure = quota_guard.measure_of(rt, rp, unstored=manifest)
+        guard.settle(measure)
         lease.check()  # no sweep ran meanwhile: every chunk named is stored
         record_image_size(rt, rp, manifest.image_size)
         store.write_manifest(rp.project_id, rp.id, manifest)
@@ -119,7 +120,7 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
     log.info("%s %s to %s: %d chunks, %d sent (%d bytes), %d known, %d zero", job.kind,
              rp.id, rp.target, transfer.chunks, transfer.chunks_uploaded, transfer.bytes_sent,
              transfer.chunks_known, transfer.chunks_zero)
-    return Sent(store, manifest, transfer, base, full_reason, started, finished)
+    return Sent(store, manifest, transfer, base, full_reason, started, finished, measure)
 
 
 def record_image_size(rt: Runtime, rp: RestorePoint, size: int) -> None:
@@ -146,21 +147,15 @@ def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> 
     # The last moment to refuse: sealed with a key that is not (any more) the stored one,
     # the restore point could never be read back.
     sent.store.check_key()
-    with rt.db.session() as session:
-        ok = guarded_update(
-            session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
-            RestorePointStatus.AVAILABLE, expect=RestorePointStatus.CREATING,
-            extra={"size_bytes": sent.manifest.image_size, "bytes_copied": transfer.bytes_sent,
-                   "quota_bytes": transfer.bytes_new,
-                   "bytes_read": transfer.bytes_read,
-                   "kind": RestorePointKind.INCREMENTAL if base else RestorePointKind.FULL,
-                   "base_restore_point_id": base.restore_point_id if base else None,
-                   "full_reason": sent.full_reason, "duration_seconds": stats.elapsed,
-                   "completed_at": utcnow(), "checksum_algorithm": CHECKSUM_ALGORITHM,
-                   "objects_checksummed": len(sent.manifest.chunks), "status_reason": None,
-                   "source_bootable": bootable})
-        if not ok:
-            raise JobLost(f"restore point {rp.id} is no longer being created")
+    quota_guard.commit(rt, rp, sent.measure, {
+        "size_bytes": sent.manifest.image_size, "bytes_copied": transfer.bytes_sent,
+        "bytes_read": transfer.bytes_read,
+        "kind": RestorePointKind.INCREMENTAL if base else RestorePointKind.FULL,
+        "base_restore_point_id": base.restore_point_id if base else None,
+        "full_reason": sent.full_reason, "duration_seconds": stats.elapsed,
+        "completed_at": utcnow(), "checksum_algorithm": CHECKSUM_ALGORITHM,
+        "objects_checksummed": len(sent.manifest.chunks), "status_reason": None,
+        "source_bootable": bootable})
     return stats
 
 

@@ -56,6 +56,8 @@ class CopySteps(JobSteps):
             source = session.get(RestorePoint, rp.copied_from_restore_point_id)
             session.expunge_all()
         self.rt, self.job, self.reporter, self.rp, self.source = rt, job, reporter, rp, source
+        self.cleaned = False
+        """Whether the undo removed what the job made."""
 
     def committed(self) -> bool:
         with self.rt.db.session() as session:
@@ -125,7 +127,8 @@ class CopySteps(JobSteps):
 
     def undo(self) -> str:
         remove_manifest(self.rt.settings, self.rp.target, self.rp.project_id, self.rp.id)
+        self.cleaned = True
         return "the partial copy's manifest was removed (its chunks stay for a retry)"
 
     def record_failure(self, status: JobStatus, code: str, message: str) -> None:
-        settle_unfinished(self.rt, self.rp.id, status, code, message)
+        settle_unfinished(self.rt, self.rp.id, status, code, message, cleaned=self.cleaned)

@@ -16,7 +16,7 @@ from services.plans.retention import evaluate
 from services.plans.schemas import policy_of, retention_for
 from services.records.plans import Plan
 from services.records.restore_points import RestorePoint, unlocked
-from services.settings import target_names
+from services.settings import is_object_target, target_names
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobStatus,
@@ -24,6 +24,7 @@ from services.status import (
     guarded_update,
 )
 from services.volumes import locks
+from worker.managers.backup import release_head
 from worker.managers.delete import delete_restore_point, settle_refused_delete
 from worker.managers.lifecycle import ClaimedJob, JobReporter, failure_reason, run_job
 from worker.managers.signals import JobLost
@@ -53,7 +54,7 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
             busy.append(volume_id)
             continue
         try:
-            _prune_volume(rt, job.plan_id, volume_id, pruned, failed)
+            _prune_volume(rt, job, volume_id, pruned, failed)
         finally:
             locks.unlock(rt.db, volume_id, job.id)
     summary = f"pruned {len(pruned)} restore points"
@@ -86,8 +87,10 @@ def _volumes_to_prune(session: Session, plan: Plan, targets: list[str], now: dat
                        policy_of(retention_for(plan, group[0][1].target)), tz, now))})
 
 
-def _prune_volume(rt: Runtime, plan_id: str, volume_id: str, pruned: list[str],
+def _prune_volume(rt: Runtime, job: ClaimedJob, volume_id: str, pruned: list[str],
                   failed: list[str]) -> None:
+    assert job.plan_id is not None
+    plan_id = job.plan_id
     now = rt.clock()
     with rt.db.session() as session:
         plan = session.get(Plan, plan_id)
@@ -120,3 +123,11 @@ def _prune_volume(rt: Runtime, plan_id: str, volume_id: str, pruned: list[str],
                 settle_refused_delete(session, rp.id, code,
                                       f"prune could not delete it ({code}): {message}; delete "
                                       "it again to retry")
+    for rp in {rp.target: rp for rp in doomed if rp.id in pruned}.values():
+        if is_object_target(rt.settings, rp.target):
+            continue
+        try:  # best effort: the head is no restore point's data
+            release_head(rt, rp, rp.volume, job.id, locked=True)
+        except Exception:
+            log.warning("could not free what the head of %s held beyond its newest restore "
+                        "point", rp.backup_image, exc_info=True)

@@ -1,43 +1,104 @@
-"""A restore point being written stays within its project's storage quota: as the job
-writes past what its restore point reserved, the reservation is raised to what it wrote and
-the project's usage checked; over the limit, the job stops with `quota_exceeded` and its
-undo removes what it wrote. The final figure is checked the same way just before the
-restore point turns `available`, so none is ever kept over the limit, whatever other jobs
-of the project wrote meanwhile (`services/quotas/service.py` says why this is race-free)."""
+"""A restore point being written stays within its project's storage quota, and its commit
+and a delete leave its chain's figures exact (`services/quotas/chains.py`).
+
+While the job writes, its reservation is raised to what it wrote at each progress write;
+the raise that would take the project past its limit is refused and stops this job with
+`quota_exceeded` (its undo removes what it wrote), while other jobs of the project that fit
+go on. Before its data is made final (the manifest, the target snapshot), the reservation is
+set to what the restore point will count, measured on the target, and checked the same way;
+the commit then writes the chain's figures and the status in one unit of work, admitted only
+if the project still fits. So no restore point is ever kept over the limit."""
 
 from __future__ import annotations
 
-from services.errors import QuotaExceeded
+from collections.abc import Callable
+from typing import Any
+
+from services.quotas import chains
 from services.quotas import service as quotas
+from services.records.restore_points import RestorePoint
+from services.settings import is_object_target
+from services.status import RESTORE_POINT_TRANSITIONS, RestorePointStatus, guarded_update
+from worker.engine.chunk_store import ObjectManifest
 from worker.engine.copy import CopyStats
+from worker.managers.measure_object import ObjectHeld
+from worker.managers.measure_rbd import RbdHeld
+from worker.managers.object_stores import open_store
+from worker.managers.signals import JobLost
 from worker.runtime import Runtime
+
+Written = Callable[[CopyStats], int]
+"""What a job has written of its restore point so far, in the quota's terms, from the
+copy's progress."""
 
 
 class QuotaGuard:
-    def __init__(self, rt: Runtime, rp_id: str, project_id: str) -> None:
-        self.rt, self.rp_id, self.project_id = rt, rp_id, project_id
+    def __init__(self, rt: Runtime, rp: RestorePoint, written: Written | None = None) -> None:
+        """`written`: by default the bytes the copy engine wrote."""
+        self.rt, self.rp = rt, rp
+        self.written: Written = written or (lambda stats: stats.bytes_written)
+        self.earlier = 0
+        """What an earlier attempt wrote (a resumed backup's part of the image)."""
         with rt.db.session() as session:
-            self.limited = quotas.has_storage_limit(session, project_id)
+            self.limited = quotas.has_storage_limit(session, rp.project_id)
         self.reserved = 0
 
     def progress(self, stats: CopyStats) -> None:
-        """With each progress write: what the job wrote so far (an earlier attempt's part
-        included) against the project's room."""
-        held = stats.bytes_written + stats.bytes_resumed
+        """With each progress write: what the job wrote so far against the project's room."""
+        held = self.earlier + self.written(stats)
         if self.limited and held > self.reserved:
-            self._check(held, exactly=False)
+            self._reserve(held, exactly=False)
 
-    def settle(self, held: int) -> None:
-        """The restore point's final figure, checked whether or not a limit was set when
-        the job started (an administrator may have set one meanwhile)."""
-        self._check(held, exactly=True)
+    def settle(self, measure: chains.Measure) -> None:
+        """The restore point's figure as it will be committed, checked whether or not a limit
+        was set when the job started (an administrator may have set one meanwhile)."""
+        rp = self.rp
+        needed = chains.needed_to_commit(self.rt.db, measure, rp.volume_id, rp.target, rp.id)
+        self._reserve(needed, exactly=True)
 
-    def _check(self, held: int, *, exactly: bool) -> None:
-        # Two transactions: the reservation is committed before usage is read.
+    def _reserve(self, held: int, *, exactly: bool) -> None:
         with self.rt.db.session() as session:
-            quotas.reserve(session, self.rp_id, held, exactly=exactly)
-        with self.rt.db.session() as session:
-            reason = quotas.excess(session, self.project_id)
-        if reason is not None:
-            raise QuotaExceeded(reason, project_id=self.project_id)
+            quotas.reserve(session, self.rp.project_id, self.rp.id, held, exactly=exactly)
         self.reserved = held
+
+
+def measure_of(rt: Runtime, rp: RestorePoint, *,
+               unstored: ObjectManifest | None = None) -> chains.Measure:
+    """What `rp`'s chain holds on its target; `rp` itself measured before its data is
+    final (on the backup image's head, or on its manifest `unstored`)."""
+    if is_object_target(rt.settings, rp.target):
+        return ObjectHeld(open_store(rt.settings, rp.target), rp.project_id,
+                          unstored={rp.id: unstored} if unstored is not None else None)
+    return RbdHeld(rt, rp.target, rp.volume_id, head_of=rp.id)
+
+
+def commit(rt: Runtime, rp: RestorePoint, measure: chains.Measure,
+           values: dict[str, Any]) -> None:
+    """`creating -> available` with `values`, and the chain's figures with it, admitted
+    only if the project's storage still fits (QuotaExceeded otherwise: nothing changes)."""
+
+    def apply(session: Any, growth: int) -> None:
+        quotas.admit(session, rp.project_id, growth)
+        if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
+                              RestorePointStatus.AVAILABLE, expect=RestorePointStatus.CREATING,
+                              extra=values):
+            raise JobLost(f"restore point {rp.id} is no longer being created")
+
+    chains.settle(rt.db, measure, rp.volume_id, rp.target,
+                  chains.Change(adding=rp.id, apply=apply))
+
+
+def settle_deleted(rt: Runtime, rp: RestorePoint, values: dict[str, Any],
+                   measure: chains.Measure | None = None) -> None:
+    """`deleting -> deleted` with `values` once `rp`'s data is gone, and its chain's
+    figures with it."""
+
+    def apply(session: Any, _growth: int) -> None:
+        if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
+                              RestorePointStatus.DELETED, expect=RestorePointStatus.DELETING,
+                              extra=values):
+            raise JobLost(f"restore point {rp.id} is no longer being deleted")
+
+    chains.settle(rt.db, measure or measure_of(rt, rp), rp.volume_id, rp.target,
+                  chains.Change(removing=rp.id, apply=apply))
+

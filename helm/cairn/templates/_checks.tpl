@@ -12,8 +12,8 @@ to set; templates/checks.yaml runs them on every render, whatever `manifests` sw
 {{- end -}}
 {{- $perTarget := int (default 4 $conf.max_jobs_per_target) -}}
 {{- $perProject := int (default 2 $conf.max_jobs_per_project) -}}
-{{- if ge $perProject $perTarget -}}
-{{- fail (printf "conf.cairn.max_jobs_per_project (%d) must be below conf.cairn.max_jobs_per_target (%d): one project's queue would otherwise hold every slot of a target its tenants share" $perProject $perTarget) -}}
+{{- if and (gt $perTarget 1) (ge $perProject $perTarget) -}}
+{{- fail (printf "conf.cairn.max_jobs_per_project (%d) must be below conf.cairn.max_jobs_per_target (%d): one project's queue would otherwise hold every slot of a target its tenants share (a target with one slot takes a project limit of 1)" $perProject $perTarget) -}}
 {{- end -}}
 {{- if and (gt (int .Values.pod.replicas.api) 1) (not .Values.secrets.portal_session_key) -}}
 {{- fail (printf "pod.replicas.api is %d: set secrets.portal_session_key ({name, key} of a Secret holding `openssl rand -hex 32`), or each API replica seals portal sessions with a key of its own and a session works only on the replica that signed it in" (int .Values.pod.replicas.api)) -}}

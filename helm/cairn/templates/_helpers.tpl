@@ -131,12 +131,14 @@ spec:
     # {{ $name }}
     - to:
 {{ toYaml $destination.to | indent 8 }}
+{{- with $destination.ports }}
       ports:
-{{- range $destination.ports }}
+{{- range . }}
         - port: {{ .port }}
           protocol: {{ .protocol | default "TCP" }}
 {{- with .end_port }}
           endPort: {{ . }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}

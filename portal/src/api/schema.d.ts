@@ -1625,9 +1625,9 @@ export interface components {
         QuotaLimits: {
             /**
              * Gigabytes
-             * @description Storage limit in GiB (2^30 bytes); fractions allowed (0.5 is 512 MiB). Counts what the project's restore points hold on their targets, before compression (docs/scheduling.md, Quotas)
+             * @description Storage limit in GiB (2^30 bytes); fractions allowed (0.5 is 512 MiB), kept to the byte and answered as set (an integer when whole). Counts what the project's restore points hold on their targets, before compression (docs/scheduling.md, Quotas)
              */
-            gigabytes?: number | null;
+            gigabytes?: (number) | null;
             /** Restore Points */
             restore_points?: number | null;
         };
@@ -1640,7 +1640,7 @@ export interface components {
             bytes_stored: number;
             /**
              * Gigabytes Stored
-             * @description What the project's restore points hold on their targets, in GiB: the data each one added, and the room running backups reserve
+             * @description What the project's restore points hold on their targets, in GiB (6 decimals), and the room the ones being made reserve
              */
             gigabytes_stored: number;
             /**

@@ -110,7 +110,7 @@ function AdminQuota() {
             }}
           >
             <input type="number" min={0} aria-label="Restore point limit" placeholder="restore points (empty: no limit)" value={limits.restore_points} onChange={(e) => setLimits({ ...limits, restore_points: e.target.value })} />
-            <input type="number" min={0} aria-label="Gigabyte limit" placeholder="GiB (empty: no limit)" value={limits.gigabytes} onChange={(e) => setLimits({ ...limits, gigabytes: e.target.value })} />
+            <input type="number" min={0} step="any" aria-label="Gigabyte limit" placeholder="GiB (empty: no limit)" value={limits.gigabytes} onChange={(e) => setLimits({ ...limits, gigabytes: e.target.value })} />
             <button type="submit" disabled={save.isPending}>
               Set quota
             </button>

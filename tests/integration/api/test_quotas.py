@@ -93,8 +93,10 @@ def backup_images_of(pool: rados.Ioctx, image: str) -> list[str]:
 
 
 @pytest.fixture
-def project() -> str:
-    return ceph.unique_name("quota")
+def project(backups_pool: rados.Ioctx) -> Iterator[str]:
+    name = ceph.unique_name("quota")
+    yield name
+    ceph.remove_backups_of_project(backups_pool, name)
 
 
 @pytest.fixture
@@ -220,3 +222,15 @@ def test_deleting_the_full_under_an_incremental_frees_only_what_the_target_frees
     # incremental's own change.
     assert gib_stored(stack, project) == pytest.approx(8 * MiB / GIB, abs=1e-3)
     assert stored(stack, project) == 8 * MiB
+
+
+def test_a_limit_reads_back_as_it_was_set(stack: Stack, project: str) -> None:
+    # 10, not 10.0; 0.1, not 0.09999999962747097 (what 0.1 GiB in bytes is in GiB).
+    for asked in (10, 0.1, 0.5):
+        answer = stack.client.put(f"/v1/quotas/{project}", headers=ADMIN,
+                                  json={"gigabytes": asked, "restore_points": None})
+        assert answer.status_code == 200, answer.text
+        assert f'"gigabytes":{asked}}}' in answer.text.replace(" ", ""), answer.text
+        again = stack.client.get(f"/v1/quotas/{project}", headers=ADMIN)
+        assert again.json()["limits"]["gigabytes"] == asked
+        assert type(again.json()["limits"]["gigabytes"]) is type(asked)

@@ -282,6 +282,35 @@ def test_the_chart_fails_closed_on_authentication() -> None:
     assert "CAIRN_KEYSTONE" not in config["data"]
 
 
+def test_a_target_with_one_slot_renders() -> None:
+    objects = _objects_with('conf.cairn.max_jobs_per_target=1',
+                            'conf.cairn.max_jobs_per_project=1')
+    [config] = [obj for obj in objects if obj["kind"] == "ConfigMap"]
+    assert config["data"]["CAIRN_MAX_JOBS_PER_TARGET"] == "1"
+
+
+def test_a_destination_without_ports_opens_every_port_of_its_peers() -> None:
+    # For a network plugin that ignores endPort: the Ceph networks on every port.
+    objects = _objects_with('network_policy.egress.ceph.ports=[]')
+    ceph = [{"ipBlock": {"cidr": "10.20.0.0/24"}}]
+    for component, spec in _policies(objects).items():
+        rules = [rule for rule in spec["egress"] if rule.get("to") == ceph]
+        assert rules == [{"to": ceph}], component
+
+
+def test_dns_is_reachable_on_the_common_layouts() -> None:
+    # kube-dns/CoreDNS pods, NodeLocal DNSCache (upstream's and kubespray's address),
+    # OpenShift's DNS pods, which listen on 5353.
+    for component, spec in _policies(_objects_with()).items():
+        [dns] = [rule for rule in spec["egress"]
+                 if {"port": 53, "protocol": "UDP"} in rule.get("ports", [])]
+        peers = [peer.get("ipBlock", {}).get("cidr") for peer in dns["to"]]
+        assert {"169.254.20.10/32", "169.254.25.10/32"} <= set(peers), component
+        assert {"kubernetes.io/metadata.name": "openshift-dns"} in [
+            peer.get("namespaceSelector", {}).get("matchLabels") for peer in dns["to"]]
+        assert {"port": 5353, "protocol": "UDP"} in dns["ports"], component
+
+
 def test_one_api_replica_needs_no_portal_key() -> None:
     objects = _objects_with('pod.replicas.api=1', 'secrets.portal_session_key=null')
     api = _named(objects, "Deployment", "api")

@@ -12,10 +12,11 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, text
+from sqlalchemy.orm import Session
 
 from manage.main import alembic_config
 from services.db import make_engine
-from services.records import Base
+from services.records import Base, ProjectQuota
 from services.webhooks.sealing import SecretSeal
 from tests.support.databases import drop_pg_database, new_pg_database
 from tests.support.stack import PG_PORT
@@ -96,5 +97,56 @@ def test_webhook_secrets_are_sealed_on_the_way_up_and_opened_on_the_way_down(
         command.downgrade(config, "0016")
         with engine.connect() as db:
             assert db.execute(text("SELECT secrets FROM webhooks")).scalar_one() == plain
+    finally:
+        engine.dispose()
+
+
+def test_the_storage_limit_in_bytes_keeps_the_old_column_and_the_old_limits(
+        empty_database: str) -> None:
+    """0015 with data: limits in GiB become bytes (one too large for a BIGINT of bytes is
+    clamped, not an aborted upgrade or a REAL the API cannot read), `gigabytes` stays for
+    the processes of the release before, committed restore points get a first figure
+    (bytes read on object targets, whose bytes copied are compressed), and down and up
+    again keeps the limits."""
+    config = alembic_config(empty_database)
+    config.attributes["configure_logging"] = False
+    command.upgrade(config, "0014")
+    engine = make_engine(empty_database)
+    at = "2026-11-20 02:00:00"
+    try:
+        with engine.begin() as db:
+            db.execute(text("INSERT INTO project_quotas (project_id, restore_points, gigabytes, "
+                            "updated_at) VALUES ('five', NULL, 5, :at), "
+                            "('huge', NULL, 9007199254740992, :at), ('none', 7, NULL, :at)"),
+                       {"at": at})
+            db.execute(text("INSERT INTO volumes (id, project_id, cluster, pool, image, "
+                            "created_at) VALUES ('v', 'five', 'ceph-a', 'volumes', 'img', :at)"),
+                       {"at": at})
+            db.execute(text(
+                "INSERT INTO restore_points (id, project_id, volume_id, target, kind, status, "
+                "bytes_copied, bytes_read, checksum_algorithm, created_at, completed_at) VALUES "
+                "('rbd', 'five', 'v', 'local', 'full', 'available', 8, 9, 'xxh3-128', :at, :at),"
+                "('obj', 'five', 'v', 's3', 'full', 'available', 2, 9, 'blake3-keyed', :at, :at),"
+                "('failed', 'five', 'v', 'local', 'full', 'error', 5, 5, NULL, :at, NULL)"),
+                {"at": at})
+        command.upgrade(config, "head")
+        with engine.begin() as db:
+            limits = dict(db.execute(text(
+                "SELECT project_id, max_bytes FROM project_quotas")).all())
+            kept = dict(db.execute(text(
+                "SELECT project_id, gigabytes FROM project_quotas")).all())
+            figures = dict(db.execute(text("SELECT id, quota_bytes FROM restore_points")).all())
+        assert limits == {"five": 5 * 2**30, "huge": 2**62, "none": None}
+        assert kept == {"five": 5, "huge": 2**32, "none": None}
+        assert figures == {"rbd": 8, "obj": 9, "failed": 0}
+        with Session(engine) as session:  # the models read every row
+            quotas = {q.project_id: q.max_bytes for q in session.query(ProjectQuota)}
+        assert quotas == limits
+        command.downgrade(config, "0014")
+        with engine.begin() as db:
+            back = dict(db.execute(text(
+                "SELECT project_id, gigabytes FROM project_quotas")).all())
+        assert back == {"five": 5, "huge": 2**32, "none": None}
+        command.upgrade(config, "head")
     finally:
         engine.dispose()

@@ -1,7 +1,8 @@
 """Admission on a real database and the real Redis: jobs start round-robin across projects
 (fair share), jobs over a limit wait without being sent, one project never takes every
-slot of a target whatever the limits say, copies wait for slots like backups, and a job
-not yet due waits."""
+slot of a target another project waits for whatever the limits say, yet uses them all when
+nobody else asks, a restore goes before its project's backups, copies wait for slots like
+backups, and a job not yet due waits."""
 
 from __future__ import annotations
 
@@ -102,10 +103,10 @@ def test_small_project_is_not_starved_by_a_big_one(fresh_database_url: str, redi
     db.dispose()
 
 
-def test_one_project_never_holds_every_slot_of_a_target(fresh_database_url: str,
-                                                       redis: Redis) -> None:
+def test_one_project_never_holds_every_slot_of_a_target_another_waits_for(
+        fresh_database_url: str, redis: Redis) -> None:
     # A project limit far above the target's (an operator's mistake, or a target's own
-    # max_jobs below it): the project still leaves a slot to the others.
+    # max_jobs below it): while another project waits, the project leaves it a slot.
     shared, alone = f"t-{uuid.uuid4().hex[:6]}", f"t-{uuid.uuid4().hex[:6]}"
     settings = Settings(auth_strategy="noauth", environment="development",
                         max_jobs_per_target=3, max_jobs_per_project=100,
@@ -115,13 +116,54 @@ def test_one_project_never_holds_every_slot_of_a_target(fresh_database_url: str,
     db = Database(fresh_database_url)
     admission = Admission(db, Leases(redis, 60), RecordingDispatcher(), settings)  # type: ignore[arg-type]
     big = add_jobs(db, f"big-{uuid.uuid4().hex[:6]}", 10, shared)
-    assert admission.admit(utcnow()).sent == big[:2]
-    assert admission.admit(utcnow()).sent == []  # the third slot waits for another project
     other = add_jobs(db, f"other-{uuid.uuid4().hex[:6]}", 3, shared)
-    assert admission.admit(utcnow()).sent == other[:1]
+    sent = admission.admit(utcnow()).sent
+    assert sorted(sent) == sorted([*big[:2], other[0]])  # the third slot went to `other`
     # A target with one slot has nothing to share: it goes to one project at a time.
     solo = add_jobs(db, f"solo-{uuid.uuid4().hex[:6]}", 2, alone)
     assert admission.admit(utcnow()).sent == solo[:1]
+    db.dispose()
+
+
+def test_a_project_alone_on_a_target_uses_every_slot(fresh_database_url: str,
+                                                     redis: Redis) -> None:
+    # Keeping a slot for others while nobody else asks for one only leaves it idle. A slot
+    # taken is kept until its job ends: a project that comes later gets the first to free.
+    target = f"t-{uuid.uuid4().hex[:6]}"
+    settings = Settings(auth_strategy="noauth", environment="development",
+                        max_jobs_per_target=3, max_jobs_per_project=100)
+    db = Database(fresh_database_url)
+    leases = Leases(redis, 60)
+    admission = Admission(db, leases, RecordingDispatcher(), settings)  # type: ignore[arg-type]
+    big = add_jobs(db, f"big-{uuid.uuid4().hex[:6]}", 10, target)
+    assert admission.admit(utcnow()).sent == big[:3]
+    late = add_jobs(db, f"late-{uuid.uuid4().hex[:6]}", 3, target)
+    assert admission.admit(utcnow()).sent == []  # every slot is taken
+    finish(db, leases, settings, big[:1])
+    # The freed slot goes to the project that waited, and the big one may not take the
+    # last free slot again while it waits.
+    assert admission.admit(utcnow()).sent == late[:1]
+    finish(db, leases, settings, big[1:2])
+    sent = admission.admit(utcnow()).sent
+    assert len(sent) == 1, sent
+    db.dispose()
+
+
+def test_a_restore_goes_before_its_projects_backups(fresh_database_url: str,
+                                                    redis: Redis) -> None:
+    # A tenant who lost data does not wait behind its own nightly run.
+    target = f"t-{uuid.uuid4().hex[:6]}"
+    settings = Settings(auth_strategy="noauth", environment="development",
+                        max_jobs_per_target=4, max_jobs_per_project=1)
+    db = Database(fresh_database_url)
+    leases = Leases(redis, 60)
+    admission = Admission(db, leases, RecordingDispatcher(), settings)  # type: ignore[arg-type]
+    project = f"p-{uuid.uuid4().hex[:6]}"
+    backups = add_jobs(db, project, 50, target)
+    assert admission.admit(utcnow()).sent == backups[:1]
+    (restore,) = add_jobs(db, project, 1, target, kind=JobKind.RESTORE)
+    finish(db, leases, settings, backups[:1])
+    assert admission.admit(utcnow()).sent == [restore]
     db.dispose()
 
 

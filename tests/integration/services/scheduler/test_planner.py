@@ -3,6 +3,7 @@ test controls: each slot once, misfires, the backup window, busy volumes, quotas
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -14,6 +15,7 @@ from services.db import Database
 from services.quotas import service as quotas
 from services.records.groups import RestorePointGroup
 from services.records.jobs import Job
+from services.records.webhooks import EventDelivery, Webhook
 from services.scheduler.planner import schedule_due
 from services.settings import Settings
 from services.status import Consistency, JobKind, JobStatus
@@ -88,6 +90,12 @@ def test_a_slot_outside_the_window_waits_for_its_opening(db: Database) -> None:
 def test_a_busy_volume_skips_the_slot_and_over_quota_fails_it(db: Database) -> None:
     owner = project()
     plan = make_plan(db, project=owner, volumes=1, rules=HOURLY, now=T0)
+    with db.session() as session:
+        webhook = Webhook(project_id=owner, url="https://hooks.example.net/cairn",
+                          event_types=json.dumps(["backup.create.error"]), secrets="[]")
+        session.add(webhook)
+        session.flush()
+        hook = webhook.id
     schedule_due(db, settings(), datetime(2026, 11, 20, 1, 1, tzinfo=UTC))
     schedule_due(db, settings(), datetime(2026, 11, 20, 2, 1, tzinfo=UTC))   # 01:00 still queued
     with db.session() as session:
@@ -103,6 +111,12 @@ def test_a_busy_volume_skips_the_slot_and_over_quota_fails_it(db: Database) -> N
     assert failed.error_message is not None
     assert "restore point quota" in failed.error_message
     assert "0 of 0 used, this needs 1 more (1 over)" in failed.error_message
+    # Told as any failed backup is: the project's webhook hears of it.
+    with db.session() as session:
+        told = [json.loads(d.body) for d in session.scalars(
+            select(EventDelivery).where(EventDelivery.webhook_id == hook))]
+    assert [(e["type"], e["data"]["job_id"], e["data"]["error_code"]) for e in told] == [
+        ("org.openstack.cairn.backup.create.error", failed.id, "quota_exceeded")]
 
 
 def test_a_group_plans_run_shares_one_group_made_once(db: Database) -> None:
