@@ -12,7 +12,6 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
 from sqlalchemy.orm import Session
-from starlette.concurrency import run_in_threadpool
 
 from api.callers import Caller
 from services.auth.keystone import TokenValidator
@@ -63,6 +62,8 @@ def get_session(db: Annotated[Database, Depends(get_db)]) -> Iterator[Session]:
 
 async def get_context(
     request: Request,
+    # Declared for the OpenAPI document and its bounds (422): the door (api/gate.py and
+    # api/callers.py) read them, once, and decided who calls.
     x_auth_token: Annotated[str | None, Header(description="Keystone token",
                                                max_length=8192)] = None,
     x_project_id: Annotated[str | None, Header(description="Project (noauth)",
@@ -70,35 +71,25 @@ async def get_context(
     x_roles: Annotated[str | None, Header(description="Comma-separated roles (noauth)",
                                           pattern=r"^[A-Za-z0-9_., -]{0,512}$")] = None,
 ) -> RequestContext:
+    caller: Caller = request.state.caller  # the door always says who called
     validator: TokenValidator | None = request.app.state.tokens
-    # The door (api/gate.py) found the caller before the request took a slot: a token it
-    # validated is not asked about again, and Keystone is never asked from a slot.
-    caller: Caller | None = getattr(request.state, "caller", None)
-    if x_auth_token is None and x_project_id is None \
-            and request.app.state.portal_cookie in request.cookies:
-        if caller is not None and caller.error is not None:
+    if caller.session_error is not None:
+        raise caller.session_error
+    if caller.session is not None:
+        if caller.error is not None:
             raise caller.error
-        session = caller.session if caller is not None else None
-        if session is None:
-            raise Unauthorized("your portal session has ended; sign in again")
-        require_csrf(request, session)
+        require_csrf(request, caller.session)
         if validator is None:
-            return session.noauth_context(_admin_projects(request))
-        x_auth_token = session.token
+            return caller.session.noauth_context(_admin_projects(request))
+    elif caller.presented == "session":
+        raise Unauthorized("your portal session has ended; sign in again")
     if validator is not None:
-        if not x_auth_token:
-            raise Unauthorized("missing X-Auth-Token header: authenticate with Keystone and "
-                               "send the token (openstack token issue)")
-        # The door validated the token and checked its access rules against this very
-        # request: it is not asked about again, and Keystone is never asked from a slot.
-        if caller is not None and caller.context is not None and caller.token == x_auth_token:
+        # The door validated the token (or the session's) and checked its access rules
+        # against this very request; Keystone is never asked from a slot.
+        if caller.context is not None:
             return caller.context
-        # Without the door (never in a served request): the cache, else Keystone.
-        method, path = request.method, request.url.path
-        cached = validator.cached_context(x_auth_token, method, path)
-        if cached is not None:
-            return cached
-        return await run_in_threadpool(validator.context_for, x_auth_token, method, path)
+        raise Unauthorized("missing X-Auth-Token header: authenticate with Keystone and "
+                           "send the token (openstack token issue)")
     # auth_strategy noauth, as Cinder's: the caller says who it is.
     if not x_project_id:
         raise Unauthorized("missing X-Project-Id header: with auth_strategy noauth every "

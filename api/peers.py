@@ -2,8 +2,9 @@
 of the proxies an operator named (`api_trusted_proxies`), whose X-Forwarded-For is then read
 from the right, past every trusted proxy, to the first address none of them is. A client
 writes whatever it likes into X-Forwarded-For; only what a trusted proxy appended counts.
-The request gate keys anonymous callers by it (an IPv6 address by its /64), and the
-portal's sign-in throttle counts by it."""
+
+What counts as one client for limits (`client_network`) is coarser than an address: the
+door's slots, its Keystone lanes and the portal's sign-in throttle count by it."""
 
 from __future__ import annotations
 
@@ -14,42 +15,72 @@ from starlette.types import Scope
 
 Network = IPv4Network | IPv6Network
 
+SITE_PREFIX = 48
+"""An IPv6 client counts as its /48. One host is routinely given a /64 and one site a /48 or
+a /56 (RFC 6177), so counting by /64 made one site 65,536 clients, each with limits of its
+own; a /48 is to IPv6 what one NAT address is to IPv4: everyone behind it shares."""
+
 
 def client_address(scope: Scope, trusted_proxies: Sequence[Network]) -> str:
-    peer = str((scope.get("client") or ("", 0))[0])
-    if not trusted_proxies or not _trusted(_parse(peer), trusted_proxies):
-        return peer
+    peer = _parse(str((scope.get("client") or ("", 0))[0]))
+    if peer is None:
+        return str((scope.get("client") or ("", 0))[0])
+    if not trusted_proxies or not _trusted(peer, trusted_proxies):
+        return str(peer)
     hops = [hop.strip() for name, value in scope.get("headers", ())
             if name == b"x-forwarded-for"
             for hop in value.decode("latin-1").split(",") if hop.strip()]
     nearest = peer
     for hop in reversed(hops):
-        address = _parse(hop)
+        address = _parse_hop(hop)
         if address is None:
             # Not what a proxy writes: whatever lies beyond it is the client's own text.
-            return nearest
+            return str(nearest)
         if not _trusted(address, trusted_proxies):
             return str(address)
-        nearest = str(address)
-    return nearest
+        nearest = address
+    return str(nearest)
 
 
 def client_network(address: str) -> str:
-    """What counts as one client for limits: an IPv4 address, or an IPv6 address's /64
-    (one host is routinely given a whole /64, and would otherwise be 2^64 clients)."""
+    """What counts as one client for limits: an IPv4 address; an IPv6 address's /48; the
+    IPv4 address inside a 6to4 or Teredo address (one IPv4 host would otherwise own
+    2^80 of them)."""
     parsed = _parse(address)
-    if isinstance(parsed, IPv6Address) and parsed.ipv4_mapped is None:
-        return str(IPv6Network(f"{parsed}/64", strict=False))
-    if isinstance(parsed, IPv6Address) and parsed.ipv4_mapped is not None:
-        return str(parsed.ipv4_mapped)
-    return address
+    if parsed is None:
+        return address
+    if isinstance(parsed, IPv4Address):
+        return str(parsed)
+    embedded = parsed.sixtofour or (parsed.teredo[1] if parsed.teredo else None)
+    if embedded is not None:
+        return str(embedded)
+    return str(IPv6Network(f"{parsed}/{SITE_PREFIX}", strict=False))
 
 
 def _parse(text: str) -> IPv4Address | IPv6Address | None:
+    """An address, with an IPv4 peer on a dual-stack socket (::ffff:10.0.0.5) as the IPv4
+    address it is, so that IPv4 trusted proxies and limits apply to it."""
     try:
-        return ip_address(text)
+        address = ip_address(text)
     except ValueError:
         return None
+    if isinstance(address, IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def _parse_hop(hop: str) -> IPv4Address | IPv6Address | None:
+    """A hop of X-Forwarded-For as proxies write it: an address, an IPv4 address with a port
+    (`1.2.3.4:5678`), or a bracketed IPv6 address with or without one (`[2001:db8::1]:443`)."""
+    if hop.startswith("["):
+        inside, bracket, rest = hop[1:].partition("]")
+        if not bracket or (rest and not (rest.startswith(":") and rest[1:].isdigit())):
+            return None
+        return _parse(inside)
+    host, colon, port = hop.partition(":")
+    if colon and ":" not in port and port.isdigit():
+        return _parse(host)
+    return _parse(hop)
 
 
 def _trusted(address: IPv4Address | IPv6Address | None, networks: Sequence[Network]) -> bool:

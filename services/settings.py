@@ -310,8 +310,10 @@ class Settings(BaseSettings):
     list benchmark served 248 req/s with 10, 239 with 20)."""
 
     api_client_threads: int = Field(default=5, ge=1, le=50)
-    """Of those, what one client (peer address and credential) may hold at once: a busy
-    client leaves the rest to others."""
+    """Of those, what one caller may hold at once: a busy caller leaves the rest to others.
+    A caller is the validated project and user, or for a request without credentials its
+    client network (an IPv4 address, an IPv6 /48); callers without credentials together
+    take at most half of `api_threads`."""
 
     api_max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     """Larger request bodies are refused (413) before anything reads them."""
@@ -321,9 +323,10 @@ class Settings(BaseSettings):
     request holds no thread and no database connection."""
 
     api_send_timeout_seconds: float = Field(default=30.0, gt=0)
-    """A client must take each part of its answer within this (about 48 KiB at a time) or
-    its connection is closed: one that stops reading would otherwise hold its request's
-    slot and database connection for good."""
+    """Whatever of an answer the kernel could not take at once must be taken by the client
+    within this, or its connection is aborted: one that stops reading would otherwise hold
+    its request's slot, its database connection and its connection for good (closing a
+    connection waits for its unsent answer)."""
 
     api_trusted_proxies: list[IPvAnyNetwork] = Field(default_factory=list)
     """Proxies (JSON list of CIDRs) whose X-Forwarded-For names the client: a request whose
@@ -332,13 +335,21 @@ class Settings(BaseSettings):
     that overwrite or append to the header (an Ingress controller, a load balancer)."""
 
     api_token_checks: int = Field(default=4, ge=1, le=64)
-    """Tokens one cairn-api process asks Keystone about at once (those not in its cache),
-    on threads of their own: a flood of unknown tokens waits for these, never for the
-    request slots, and a cached token never waits at all."""
+    """Keystone calls one cairn-api process makes at once in each of its two lanes, on
+    threads of their own (api/lanes.py): one for tokens new to the process and portal
+    sign-ins, one for rechecks of tokens Keystone validated before and signed-in portal
+    users' calls. A flood of unknown tokens waits for the first, never for the request
+    slots or the second, and a cached token never waits at all."""
 
     api_token_checks_per_client: int = Field(default=2, ge=1, le=64)
-    """Of the unknown tokens waiting for or in a Keystone check, how many one client address
-    may have; more are refused at once (429), before anything else is done for them."""
+    """Of a lane's calls, how many one client (network; in the lane of known users, one
+    user) may have running at once; its others wait for their turn, taken in turns with
+    every other client's. 32 queued per client at most (429 beyond)."""
+
+    api_token_refusals_per_client: int = Field(default=20, ge=1)
+    """Tokens Keystone may refuse from one client network within a minute; after that its
+    new tokens are refused at once (429) until the minute ends, without asking Keystone.
+    Tokens Keystone validated before, and portal sessions, are still checked."""
 
     api_token_check_timeout_seconds: float = Field(default=10.0, gt=0)
     """How long a request waits for its token's Keystone check (503 after it, with
@@ -350,9 +361,11 @@ class Settings(BaseSettings):
     1.5 KiB."""
 
     api_header_timeout_seconds: float = Field(default=10.0, gt=0)
-    """A request's headers must arrive whole within this of its first byte (for a
-    connection's first request: of the connection); 408 and a closed connection otherwise.
-    A client sending one byte a second, or nothing, holds a socket that long and no more."""
+    """A request's headers must arrive whole within this of the connection's opening or of
+    the end of the previous answer on it (of its first byte, for a request that began
+    while the previous one was being answered); 408 and a closed connection otherwise.
+    Nothing a client sends resets it: a client sending one byte a second, blank lines, or
+    nothing, holds a socket that long and no more."""
 
     worker_concurrency: int = Field(default=4, ge=1)
     """Jobs one cairn-worker process runs at once (the per-worker concurrency limit)."""

@@ -1,22 +1,32 @@
 """The portal's session: sign in (the tokens stay in a sealed HttpOnly cookie; attempts are
 throttled per client address), who am I and what may I do, switch projects, sign out (the
-tokens are revoked at Keystone and dropped from Cairn's cache, and the session is recorded
-as signed out, whatever Keystone answers). API clients keep using X-Auth-Token; the cookie
-is for the browser."""
+session is recorded as signed out, its tokens dropped from Cairn's cache and revoked at
+Keystone if it answers). API clients keep using X-Auth-Token; the cookie is for the browser.
+
+These routes take no process slot (`api/gate.py`): they use no database, and every blocking
+call is made on threads of its own, bounded and taken in turns: Keystone's in the door's
+lanes (`api/lanes.py`; a sign-in in the lane of new clients, by client network; a signed-in
+user's calls in the lane of known users), Redis's on the throttle's and the sign-out
+store's. Before, a sign-in held one of the process's ten slots through up to three
+Keystone calls of 15 s each: ten slow sign-ins held the API."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Literal
+from functools import partial
+from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
-from starlette.concurrency import run_in_threadpool
 
 from api.callers import Caller
 from api.deps import NowDep, SettingsDep, get_policy, require_csrf
 from api.errors import error_responses
+from api.lanes import FairLane, KeystoneLanes
 from services.auth.keystone import TokenValidator
 from services.auth.policy import Policy
 from services.auth.portal_sessions import (
@@ -24,18 +34,24 @@ from services.auth.portal_sessions import (
     PortalSession,
     Project,
     SessionSeal,
+    SignedIn,
     noauth_session,
 )
 from services.auth.portal_signouts import PortalSignOuts
 from services.auth.sign_in_throttle import SignInThrottle
 from services.context import RequestContext
-from services.errors import InvalidInput, Unauthorized
+from services.errors import CairnError, InvalidInput, Unauthorized
 from services.formats import PROJECT
 from services.settings import Settings
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1/session", tags=["session"])
 
 ROLE = r"^[A-Za-z0-9_.-]{1,64}$"
+SIGN_IN_SECONDS = 30.0
+"""How long a sign-in waits for its turn and its Keystone calls (up to three) together."""
+T = TypeVar("T")
 
 
 class SignIn(BaseModel):
@@ -111,55 +127,68 @@ def _cookie(request: Request) -> str:
     return name
 
 
-def _caller(request: Request) -> Caller | None:
-    caller: Caller | None = getattr(request.state, "caller", None)
+def _caller(request: Request) -> Caller:
+    caller: Caller = request.state.caller  # the door always says who called
     return caller
 
 
-def current(request: Request, now: datetime) -> PortalSession:
+def current(request: Request, *, signing_out: bool = False) -> PortalSession:
     """The request's session, as the door opened it: sealed under the deployment's keys,
-    unexpired, and not signed out."""
+    unexpired, and not signed out. Signing out needs nothing more; anything else needs its
+    token to be usable too."""
     caller = _caller(request)
-    if caller is None:  # never in a served request: the door always says who called
-        value = request.cookies.get(_cookie(request))
-        session = None if value is None else _seal(request).open(value, now)
-    else:
-        if caller.session is not None and caller.error is not None:
-            raise caller.error
-        session = caller.session
-    if session is None:
+    if caller.session_error is not None:
+        raise caller.session_error
+    if caller.session is None:
         raise Unauthorized("you are not signed in, or your session has ended; sign in again")
-    return session
+    if caller.error is not None and not signing_out:
+        raise caller.error
+    return caller.session
 
 
-async def _context(request: Request, session: PortalSession) -> RequestContext:
-    """The session's caller: as the door validated it, else (a session just made) from
-    Keystone."""
-    caller = _caller(request)
-    if caller is not None and caller.context is not None and caller.token == session.token:
-        return caller.context
-    assert session.token is not None
+def _lanes(request: Request) -> KeystoneLanes:
+    lanes: KeystoneLanes = request.app.state.keystone_lanes
+    return lanes
+
+
+def _user(session: PortalSession) -> str:
+    """Whose turn a signed-in user's Keystone calls take in the lane of known users."""
+    return f"{session.project_id}/{session.user_name}"
+
+
+async def _keystone_call(lane: FairLane, client: str, call: Callable[[], T], what: str,
+                         timeout: float | None = None) -> T:
+    return await lane.run(client, call, what=f"Keystone, asked to {what},", timeout=timeout)
+
+
+def _trusted(request: Request, signed: SignedIn) -> RequestContext:
+    """The caller a session Keystone has just issued stands for, from Keystone's own answer
+    (also cached, so the session's next request needs no check)."""
     tokens: TokenValidator = request.app.state.tokens
-    context: RequestContext = await run_in_threadpool(tokens.context_for, session.token,
-                                                      request.method, request.url.path)
-    return context
+    assert signed.session.token is not None
+    info = tokens.remember(signed.session.token, signed.issued)
+    return tokens.context_of(info, signed.session.token, request.method, request.url.path)
 
 
 async def _describe(request: Request, session: PortalSession, settings: Settings,
-                    policy: Policy) -> SessionPublic:
+                    policy: Policy, ctx: RequestContext | None = None,
+                    projects: tuple[Project, ...] | None = None) -> SessionPublic:
     keystone = _keystone(settings)
-    projects: list[Project] = []
     if keystone is not None:
-        assert session.token is not None
         assert session.unscoped is not None
-        ctx = await _context(request, session)
-        projects = await run_in_threadpool(keystone.projects, session.unscoped)
+        if ctx is None:
+            ctx = _caller(request).context
+            assert ctx is not None  # the door validated the session's token
+        if projects is None:
+            projects = tuple(await _keystone_call(
+                _lanes(request).validated, _user(session),
+                partial(keystone.projects, session.unscoped), "list your projects"))
     else:
         ctx = session.noauth_context(frozenset(settings.admin_projects))
     return SessionPublic(
         auth_strategy=settings.auth_strategy, user_name=session.user_name,
         project_id=session.project_id,
-        projects=[ProjectPublic(id=p.id, name=p.name) for p in projects],
+        projects=[ProjectPublic(id=p.id, name=p.name) for p in projects or ()],
         roles=sorted(ctx.roles), cloud_admin=ctx.is_admin,
         allowed=policy.allowed_actions(ctx), csrf_token=session.csrf,
         expires_at=session.expires_at)
@@ -174,22 +203,34 @@ def _set_cookie(request: Request, response: Response, session: PortalSession,
                         secure=settings.portal_cookie_secure)
 
 
+def _revocable(session: PortalSession) -> list[str]:
+    return [t for t in (session.token, session.unscoped) if t is not None]
+
+
 async def _end(request: Request, session: PortalSession, keystone: KeystoneSignIn | None,
                now: datetime) -> tuple[bool, bool]:
-    """Ends a session whatever Keystone answers: its tokens revoked at Keystone (if it
-    can), dropped from this process's token cache, and the session recorded as signed out
-    for every process. Returns (tokens revoked, recorded everywhere)."""
-    revoked = True
+    """Ends a session whatever Keystone answers, or whether it answers: its tokens dropped
+    from this process's token cache, the session recorded as signed out for every process,
+    then its tokens revoked at Keystone if it does so in time. Returns (tokens revoked,
+    recorded everywhere)."""
     tokens: TokenValidator | None = request.app.state.tokens
-    for token in (session.token, session.unscoped):
-        if token is None:
-            continue
-        if tokens is not None:
+    if tokens is not None:
+        for token in _revocable(session):
             tokens.forget(token, "this portal session was signed out; sign in again")
-        if keystone is not None:
-            revoked = await run_in_threadpool(keystone.revoke, token) and revoked
     sign_outs: PortalSignOuts = request.app.state.portal_sign_outs
-    recorded: bool = await run_in_threadpool(sign_outs.sign_out, session, now)
+    recorded = await sign_outs.record(session, now)
+    if keystone is None:
+        return True, recorded
+
+    def revoke_all() -> bool:
+        revoked = [keystone.revoke(token) for token in _revocable(session)]  # each, always
+        return all(revoked)
+
+    try:
+        revoked = await _keystone_call(_lanes(request).validated, _user(session), revoke_all,
+                                       "revoke your tokens")
+    except CairnError:
+        revoked = False
     return revoked, recorded
 
 
@@ -213,34 +254,40 @@ async def sign_in(body: SignIn, request: Request, response: Response, settings: 
     `portal_sign_in_failures` times a user within the failure window (429 beyond)."""
     keystone = _keystone(settings)
     throttle: SignInThrottle = request.app.state.sign_in_throttle
-    caller = _caller(request)
-    address = caller.network if caller is not None else ""
+    client = _caller(request).network
     user = f"{body.domain}/{body.username or body.project_id or ''}"
-    await run_in_threadpool(throttle.attempt, address, user)
-    if keystone is not None:
-        if not body.username or not body.password:
-            raise InvalidInput("sign in with your user name and password", field="username")
-        try:
-            session = await run_in_threadpool(keystone.sign_in, body.domain, body.username,
-                                              body.password, body.project_id)
-        except Unauthorized:
-            await run_in_threadpool(throttle.failed, address, user)
-            raise
-    else:
-        if body.project_id is None:
-            raise InvalidInput("with auth_strategy noauth, name the project to work in",
-                               field="project_id")
-        session = noauth_session(body.project_id, tuple(body.roles), now)
-    described = await _describe(request, session, settings, policy)
-    _set_cookie(request, response, session, settings, now)
+    await throttle.attempt(client, user)
+    try:
+        if keystone is not None:
+            if not body.username or not body.password:
+                raise InvalidInput("sign in with your user name and password", field="username")
+            signed = await _keystone_call(
+                _lanes(request).unknown, client,
+                partial(keystone.sign_in, body.domain, body.username, body.password,
+                        body.project_id), "sign you in", timeout=SIGN_IN_SECONDS)
+            described = await _describe(request, signed.session, settings, policy,
+                                        _trusted(request, signed), signed.projects)
+        else:
+            if body.project_id is None:
+                raise InvalidInput("with auth_strategy noauth, name the project to work in",
+                                   field="project_id")
+            signed = SignedIn(noauth_session(body.project_id, tuple(body.roles), now), {})
+            described = await _describe(request, signed.session, settings, policy)
+    except Unauthorized:
+        raise  # a failed guess: it stays counted
+    except BaseException:
+        await throttle.settle(client, user)
+        raise
+    await throttle.settle(client, user)
+    _set_cookie(request, response, signed.session, settings, now)
     return described
 
 
 @router.get("", response_model=SessionPublic, responses=error_responses(401, 503),
             summary="The signed-in user, their project, roles and allowed actions")
-async def get_session(request: Request, settings: SettingsDep, policy: PolicyDep,
-                      now: NowDep) -> SessionPublic:
-    return await _describe(request, current(request, now), settings, policy)
+async def get_session(request: Request, settings: SettingsDep,
+                      policy: PolicyDep) -> SessionPublic:
+    return await _describe(request, current(request), settings, policy)
 
 
 @router.put("/project", response_model=SessionPublic,
@@ -249,26 +296,43 @@ async def get_session(request: Request, settings: SettingsDep, policy: PolicyDep
 async def switch_project(body: ProjectSwitch, request: Request, response: Response,
                          settings: SettingsDep, policy: PolicyDep,
                          now: NowDep) -> SessionPublic:
-    session = current(request, now)
+    session = current(request)
     require_csrf(request, session)
     keystone = _keystone(settings)
     if keystone is not None:
         assert session.unscoped is not None
         assert session.token is not None
-        switched = await run_in_threadpool(keystone.scope, session.unscoped, body.project_id,
-                                           session.user_name)
+        lane = _lanes(request).validated
+        switched = await _keystone_call(
+            lane, _user(session),
+            partial(keystone.scope, session.unscoped, body.project_id, session.user_name),
+            "switch projects")
+        ctx: RequestContext | None = _trusted(request, switched)
         # The old session (its cookie, its project-scoped token) ends; the unscoped token
-        # goes on in the new one.
+        # goes on in the new one, and the old token is revoked when Keystone gets to it.
         tokens: TokenValidator = request.app.state.tokens
         tokens.forget(session.token, "this portal session switched projects; sign in again")
-        await run_in_threadpool(keystone.revoke, session.token)
         sign_outs: PortalSignOuts = request.app.state.portal_sign_outs
-        await run_in_threadpool(sign_outs.sign_out, session, now)
+        await sign_outs.record(session, now)
+        try:
+            revoking = lane.submit(_user(session), partial(keystone.revoke, session.token))
+        except CairnError:
+            log.warning("could not revoke a portal token after a project switch: this "
+                        "user's Keystone calls are queued already")
+        else:
+            revoking.add_done_callback(_outcome_seen)
     else:
-        switched = noauth_session(body.project_id, session.roles, now)
-    described = await _describe(request, switched, settings, policy)
-    _set_cookie(request, response, switched, settings, now)
+        switched = SignedIn(noauth_session(body.project_id, session.roles, now), {})
+        ctx = None
+    described = await _describe(request, switched.session, settings, policy, ctx)
+    _set_cookie(request, response, switched.session, settings, now)
     return described
+
+
+def _outcome_seen(done: asyncio.Future[bool]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.warning("could not revoke a portal token after a project switch: %s",
+                    done.exception())
 
 
 @router.delete("", response_model=SignedOut, responses=error_responses(401, 403),
@@ -278,7 +342,7 @@ async def sign_out(request: Request, settings: SettingsDep, now: NowDep) -> JSON
     refuses the session (a copy of the cookie too) on every process. The answer says
     whether Keystone revoked the tokens; when it did not, they stay valid at Keystone (for
     other clients that hold them) until they expire."""
-    session = current(request, now)
+    session = current(request, signing_out=True)
     require_csrf(request, session)
     revoked, recorded = await _end(request, session, _keystone(settings), now)
     if revoked and recorded:

@@ -28,6 +28,9 @@ from services.openstack.identity import IDENTITY
 log = logging.getLogger(__name__)
 
 CACHE_SIZE = 10_000
+REFRESH_AHEAD_SECONDS = 10.0
+"""A token in use this close to the end of its cache time is checked again in the
+background (api/token_checks.py), so an active caller never waits for its recheck."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,9 @@ class TokenValidator:
         self.interface = interface
         self.now = now
         self._cache: OrderedDict[str, tuple[float, TokenInfo]] = OrderedDict()
+        """Tokens Keystone validated: (trusted without asking until, what it said). Kept
+        until the token itself expires, past the cache time, as the proof that the token was
+        valid once: its recheck then goes to the lane of known users (`known`)."""
         self._refused: OrderedDict[str, tuple[float, str]] = OrderedDict()
         """Tokens Keystone refused, for the same time: a client repeating a garbage token
         must not cost a Keystone call (and a thread) per request."""
@@ -94,6 +100,33 @@ class TokenValidator:
         info = self._cached(key)
         return None if info is None else info.context(token, method, path, self.admin_projects)
 
+    def known(self, token: str) -> TokenInfo | None:
+        """What Keystone said when it last validated the token, while the token has not
+        expired (whether or not the cache time has passed); None for a token it never
+        validated here, refused since, or one dropped (`forget`)."""
+        with self._lock:
+            cached = self._cache.get(_cache_key(token))
+        if cached is None or cached[1].expires_at.timestamp() <= self.now():
+            return None
+        return cached[1]
+
+    def refresh_due(self, token: str) -> bool:
+        """The token is trusted from the cache for less than `REFRESH_AHEAD_SECONDS` (or a
+        quarter of the cache time) more: time to recheck it before its caller has to wait."""
+        with self._lock:
+            cached = self._cache.get(_cache_key(token))
+        if cached is None:
+            return False
+        left = cached[0] - self.now()
+        return 0 < left < min(REFRESH_AHEAD_SECONDS, self.cache_seconds / 4)
+
+    def remember(self, token: str, body: dict[str, Any]) -> TokenInfo:
+        """A token Keystone has just issued, from its answer (the body of POST /auth/tokens
+        holds what validating the token would): trusted as if validated now."""
+        info = self._info(body)
+        self._trust(_cache_key(token), info)
+        return info
+
     def forget(self, token: str, reason: str) -> None:
         """Drop a token this process trusts (a portal session signed out) and refuse it with
         `reason` for the cache time, whatever Keystone says about it meanwhile."""
@@ -110,6 +143,7 @@ class TokenValidator:
 
     def _remember_refusal(self, key: str, error: Unauthorized) -> None:
         with self._lock:
+            self._cache.pop(key, None)  # no longer known either
             self._refused[key] = (self.now() + self.cache_seconds, error.message)
             while len(self._refused) > CACHE_SIZE:
                 self._refused.popitem(last=False)
@@ -119,10 +153,12 @@ class TokenValidator:
             cached = self._cache.get(key)
         return cached[1] if cached is not None and cached[0] > self.now() else None
 
-    def validate(self, token: str) -> TokenInfo:
+    def validate(self, token: str, *, recheck: bool = False) -> TokenInfo:
+        """What Keystone says of the token: from the cache within the cache time, unless
+        `recheck` (a refresh before the cache time runs out)."""
         key = _cache_key(token)
         self._raise_if_refused(key)
-        cached = self._cached(key)
+        cached = None if recheck else self._cached(key)
         if cached is not None:
             return cached
         try:
@@ -130,6 +166,10 @@ class TokenValidator:
         except Unauthorized as exc:
             self._remember_refusal(key, exc)
             raise
+        self._trust(key, info)
+        return info
+
+    def _trust(self, key: str, info: TokenInfo) -> None:
         now = self.now()
         expires = info.expires_at.timestamp()
         if expires <= now:
@@ -139,9 +179,9 @@ class TokenValidator:
         until = min(now + self.cache_seconds, expires)
         with self._lock:
             self._cache[key] = (until, info)
+            self._cache.move_to_end(key)
             while len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
-        return info
 
     def _ask_keystone(self, token: str) -> TokenInfo:
         try:

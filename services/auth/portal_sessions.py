@@ -88,6 +88,18 @@ class PortalSession:
         return hashlib.sha256(b"cairn session id " + self.csrf.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class SignedIn:
+    """A session Keystone has just issued the token of."""
+
+    session: PortalSession
+    issued: dict[str, Any] = field(repr=False)
+    """Keystone's answer about the project-scoped token (the body of POST /auth/tokens):
+    what validating it would say, so Cairn need not ask again."""
+    projects: tuple[Project, ...] = ()
+    """The projects the user may switch to, when Keystone was asked on the way."""
+
+
 def cookie_name(secure: bool) -> str:
     return COOKIE if secure else PLAIN_COOKIE
 
@@ -185,7 +197,7 @@ class KeystoneSignIn:
         self.session = make_session(None, timeout=timeout)
 
     def sign_in(self, domain: str, username: str, password: str,
-                project_id: str | None) -> PortalSession:
+                project_id: str | None) -> SignedIn:
         response = self._call("POST", "/auth/tokens", json={"auth": {"identity": {
             "methods": ["password"], "password": {"user": {
                 "name": username, "domain": {"name": domain}, "password": password}}}}})
@@ -199,9 +211,10 @@ class KeystoneSignIn:
             raise Forbidden(f"user {username!r} has no role in any project; ask the project's "
                             "administrator for one")
         chosen = project_id or projects[0].id
-        return self.scope(unscoped, chosen, username)
+        signed = self.scope(unscoped, chosen, username)
+        return SignedIn(signed.session, signed.issued, tuple(projects))
 
-    def scope(self, unscoped: str, project_id: str, user_name: str) -> PortalSession:
+    def scope(self, unscoped: str, project_id: str, user_name: str) -> SignedIn:
         response = self._call("POST", "/auth/tokens", json={"auth": {
             "identity": {"methods": ["token"], "token": {"id": unscoped}},
             "scope": {"project": {"id": project_id}}}})
@@ -210,9 +223,10 @@ class KeystoneSignIn:
                             "projects listed", field="project_id")
         self._expect(response, 201, "switch projects")
         token = response.headers["X-Subject-Token"]
-        expires = _expiry(response.json()["token"]["expires_at"])
-        return PortalSession(csrf=new_csrf(), expires_at=expires, project_id=project_id,
-                             user_name=user_name, token=token, unscoped=unscoped)
+        issued = response.json()["token"]
+        return SignedIn(PortalSession(csrf=new_csrf(), expires_at=_expiry(issued["expires_at"]),
+                                      project_id=project_id, user_name=user_name, token=token,
+                                      unscoped=unscoped), issued)
 
     def projects(self, unscoped: str) -> list[Project]:
         response = self._call("GET", "/auth/projects", headers={"X-Auth-Token": unscoped})

@@ -56,6 +56,16 @@ class PortalSignOuts:
             return False
         return True
 
+    async def record(self, session: PortalSession, now: datetime) -> bool:
+        """`sign_out` on the store's own threads, within `TIMEOUT_SECONDS`."""
+        loop = asyncio.get_running_loop()
+        asked = loop.run_in_executor(self._executor, self.sign_out, session, now)
+        try:
+            return await asyncio.wait_for(asked, TIMEOUT_SECONDS)
+        except TimeoutError:
+            log.error("could not record a portal sign-out within %g s", TIMEOUT_SECONDS)
+            return False
+
     async def signed_out(self, session: PortalSession) -> bool:
         loop = asyncio.get_running_loop()
         asked = loop.run_in_executor(self._executor, self.redis.exists, _PREFIX + session.id)

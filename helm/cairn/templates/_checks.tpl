@@ -21,6 +21,9 @@ to set; templates/checks.yaml runs them on every render, whatever `manifests` sw
 {{- if not .Values.secrets.webhook_secret_key -}}
 {{- fail "set secrets.webhook_secret_key ({name, key} of a Secret holding `openssl rand -hex 32`): the API encrypts webhook signing secrets under it and the workers decrypt them to sign deliveries" -}}
 {{- end -}}
+{{- if and .Values.manifests.ingress_api (empty $conf.api_trusted_proxies) -}}
+{{- fail "manifests.ingress_api is on but conf.cairn.api_trusted_proxies is empty: every tenant would reach the API as the Ingress controller's address, sharing one client's limits (one client's garbage tokens or failed sign-ins would refuse everyone's). Set it to the controller pods' CIDR, e.g. [\"10.244.0.0/16\"] (`kubectl get pods -n ingress-nginx -o wide` shows their addresses)" -}}
+{{- end -}}
 {{- if and .Values.manifests.network_policy (empty .Values.network_policy.egress.ceph.to) -}}
 {{- fail "network_policy.egress.ceph.to is empty: name the Ceph clusters' public networks (e.g. [{ipBlock: {cidr: 10.20.0.0/24}}]; `ceph mon dump` lists the monitors), or Cairn's pods cannot reach Ceph. manifests.network_policy: false renders no NetworkPolicy at all" -}}
 {{- end -}}

@@ -5,7 +5,8 @@ runs, no secret reaches a ConfigMap, monitoring objects appear only with the Pro
 Operator, bad values are refused by values.schema.json, and the ConfigMap is settings
 Cairn itself accepts. And what an operator's mistake must not open: the chart refuses
 noauth outside development, an empty or name-based cloud admin list, a project limit not
-below the target's and missing shared keys, each with the fix; metrics are served and
+below the target's, missing shared keys and an Ingress whose controller the API does not
+trust for X-Forwarded-For, each with the fix; metrics are served and
 scraped on ports of their own that no Service of the Ingress names and that only the
 monitoring namespace reaches; and the pods' egress stays within what Cairn uses, the
 worker's webhooks reaching public addresses only."""
@@ -23,6 +24,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from api.peers import client_address
 from services.settings import Settings
 from tests.support.stack import BIN, REPO
 
@@ -189,6 +191,7 @@ def test_the_charts_alert_rules_are_deploys() -> None:
     'conf.cairn.admin_projects=["4F1B8C0E2D7A4E5F9A3B6C1D0E2F4A5B"]',
     'conf.cairn.environment=null', 'conf.cairn.metrics_allowed_networks=["10.0.0.0/8"]',
     'conf.cairn.api_metrics_port=8787', 'endpoints.metrics.api_port=0',
+    'conf.cairn.api_trusted_proxies=["ingress-nginx"]',
     'network_policy.egress.ceph.to=[{"ipBlock": {"cidr": "10.0.0.0/8"}, "from": "x"}]'])
 def test_the_schema_refuses_bad_values(bad: str) -> None:
     done = _render(CHART / "ci" / "minimal-values.yaml", sets=(bad,), check=False)
@@ -256,6 +259,9 @@ def _named(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any
     (('secrets.webhook_secret_key=null',), "set secrets.webhook_secret_key"),
     # An egress policy that would cut the pods off Ceph.
     (('network_policy.egress.ceph.to=[]',), "network_policy.egress.ceph.to is empty"),
+    # Behind an Ingress, the API must know the controller's pods, or every tenant is one.
+    (('manifests.ingress_api=true',),
+     "manifests.ingress_api is on but conf.cairn.api_trusted_proxies is empty"),
 ])
 def test_values_that_do_not_fit_together_are_refused_with_the_fix(sets: tuple[str, ...],
                                                                    says: str) -> None:
@@ -309,6 +315,30 @@ def test_dns_is_reachable_on_the_common_layouts() -> None:
         assert {"kubernetes.io/metadata.name": "openshift-dns"} in [
             peer.get("namespaceSelector", {}).get("matchLabels") for peer in dns["to"]]
         assert {"port": 5353, "protocol": "UDP"} in dns["ports"], component
+
+
+
+def test_behind_the_ingress_the_api_trusts_the_controllers_forwarded_for_only() -> None:
+    # Before: nothing rendered CAIRN_API_TRUSTED_PROXIES, so behind the Ingress every
+    # tenant was the controller's address: one client's garbage tokens got everyone's new
+    # tokens a 429, and 30 failed sign-ins locked the portal for all users for 15 minutes.
+    production = yaml.safe_load((CHART / "ci" / "production-values.yaml").read_text())
+    assert production["manifests"]["ingress_api"]
+    [config] = [obj for obj in _objects("production") if obj["kind"] == "ConfigMap"]
+    trusted = json.loads(config["data"]["CAIRN_API_TRUSTED_PROXIES"])
+    assert trusted == production["conf"]["cairn"]["api_trusted_proxies"] == ["10.244.0.0/16"]
+    # What the API makes of it: a tenant behind the controller is its own client.
+    scope = {"client": ("10.244.3.7", 40000),
+             "headers": [(b"x-forwarded-for", b"198.51.100.7, 203.0.113.9")]}
+    networks = [ipaddress.ip_network(cidr) for cidr in trusted]
+    assert client_address(scope, networks) == "203.0.113.9"
+    # Without an Ingress the default trusts nobody: every client is its TCP peer.
+    [config] = [obj for obj in _objects("minimal") if obj["kind"] == "ConfigMap"]
+    assert json.loads(config["data"]["CAIRN_API_TRUSTED_PROXIES"]) == []
+    # With the controller's range given, the Ingress renders.
+    objects = _objects_with('manifests.ingress_api=true',
+                            'conf.cairn.api_trusted_proxies=["10.42.0.0/16", "fd00:42::/56"]')
+    assert any(obj["kind"] == "Ingress" for obj in objects)
 
 
 def test_one_api_replica_needs_no_portal_key() -> None:

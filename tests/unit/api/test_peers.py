@@ -47,9 +47,38 @@ def test_text_that_is_no_address_ends_the_trust() -> None:
     assert client_address(_scope("10.0.0.5", "unknown"), PROXIES) == "10.0.0.5"
 
 
-def test_an_ipv6_client_is_its_64_for_limits() -> None:
-    assert client_network("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64"
-    assert client_network("2001:db8:1:2:bbbb::9") == "2001:db8:1:2::/64"
-    assert client_network("::ffff:198.51.100.7") == "198.51.100.7"
+def test_an_ipv6_client_is_its_48_for_limits() -> None:
+    # One site is given a /48 (or a /56): counted by /64 it was 65,536 clients.
+    assert client_network("2001:db8:1:2:aaaa::1") == "2001:db8:1::/48"
+    assert client_network("2001:db8:1:ff:bbbb::9") == "2001:db8:1::/48"
+    assert client_network("2001:db8:2::9") == "2001:db8:2::/48"
     assert client_network("198.51.100.7") == "198.51.100.7"
     assert client_network("") == ""
+
+
+def test_ipv6_forms_that_carry_an_ipv4_address_count_as_that_address() -> None:
+    # 6to4 (2002:c633:6407::/48 is 198.51.100.7's) and Teredo (the client's address,
+    # inverted, in the last 32 bits): one IPv4 host, however many IPv6 addresses.
+    assert client_network("2002:c633:6407:1::5") == "198.51.100.7"
+    assert client_network("2002:c633:6407:ffff::9") == "198.51.100.7"
+    assert client_network("2001:0:4136:e378:8000:63bf:39cc:9bf8") == "198.51.100.7"
+
+
+def test_an_ipv4_peer_on_a_dual_stack_socket_is_its_ipv4_address() -> None:
+    proxies = [ip_network("10.0.0.0/24")]
+    # Before: ::ffff:10.0.0.5 never matched 10.0.0.0/24, so the proxy was every client.
+    assert client_address(_scope("::ffff:10.0.0.5", "203.0.113.9"), proxies) == "203.0.113.9"
+    assert client_address(_scope("::ffff:198.51.100.7"), []) == "198.51.100.7"
+    assert client_network("::ffff:198.51.100.7") == "198.51.100.7"
+
+
+def test_forwarded_hops_with_ports_or_brackets_are_addresses() -> None:
+    assert client_address(_scope("10.0.0.5", "203.0.113.9:5678"), PROXIES) == "203.0.113.9"
+    assert client_address(_scope("10.0.0.5", "[2001:db8::7]:443"), PROXIES) == "2001:db8::7"
+    assert client_address(_scope("10.0.0.5", "[2001:db8::7]"), PROXIES) == "2001:db8::7"
+    # A trusted hop written with its port is passed like any other.
+    scope = _scope("10.0.0.5", "203.0.113.9, 10.0.0.8:4431")
+    assert client_address(scope, PROXIES) == "203.0.113.9"
+    # Anything else still ends the trust.
+    for odd in ("[2001:db8::7", "[2001:db8::7]x", "203.0.113.9:", "203.0.113.9:http"):
+        assert client_address(_scope("10.0.0.5", odd), PROXIES) == "10.0.0.5", odd
