@@ -19,7 +19,7 @@ to set; templates/checks.yaml runs them on every render, whatever `manifests` sw
 {{- fail (printf "pod.replicas.api is %d: set secrets.portal_session_key ({name, key} of a Secret holding `openssl rand -hex 32`), or each API replica seals portal sessions with a key of its own and a session works only on the replica that signed it in" (int .Values.pod.replicas.api)) -}}
 {{- end -}}
 {{- if not .Values.secrets.webhook_secret_key -}}
-{{- fail "set secrets.webhook_secret_key ({name, key} of a Secret holding `openssl rand -hex 32`): the API encrypts webhook signing secrets under it and the workers decrypt them to sign deliveries" -}}
+{{- fail "set secrets.webhook_secret_key ({name, key} of a Secret holding `openssl rand -hex 32`): the API seals webhook signing secrets under it, the workers open them to sign deliveries, and the db-sync job needs it for migrations that seal them" -}}
 {{- end -}}
 {{- if and .Values.manifests.network_policy (empty .Values.network_policy.egress.ceph.to) -}}
 {{- fail "network_policy.egress.ceph.to is empty: name the Ceph clusters' public networks (e.g. [{ipBlock: {cidr: 10.20.0.0/24}}]; `ceph mon dump` lists the monitors), or Cairn's pods cannot reach Ceph. manifests.network_policy: false renders no NetworkPolicy at all" -}}
