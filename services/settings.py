@@ -424,6 +424,11 @@ class Settings(BaseSettings):
     """Private, loopback or link-local networks webhooks may nevertheless point to (JSON
     list of CIDRs). Empty: webhooks reach public addresses only."""
 
+    webhook_refused_networks: list[IPvAnyNetwork] = Field(default_factory=list)
+    """Networks webhooks may never point to, public ones included (JSON list of CIDRs),
+    over `webhook_allowed_networks`: the cloud's own public addresses (Keystone's, RGW's,
+    Cairn's API, the load balancers'), which a worker would reach from inside the cloud."""
+
     webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
     """One delivery attempt's whole time: resolving, connecting, TLS, sending and reading
     the answer's head. A receiver that trickles its answer is cut off when it is up."""

@@ -22,7 +22,8 @@ What a hostile receiver can hold is bounded here and in the worker's senders
 The delivery log shows the tenant what happened as a category ("connection refused",
 "timeout", "HTTP 500"), never the receiver's answer or the error's text: an allowed
 internal receiver's reply, its address or a resolver's message is not the tenant's to
-read. The operator's log has the detail."""
+read. The operator's log has the detail, naming the webhook and its shown host, never its
+URL (whose path and query often carry the receiver's token)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from services.dispatch import Dispatcher
 from services.errors import InvalidInput
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
-from services.webhooks import openstack, sealing, signing, transport
+from services.webhooks import addresses, openstack, sealing, signing, transport
 from services.webhooks.secrets import active_secrets
 
 log = logging.getLogger(__name__)
@@ -168,15 +169,17 @@ def _post(settings: Settings, attempt: Attempt) -> tuple[int | None, str | None]
             {"content-type": "application/cloudevents+json",
              **signing.headers(attempt.secrets, attempt.delivery_id, int(time.time()),
                                attempt.body)},
-            allowed=settings.webhook_allowed_networks, seconds=settings.webhook_timeout_seconds,
-            proxy=settings.webhook_proxy_url)
+            allowed=settings.webhook_allowed_networks,
+            refused_networks=settings.webhook_refused_networks,
+            seconds=settings.webhook_timeout_seconds, proxy=settings.webhook_proxy_url)
     except InvalidInput as exc:
-        log.info("webhook delivery %s attempt %d refused: %s", attempt.delivery_id,
-                 attempt.number, exc)
+        log.info("webhook %s (%s) delivery %s attempt %d refused: %s", attempt.webhook_id,
+                 addresses.shown_host(attempt.url), attempt.delivery_id, attempt.number, exc)
         return None, exc.message.removeprefix("url: ")
     except transport.AttemptFailed as exc:
-        log.info("webhook delivery %s attempt %d to %s failed: %s", attempt.delivery_id,
-                 attempt.number, attempt.url, exc.detail)
+        log.info("webhook %s (%s) delivery %s attempt %d failed: %s", attempt.webhook_id,
+                 addresses.shown_host(attempt.url), attempt.delivery_id, attempt.number,
+                 exc.detail)
         return None, exc.category
     if 200 <= code < 300:
         return code, None

@@ -49,7 +49,9 @@ class WebhookPublic(BaseModel):
                                         "read it (readers, by default: a URL often carries a "
                                         "token of the receiver's)")
     url_host: str = Field(description="The URL's scheme, host and port, shown to everyone "
-                                      "who sees the webhook")
+                                      "who sees the webhook: an IP address as it is, a "
+                                      "host name by its last two labels "
+                                      "(https://*.example.net)")
     description: str | None
     event_types: list[str]
     enabled: bool

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -31,7 +30,8 @@ MAX_PER_PROJECT = 10
 def public(hook: Webhook, show_url: bool) -> WebhookPublic:
     """The webhook as the caller may see it: its URL only with `webhook:get_url`."""
     return WebhookPublic(id=hook.id, project_id=hook.project_id,
-                         url=hook.url if show_url else None, url_host=url_host(hook.url),
+                         url=hook.url if show_url else None,
+                         url_host=addresses.shown_host(hook.url),
                          description=hook.description,
                          event_types=json.loads(hook.event_types), enabled=hook.enabled,
                          disabled_reason=hook.disabled_reason,
@@ -39,22 +39,10 @@ def public(hook: Webhook, show_url: bool) -> WebhookPublic:
                          created_at=hook.created_at, updated_at=hook.updated_at)
 
 
-def url_host(url: str) -> str:
-    """`scheme://host[:port]` of a stored URL: no path, query or credentials."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    host = f"[{host}]" if ":" in host else host
-    try:
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        port = ""
-    return f"{parts.scheme}://{host}{port}"
-
-
 def create(session: Session, ctx: RequestContext, settings: Settings, body: WebhookCreate,
            now: datetime, show_url: bool) -> WebhookCreated:
     seal = sealing.required(settings)
-    addresses.check_url(body.url, settings.webhook_allowed_networks)
+    _check_url(settings, body.url)
     count = session.scalar(select(func.count()).select_from(Webhook)
                            .where(Webhook.project_id == ctx.project_id)) or 0
     if count >= MAX_PER_PROJECT:
@@ -88,7 +76,7 @@ def update(session: Session, ctx: RequestContext, settings: Settings, webhook_id
            body: WebhookUpdate, now: datetime, show_url: bool) -> WebhookPublic:
     hook = get(session, ctx, webhook_id)
     if body.url is not None:
-        addresses.check_url(body.url, settings.webhook_allowed_networks)
+        _check_url(settings, body.url)
         hook.url = body.url
     if body.event_types is not None:
         hook.event_types = json.dumps(body.event_types)
@@ -101,6 +89,11 @@ def update(session: Session, ctx: RequestContext, settings: Settings, webhook_id
     hook.updated_at = now
     session.flush()
     return public(hook, show_url)
+
+
+def _check_url(settings: Settings, url: str) -> None:
+    addresses.check_url(url, settings.webhook_allowed_networks,
+                        refused_networks=settings.webhook_refused_networks)
 
 
 def delete(session: Session, ctx: RequestContext, webhook_id: str) -> None:

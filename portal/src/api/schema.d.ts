@@ -2367,7 +2367,7 @@ export interface components {
             url: string | null;
             /**
              * Url Host
-             * @description The URL's scheme, host and port, shown to everyone who sees the webhook
+             * @description The URL's scheme, host and port, shown to everyone who sees the webhook: an IP address as it is, a host name by its last two labels (https://*.example.net)
              */
             url_host: string;
         };
@@ -2415,7 +2415,7 @@ export interface components {
             url: string | null;
             /**
              * Url Host
-             * @description The URL's scheme, host and port, shown to everyone who sees the webhook
+             * @description The URL's scheme, host and port, shown to everyone who sees the webhook: an IP address as it is, a host name by its last two labels (https://*.example.net)
              */
             url_host: string;
         };
