@@ -243,7 +243,8 @@ def resolve(host: str, port: int, timeout: float) -> list[Address]:
         return [ipaddress.ip_address(host)]
     except ValueError:
         pass
-    if not _lookups.acquire(blocking=False):
+    gate = _lookups  # released by the lookup itself, whenever it ends
+    if not gate.acquire(blocking=False):
         raise ResolverBusy(f"{LOOKUPS} lookups are under way in this process")
     answer: list[list[Address]] = []
     failure: list[BaseException] = []
@@ -265,13 +266,13 @@ def resolve(host: str, port: int, timeout: float) -> list[Address]:
         except BaseException as exc:  # handed to the caller's thread
             failure.append(exc)
         finally:
-            _lookups.release()
+            gate.release()
 
     thread = threading.Thread(target=lookup, name="webhook-resolve", daemon=True)
     try:
         thread.start()
     except BaseException:
-        _lookups.release()
+        gate.release()
         raise
     thread.join(timeout)
     if failure:
