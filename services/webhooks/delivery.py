@@ -18,6 +18,14 @@ What a hostile receiver can hold is bounded here and in the worker's senders
   again;
 - each attempt ends within `webhook_timeout_seconds` and reads no more than the answer's
   head (`transport`).
+Claims and holds are compared by the database's clock (`database_now`), never a worker's
+own: one whose clock runs fast would find every hold lapsed.
+
+A delivery Cairn cannot sign (the key its webhook's secrets are sealed under is missing,
+or its secrets do not open) spends no attempt and does not count against the webhook: it
+says so in the delivery log, is tried again with growing pauses, counts in
+`cairn_webhook_deliveries_unsigned_total` (an alert), and fails for good once the whole
+retry span of a delivery has passed.
 
 The delivery log shows the tenant what happened as a category ("connection refused",
 "timeout", "HTTP 500"), never the receiver's answer or the error's text: an allowed
@@ -36,13 +44,14 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from services.base import utcnow
-from services.db import Database
+from services.db import Database, database_now
 from services.dispatch import Dispatcher
 from services.errors import InvalidInput
+from services.metrics import events as metrics
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
-from services.webhooks import addresses, openstack, sealing, signing, transport
+from services.webhooks import addresses, keys, openstack, signing, transport
+from services.webhooks.sealing import WebhookKeyUnavailable
 from services.webhooks.secrets import active_secrets
 
 log = logging.getLogger(__name__)
@@ -58,6 +67,11 @@ mid-attempt lets it lapse."""
 
 NOTIFICATIONS = "openstack"
 """The fairness key of OpenStack notifications (a webhook's is its project)."""
+
+UNSIGNED = ("not sent yet: Cairn cannot sign this event now (a problem on Cairn's side, "
+            "its operator is alerted); it is tried again")
+UNSIGNED_GAVE_UP = ("not sent: Cairn could not sign this event within its retry time (a "
+                    "problem on Cairn's side, its operator was alerted)")
 
 
 @dataclass(frozen=True)
@@ -79,6 +93,14 @@ class Attempt:
 def attempt_key(delivery_id: str, number: int) -> str:
     """What a webhook's slot holds while this attempt is in flight."""
     return f"{delivery_id}/{number}"
+
+
+def retry_span(settings: Settings) -> timedelta:
+    """How long a delivery's attempts may take in all: every backoff and every deadline."""
+    backoffs = sum(min(settings.webhook_retry_base_seconds * 2 ** n, 3600.0)
+                   for n in range(settings.webhook_max_attempts - 1))
+    return timedelta(seconds=backoffs + settings.webhook_max_attempts
+                     * settings.webhook_timeout_seconds)
 
 
 def dispatch_due(db: Database, dispatcher: Dispatcher, settings: Settings, now: datetime,
@@ -128,7 +150,8 @@ def _fail_exhausted(session: Session, settings: Settings, now: datetime) -> None
             select(EventDelivery).where(
                 EventDelivery.status == "pending",
                 EventDelivery.attempts >= settings.webhook_max_attempts,
-                EventDelivery.next_attempt_at <= now).with_for_update(skip_locked=True)):
+                EventDelivery.next_attempt_at <= now).with_for_update(skip_locked=True)
+    ).all():
         _give_up(session, settings, row, "the last attempt did not finish (its worker "
                  "stopped)", now)
 
@@ -189,9 +212,9 @@ def _post(settings: Settings, attempt: Attempt) -> tuple[int | None, str | None]
 
 
 def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None:
-    now = utcnow()
-    hold = now + timedelta(seconds=settings.webhook_timeout_seconds) + CLAIM_MARGIN
     with db.session() as session:
+        now = database_now(session)
+        hold = now + timedelta(seconds=settings.webhook_timeout_seconds) + CLAIM_MARGIN
         claimed = session.execute(
             update(EventDelivery)
             .where(EventDelivery.id == delivery_id, EventDelivery.status == "pending",
@@ -217,31 +240,52 @@ def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None
             .where(Webhook.id == hook.id,
                    or_(Webhook.attempt_until.is_(None), Webhook.attempt_until <= now))
             .values(attempt_key=attempt_key(row.id, row.attempts), attempt_until=hold))
-        try:
-            if getattr(took, "rowcount", 0) != 1:
-                raise _NotNow(f"another attempt to webhook {hook.id} is in flight")
-            seal = sealing.required(settings)
-            secrets = active_secrets(seal.open(hook.id, hook.sealed_secrets), now)
-        except _NotNow as exc:
+        if getattr(took, "rowcount", 0) != 1:
             # This attempt never happened: the delivery keeps its attempts and is handed
             # out again once the webhook is free (the scheduler skips busy webhooks).
             session.rollback()
             session.execute(update(EventDelivery).where(EventDelivery.id == delivery_id)
                             .values(sent_at=None))
-            log.info("webhook delivery %s not attempted now: %s", delivery_id, exc)
+            log.info("webhook delivery %s not attempted now: another attempt to webhook %s "
+                     "is in flight", delivery_id, hook.id)
             return None
-        except sealing.WebhookKeyUnavailable as exc:
-            # Not the receiver's failure: no attempt is spent, and the scheduler hands the
-            # delivery out again after RESEND_AFTER (the operator has a key to fix).
+        try:
+            keyring = keys.for_use(session, settings)
+            secrets = active_secrets(keyring.open(hook.id, hook.sealed_secrets), now)
+            if not secrets:
+                raise ValueError("none of the webhook's secrets is active")
+        except Exception as exc:
+            # Not the receiver's failure: no attempt is spent, nothing counts against the
+            # webhook, and the operator is told.
             session.rollback()
-            log.error("webhook delivery %s not attempted: %s", delivery_id, exc.message)
+            _cannot_sign(session, settings, delivery_id, exc, now)
             return None
         return Attempt(row.id, row.attempts, row.event_type, row.body.encode(), hook.id,
                        hook.url, secrets)
 
 
-class _NotNow(Exception):
-    pass
+def _cannot_sign(session: Session, settings: Settings, delivery_id: str, exc: Exception,
+                 now: datetime) -> None:
+    """A delivery Cairn cannot sign: the tenant's log says so, it is tried again after a
+    pause as long as its age (growing like a failed delivery's), and it fails for good once
+    a whole retry span has passed, without counting against the webhook."""
+    reason = "key" if isinstance(exc, WebhookKeyUnavailable) else "internal"
+    metrics.webhook_deliveries_unsigned.labels(reason).inc()
+    if isinstance(exc, WebhookKeyUnavailable):
+        log.error("webhook delivery %s cannot be signed: %s", delivery_id, exc.message)
+    else:
+        log.error("webhook delivery %s cannot be signed", delivery_id, exc_info=exc)
+    row = session.get(EventDelivery, delivery_id, with_for_update=True)
+    if row is None or row.status != "pending":
+        return
+    age = now - row.created_at
+    if age >= retry_span(settings):
+        row.status, row.last_error = "failed", UNSIGNED_GAVE_UP
+        return
+    pause = max(timedelta(seconds=settings.webhook_retry_base_seconds), age)
+    row.last_error = UNSIGNED
+    row.next_attempt_at = now + min(pause, timedelta(hours=1))
+    row.sent_at = None
 
 
 def _notify(settings: Settings, attempt: Attempt) -> str | None:
@@ -258,8 +302,8 @@ def _notify(settings: Settings, attempt: Attempt) -> str | None:
 
 def _record(db: Database, settings: Settings, attempt: Attempt, code: int | None,
             error: str | None) -> None:
-    now = utcnow()
     with db.session() as session:
+        now = database_now(session)
         if attempt.webhook_id is not None:
             session.execute(update(Webhook).where(Webhook.id == attempt.webhook_id,
                                                   Webhook.attempt_key == attempt.key)
@@ -284,7 +328,17 @@ def _record(db: Database, settings: Settings, attempt: Attempt, code: int | None
 
 def _give_up(session: Session, settings: Settings, row: EventDelivery, error: str,
              now: datetime) -> None:
-    row.status, row.last_error = "failed", error
+    # Guarded: of processes racing to give up one delivery (SQLite takes no row locks),
+    # one counts it against the webhook.
+    gave_up = session.execute(
+        update(EventDelivery)
+        .where(EventDelivery.id == row.id, EventDelivery.status == "pending",
+               EventDelivery.attempts == row.attempts)
+        .values(status="failed", last_error=error)
+        .execution_options(synchronize_session=False))
+    session.refresh(row)
+    if getattr(gave_up, "rowcount", 0) != 1:
+        return
     hook = session.get(Webhook, row.webhook_id) if row.webhook_id else None
     if hook is None:
         return

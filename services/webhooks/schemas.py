@@ -63,8 +63,10 @@ class WebhookPublic(BaseModel):
 
 class WebhookCreated(WebhookPublic):
     secret: str = Field(description="The signing secret (Standard Webhooks, whsec_...); shown "
-                                    "now, when rotated, and again only to a retry of this "
-                                    "request with the same Idempotency-Key within 24 h")
+                                    "now, when rotated, and again only to the same "
+                                    "caller's retry of this request with the same "
+                                    "Idempotency-Key within 24 h, while the webhook keeps "
+                                    "this secret")
 
 
 class WebhookSecret(BaseModel):

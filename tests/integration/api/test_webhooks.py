@@ -354,6 +354,30 @@ def test_a_retried_creation_makes_one_webhook_and_answers_the_first_secret(
     assert first.json()["secret"].removeprefix("whsec_") not in kept  # kept sealed
 
 
+def test_a_replay_never_shows_a_secret_after_its_rotation_or_its_webhooks_delete(
+        stack: Stack, receiver: Receiver, project: dict[str, str]) -> None:
+    """The replay of a creation answers its secret only while the webhook still signs with
+    it as its current secret: a rotation or a delete ends that (409), within the 24 h."""
+    body = {"url": receiver.url, "event_types": ["webhook.test"]}
+    for then in ("rotate", "delete"):
+        keyed = {**project, "Idempotency-Key": str(uuid.uuid4())}
+        first = stack.post("/v1/webhooks", body, keyed)
+        assert first.status_code == 201, first.text
+        hook = first.json()["id"]
+        assert stack.post("/v1/webhooks", body, keyed).json()["secret"] == \
+            first.json()["secret"]
+        if then == "rotate":
+            assert stack.post(f"/v1/webhooks/{hook}/rotate-secret", {},
+                              project).status_code == 200
+        else:
+            assert stack.delete(f"/v1/webhooks/{hook}", project).status_code == 204
+        again = stack.post("/v1/webhooks", body, keyed)
+        assert again.status_code == 409, again.text
+        assert first.json()["secret"] not in again.text
+        assert ("rotated" if then == "rotate" else "deleted") in \
+            again.json()["error"]["message"]
+
+
 def test_names_that_never_resolve_hold_a_bounded_number_of_threads(
         stack: Stack, project: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The C library's resolver cannot be interrupted: a lookup outlives the request that

@@ -1,7 +1,9 @@
 """What a hostile receiver can hold is bounded by the outbox's rules: one attempt in flight
 per webhook (the scheduler hands out a webhook's oldest delivery only while none is out,
 and the claim takes the webhook's slot), and never more than `webhook_max_attempts`
-attempts, even when a worker dies during the last one or a claim races another."""
+attempts, even when a worker dies during the last one or a claim races another. A delivery
+Cairn cannot sign spends no attempt, says so, and fails for good after a retry span without
+counting against the webhook."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from sqlalchemy import select
 
 from services.db import Database
 from services.dispatch import Dispatcher
+from services.metrics import events as metrics
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
 from services.webhooks import delivery, sealing, secrets
@@ -38,10 +41,11 @@ def settings(tmp_path: Path) -> Settings:
 
 
 def _hook(db: Database, settings: Settings, hook_id: str, project: str = "p1") -> None:
-    seal = sealing.required(settings)
+    keyring = sealing.for_settings(settings)
+    assert keyring is not None
     with db.session() as session:
         session.add(Webhook(id=hook_id, project_id=project, url="https://8.8.8.8/",
-                            sealed_secrets=seal.seal(hook_id, secrets.first()[0]),
+                            sealed_secrets=keyring.seal(hook_id, secrets.first()[0]),
                             event_types="[]", enabled=True, failed_deliveries=0))
 
 
@@ -88,10 +92,10 @@ def test_a_second_attempt_to_a_busy_webhook_waits_and_costs_nothing(
     assert delivery._claim(db, settings, "b") is None
     assert _row(db, "b").attempts == 0
     assert _row(db, "b").sent_at is None  # handed out again once the webhook is free
-    assert delivery.dispatch_due(db, Handed(), settings, delivery.utcnow()) == 0  # busy
+    assert delivery.dispatch_due(db, Handed(), settings, datetime.now(UTC)) == 0  # busy
     delivery._record(db, settings, first, 200, None)
     handed = Handed()
-    assert delivery.dispatch_due(db, handed, settings, delivery.utcnow()) == 1
+    assert delivery.dispatch_due(db, handed, settings, datetime.now(UTC)) == 1
     assert handed.sent == [("b", "p1")]
     assert delivery._claim(db, settings, "b") is not None
 
@@ -133,14 +137,51 @@ def test_a_stale_attempt_does_not_free_the_webhook_for_a_later_one(
     assert _row(db, "d").last_error is None  # and records nothing over the later one
 
 
-def test_a_worker_without_the_key_spends_no_attempt(db: Database, settings: Settings) -> None:
+def _unsigned(reason: str) -> float:
+    return metrics.webhook_deliveries_unsigned.labels(reason)._value.get()
+
+
+def test_a_delivery_cairn_cannot_sign_spends_no_attempt_and_ends_without_blame(
+        db: Database, settings: Settings) -> None:
     _hook(db, settings, "w1")
     _delivery(db, "d", "w1", age=5)
     keyless = settings.model_copy(update={"webhook_secret_key_file": None})
+    before = _unsigned("key")
     assert delivery._claim(db, keyless, "d") is None
     row = _row(db, "d")
-    assert (row.status, row.attempts) == ("pending", 0)
+    assert (row.status, row.attempts, row.last_error) == ("pending", 0, delivery.UNSIGNED)
+    assert row.next_attempt_at > NOW  # not again at once: after a pause as long as its age
+    assert _unsigned("key") == before + 1
     with db.session() as session:
         hook = session.get(Webhook, "w1")
         assert hook is not None
         assert hook.attempt_key is None
+    # Once a whole retry span has passed, it fails for good, not against the webhook.
+    span = delivery.retry_span(settings)
+    with db.session() as session:
+        found = session.get(EventDelivery, "d")
+        assert found is not None
+        found.created_at = found.next_attempt_at = NOW - span
+    assert delivery._claim(db, keyless, "d") is None
+    row = _row(db, "d")
+    assert (row.status, row.attempts, row.last_error) == ("failed", 0,
+                                                          delivery.UNSIGNED_GAVE_UP)
+    with db.session() as session:
+        assert session.scalars(select(Webhook.failed_deliveries)).one() == 0
+
+
+def test_secrets_that_do_not_parse_are_bounded_the_same_way(
+        db: Database, settings: Settings) -> None:
+    _hook(db, settings, "w1")
+    keyring = sealing.for_settings(settings)
+    assert keyring is not None
+    with db.session() as session:
+        hook = session.get(Webhook, "w1")
+        assert hook is not None
+        hook.sealed_secrets = keyring.seal("w1", "not json")
+    _delivery(db, "d", "w1", age=5)
+    before = _unsigned("internal")
+    assert delivery._claim(db, settings, "d") is None
+    assert _row(db, "d").last_error == delivery.UNSIGNED
+    assert _row(db, "d").attempts == 0
+    assert _unsigned("internal") == before + 1
