@@ -473,6 +473,11 @@ class Settings(BaseSettings):
     """Deliveries one worker process sends at once, on threads of their own: a slow or
     dead receiver never takes a thread a backup could use."""
 
+    webhook_poll_seconds: float = Field(default=1.0, gt=0, le=60)
+    """How often each worker's senders look for due deliveries in the outbox when they have
+    room (and whenever one of them finishes): an event waits at most about this long for a
+    free sender, whatever the worker's jobs are doing."""
+
     webhook_senders_per_project: int = Field(default=2, ge=1, le=63)
     """Of those, how many one project's deliveries may hold at once (below
     `webhook_senders`): a project's slow receivers never hold every sender, so other

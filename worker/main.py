@@ -1,4 +1,5 @@
-"""`cairn-worker`: runs the Celery worker on the cairn queue.
+"""`cairn-worker`: runs the Celery worker on the cairn queue, and the webhook senders beside
+it (`worker/senders.py`), which take event deliveries from the database, not the broker.
 
 The thread pool suits the work: librbd releases the GIL during I/O, and one process keeps
 one set of Ceph connections. Killing the process (even with SIGKILL) stops its jobs; their
@@ -23,7 +24,9 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     # First: the Celery app reads the settings when it is imported.
     settings = settings_for("cairn-worker")
+    from worker import senders
     from worker.celery_app import app
+    from worker.runtime import get_runtime
 
     # `kill -USR2 <pid>` writes every thread's stack to the log, even when no Python code
     # can run (a thread holding the GIL while it waits in librbd): how an operator (or a
@@ -34,6 +37,7 @@ def main() -> None:
     for reason in ("key", "internal"):  # at 0 from the start, for the alert's increase()
         metrics.webhook_deliveries_unsigned.labels(reason)
     exposition.serve("cairn-worker", settings.metrics_host, settings.worker_metrics_port)
+    senders.start(get_runtime())
     app.worker_main([
         "worker", "--pool=threads", f"--concurrency={settings.worker_concurrency}",
         f"--queues={QUEUE}", "--loglevel=INFO", "--without-gossip", "--without-mingle",

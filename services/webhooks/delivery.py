@@ -1,18 +1,20 @@
 """Delivering a webhook event: one attempt per call, by a worker. The delivery row is the
-outbox entry; an attempt claims it (attempts + 1, and its next attempt pushed past the
-attempt's own deadline, so a worker that dies mid-attempt leaves it to a later one), posts
-the CloudEvent signed for every active secret (`transport`), and records the answer.
-Failures are retried with exponential backoff; after `webhook_max_attempts` the delivery
-fails for good, and after `webhook_disable_after_failures` such deliveries in a row the
-webhook is disabled with the reason. Deliveries are at least once: receivers deduplicate
-on `webhook-id`.
+outbox entry; a worker takes it from the outbox (`take_due`), and an attempt claims it
+(attempts + 1, and its next attempt pushed past the attempt's own deadline, so a worker
+that dies mid-attempt leaves it to a later one), posts the CloudEvent signed for every
+active secret (`transport`), and records the answer. Failures are retried with exponential
+backoff; after `webhook_max_attempts` the delivery fails for good, and after
+`webhook_disable_after_failures` such deliveries in a row the webhook is disabled with the
+reason. Deliveries are at least once: receivers deduplicate on `webhook-id`.
 
-What a hostile receiver can hold is bounded here and in the worker's senders
-(`worker/senders.py`):
-- one attempt in flight per webhook: the scheduler hands out the oldest due delivery of a
-  webhook only while none of its deliveries is handed out or in flight, and the claim
-  takes the webhook's own slot (`Webhook.attempt_key`) in a guarded update, so racing
-  schedulers or workers cannot run two at once;
+No broker carries deliveries: each worker's senders take due rows themselves
+(`worker/senders.py`), so an event never waits behind the jobs that hold a worker's pool.
+
+What a hostile receiver can hold is bounded here and in the worker's senders:
+- one attempt in flight per webhook: a worker takes a webhook's oldest due delivery only
+  while none of its deliveries is taken or in flight, and the claim takes the webhook's
+  own slot (`Webhook.attempt_key`) in a guarded update, so racing workers cannot run two
+  at once;
 - attempts never exceed `webhook_max_attempts`: the claim's update requires fewer, and a
   delivery whose last attempt died with its worker fails for good instead of being taken
   again;
@@ -38,6 +40,8 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -45,7 +49,6 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from services.db import Database, database_now
-from services.dispatch import Dispatcher
 from services.errors import InvalidInput
 from services.metrics import events as metrics
 from services.records.webhooks import EventDelivery, Webhook
@@ -57,13 +60,15 @@ from services.webhooks.secrets import active_secrets
 log = logging.getLogger(__name__)
 
 RESEND_AFTER = timedelta(seconds=60)
-"""A delivery handed to a worker is not handed again before this (its broker message may
-still be queued, or waiting for a sender); one whose worker died is picked up again after
-it."""
+"""A delivery a worker took is not taken again before this (it waits for a sender of that
+worker); one whose worker died is taken again after it."""
 
 CLAIM_MARGIN = timedelta(seconds=30)
 """A claim outlives its attempt's deadline by this: only a worker that died (or stalled)
 mid-attempt lets it lapse."""
+
+CANDIDATES = 200
+"""Due deliveries a worker looks at per round to fill its senders fairly."""
 
 NOTIFICATIONS = "openstack"
 """The fairness key of OpenStack notifications (a webhook's is its project)."""
@@ -103,44 +108,78 @@ def retry_span(settings: Settings) -> timedelta:
                      * settings.webhook_timeout_seconds)
 
 
-def dispatch_due(db: Database, dispatcher: Dispatcher, settings: Settings, now: datetime,
-                 limit: int = 500) -> int:
-    """cairn-scheduler's step: hand the due deliveries to the workers, a webhook's oldest
-    only, and only while none of its deliveries is out."""
-    cutoff = now - RESEND_AFTER
+def take_due(db: Database, settings: Settings, *, room: int,
+             held: Mapping[str, int]) -> list[tuple[str, str]]:
+    """A worker's step: up to `room` due deliveries, each with its fairness key (its
+    webhook's project), taken so no other worker takes them for RESEND_AFTER. A webhook's
+    oldest only, and only while none of its deliveries is taken or in flight; at most
+    `webhook_senders_per_project` of one key together with what the worker already
+    `held`, so one project's deliveries never fill a worker's senders."""
+    if room <= 0:
+        return []
     with db.session() as session:
+        now = database_now(session)
+        cutoff = now - RESEND_AFTER
         _fail_exhausted(session, settings, now)
-        due = (EventDelivery.status == "pending", EventDelivery.next_attempt_at <= now,
-               EventDelivery.attempts < settings.webhook_max_attempts,
-               or_(EventDelivery.sent_at.is_(None), EventDelivery.sent_at <= cutoff))
-        out = select(EventDelivery.webhook_id).where(
-            EventDelivery.webhook_id.is_not(None), EventDelivery.status == "pending",
-            EventDelivery.sent_at > cutoff)
-        busy = select(Webhook.id).where(Webhook.attempt_until > now)
-        ranked = (
-            select(EventDelivery.id, EventDelivery.next_attempt_at,
-                   Webhook.project_id,
-                   func.row_number().over(
-                       partition_by=EventDelivery.webhook_id,
-                       order_by=(EventDelivery.next_attempt_at, EventDelivery.created_at,
-                                 EventDelivery.id)).label("rank"))
-            .join(Webhook, Webhook.id == EventDelivery.webhook_id)
-            .where(*due, EventDelivery.webhook_id.not_in(out),
-                   EventDelivery.webhook_id.not_in(busy))
-            .subquery())
-        picked: list[tuple[str, str]] = [
-            (row.id, row.project_id) for row in session.execute(
-                select(ranked.c.id, ranked.c.project_id).where(ranked.c.rank == 1)
-                .order_by(ranked.c.next_attempt_at).limit(limit))]
-        picked += [(delivery_id, NOTIFICATIONS) for delivery_id in session.scalars(
-            select(EventDelivery.id).where(*due, EventDelivery.webhook_id.is_(None))
-            .order_by(EventDelivery.next_attempt_at).limit(limit))]
+        counts = Counter(held)
+        picked: list[tuple[str, str]] = []
+        for delivery_id, key in _due(session, settings, now, cutoff):
+            if counts[key] >= settings.webhook_senders_per_project:
+                continue
+            counts[key] += 1
+            picked.append((delivery_id, key))
+            if len(picked) >= room:
+                break
         if not picked:
-            return 0
-        session.execute(update(EventDelivery)
-                        .where(EventDelivery.id.in_([d for d, _ in picked]))
-                        .values(sent_at=now))
-    return len(dispatcher.send_deliveries(picked))
+            return []
+        # Guarded: of workers racing for a row, one takes it.
+        taken = set(session.scalars(
+            update(EventDelivery)
+            .where(EventDelivery.id.in_([d for d, _ in picked]),
+                   EventDelivery.status == "pending",
+                   or_(EventDelivery.sent_at.is_(None), EventDelivery.sent_at <= cutoff))
+            .values(sent_at=now).returning(EventDelivery.id)
+            .execution_options(synchronize_session=False)))
+    return [(delivery_id, key) for delivery_id, key in picked if delivery_id in taken]
+
+
+def _due(session: Session, settings: Settings, now: datetime,
+         cutoff: datetime) -> list[tuple[str, str]]:
+    """Due deliveries no worker holds, with their fairness keys: a webhook's oldest only,
+    and none of a webhook that has a delivery taken or in flight. Every key's oldest comes
+    first, then every key's second..., each round oldest first: projects with many due
+    deliveries cannot push another project's out of the CANDIDATES looked at."""
+    due = (EventDelivery.status == "pending", EventDelivery.next_attempt_at <= now,
+           EventDelivery.attempts < settings.webhook_max_attempts,
+           or_(EventDelivery.sent_at.is_(None), EventDelivery.sent_at <= cutoff))
+    out = select(EventDelivery.webhook_id).where(
+        EventDelivery.webhook_id.is_not(None), EventDelivery.status == "pending",
+        EventDelivery.sent_at > cutoff)
+    busy = select(Webhook.id).where(Webhook.attempt_until > now)
+    oldest = (
+        select(EventDelivery.id, EventDelivery.next_attempt_at, Webhook.project_id,
+               func.row_number().over(
+                   partition_by=EventDelivery.webhook_id,
+                   order_by=(EventDelivery.next_attempt_at, EventDelivery.created_at,
+                             EventDelivery.id)).label("rank"))
+        .join(Webhook, Webhook.id == EventDelivery.webhook_id)
+        .where(*due, EventDelivery.webhook_id.not_in(out),
+               EventDelivery.webhook_id.not_in(busy))
+        .subquery())
+    turns = (
+        select(oldest.c.id, oldest.c.project_id, oldest.c.next_attempt_at,
+               func.row_number().over(partition_by=oldest.c.project_id,
+                                      order_by=oldest.c.next_attempt_at).label("turn"))
+        .where(oldest.c.rank == 1).subquery())
+    found: list[tuple[int, datetime, str, str]] = [
+        (row.turn, row.next_attempt_at, row.id, row.project_id) for row in session.execute(
+            select(turns).order_by(turns.c.turn, turns.c.next_attempt_at).limit(CANDIDATES))]
+    found += [(turn, row.next_attempt_at, row.id, NOTIFICATIONS)
+              for turn, row in enumerate(session.execute(
+                  select(EventDelivery.id, EventDelivery.next_attempt_at)
+                  .where(*due, EventDelivery.webhook_id.is_(None))
+                  .order_by(EventDelivery.next_attempt_at).limit(CANDIDATES)), 1)]
+    return [(delivery_id, key) for _, _, delivery_id, key in sorted(found)]
 
 
 def _fail_exhausted(session: Session, settings: Settings, now: datetime) -> None:
@@ -223,7 +262,7 @@ def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None
             .values(attempts=EventDelivery.attempts + 1, next_attempt_at=hold))
         if getattr(claimed, "rowcount", 0) != 1:
             # Delivered, failed for good, another attempt holds it, or its last attempt
-            # died: the scheduler's next round fails that one for good.
+            # died: the next round of `take_due` fails that one for good.
             return None
         row = session.get(EventDelivery, delivery_id)
         assert row is not None
@@ -241,8 +280,8 @@ def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None
                    or_(Webhook.attempt_until.is_(None), Webhook.attempt_until <= now))
             .values(attempt_key=attempt_key(row.id, row.attempts), attempt_until=hold))
         if getattr(took, "rowcount", 0) != 1:
-            # This attempt never happened: the delivery keeps its attempts and is handed
-            # out again once the webhook is free (the scheduler skips busy webhooks).
+            # This attempt never happened: the delivery keeps its attempts and is taken
+            # again once the webhook is free (`take_due` skips busy webhooks).
             session.rollback()
             session.execute(update(EventDelivery).where(EventDelivery.id == delivery_id)
                             .values(sent_at=None))

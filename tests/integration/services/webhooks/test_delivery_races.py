@@ -129,6 +129,7 @@ def test_a_worker_whose_clock_runs_fast_does_not_take_a_held_attempt(
         for module in ("services.base", "services.db", "services.webhooks.delivery"):
             monkeypatch.setattr(f"{module}.utcnow", lambda: fast, raising=False)
         assert delivery._claim(db, settings, first) is None
+        assert delivery.take_due(db, settings, room=8, held={}) == []
     finally:
         db.dispose()
     assert _attempts(settings) == {first: 1}
