@@ -297,23 +297,25 @@ def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None
             # Not the receiver's failure: no attempt is spent, nothing counts against the
             # webhook, and the operator is told.
             session.rollback()
-            _cannot_sign(session, settings, delivery_id, exc, now)
+            _cannot_sign(session, settings, delivery_id, hook.id, exc, now)
             return None
         return Attempt(row.id, row.attempts, row.event_type, row.body.encode(), hook.id,
                        hook.url, secrets)
 
 
-def _cannot_sign(session: Session, settings: Settings, delivery_id: str, exc: Exception,
-                 now: datetime) -> None:
+def _cannot_sign(session: Session, settings: Settings, delivery_id: str, webhook_id: str,
+                 exc: Exception, now: datetime) -> None:
     """A delivery Cairn cannot sign: the tenant's log says so, it is tried again after a
     pause as long as its age (growing like a failed delivery's), and it fails for good once
     a whole retry span has passed, without counting against the webhook."""
     reason = "key" if isinstance(exc, WebhookKeyUnavailable) else "internal"
     metrics.webhook_deliveries_unsigned.labels(reason).inc()
     if isinstance(exc, WebhookKeyUnavailable):
-        log.error("webhook delivery %s cannot be signed: %s", delivery_id, exc.message)
+        log.error("webhook %s delivery %s cannot be signed: %s", webhook_id, delivery_id,
+                  exc.message)
     else:
-        log.error("webhook delivery %s cannot be signed", delivery_id, exc_info=exc)
+        log.error("webhook %s delivery %s cannot be signed", webhook_id, delivery_id,
+                  exc_info=exc)
     row = session.get(EventDelivery, delivery_id, with_for_update=True)
     if row is None or row.status != "pending":
         return
