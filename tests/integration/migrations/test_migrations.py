@@ -3,6 +3,7 @@ is exactly the one the models describe."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy import inspect, text
 
 from manage.main import alembic_config
@@ -155,5 +157,34 @@ def test_no_row_the_upgrade_leaves_holds_a_plaintext_secret(empty_database: str)
                 "SELECT pg_read_binary_file(pg_relation_filepath('webhooks'))")).scalar_one())
             assert b"whsec_" not in stored
             assert b"PLAINTEXT" not in stored
+    finally:
+        engine.dispose()
+
+
+def test_a_database_sealed_before_key_ids_goes_back_and_up_again(empty_database: str) -> None:
+    """0017 was changed before its release: a development database it migrated holds values
+    without a key id and no `webhook_sealing_key`. `cairn-manage db downgrade 0016` opens
+    them under the key file's keys, and the upgrade seals them as 0017 does now."""
+    (plain,) = _webhooks_before_sealing(empty_database, 1)
+    key = bytes(range(32))
+    config = alembic_config(empty_database)
+    config.attributes["configure_logging"] = False
+    config.attributes["webhook_secret_key"] = key
+    command.upgrade(config, "head")
+    nonce = bytes(12)
+    earlier = "sealed:v1:" + base64.b64encode(nonce + AESGCM(key).encrypt(
+        nonce, plain.encode(), b"cairn webhook v1 secrets w0")).decode()
+    engine = make_engine(empty_database)
+    try:
+        with engine.begin() as db:
+            db.execute(text("UPDATE webhooks SET sealed_secrets = :v"), {"v": earlier})
+            db.execute(text("DROP TABLE webhook_sealing_key"))
+        command.downgrade(config, "0016")
+        with engine.connect() as db:
+            assert db.execute(text("SELECT secrets FROM webhooks")).scalar_one() == plain
+        command.upgrade(config, "head")
+        with engine.connect() as db:
+            sealed = db.execute(text("SELECT sealed_secrets FROM webhooks")).scalar_one()
+        assert Keyring([key]).open("w0", sealed) == plain
     finally:
         engine.dispose()
