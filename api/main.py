@@ -49,7 +49,7 @@ from services.openstack.sessions import service_session
 from services.scheduler.admission import Admission
 from services.settings import Settings, get_settings, settings_for
 from services.storage.ceph import CephClusters
-from services.webhooks import sealing
+from services.webhooks import keys
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -62,9 +62,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         build_routes(app)
         gc.collect()
         gc.freeze()
-        # Webhooks' secrets are sealed under a key file: without it (or with another key)
-        # every delivery would fail later, far from the cause.
-        sealing.check_at_start(app.state.db, settings)
+        # Webhooks' secrets are sealed under a key file: without the deployment's key (or
+        # with another) every delivery would fail later, far from the cause. A database
+        # that does not answer yet is not a reason to refuse: the API answers 503 meanwhile,
+        # and the key is checked before the first secret is sealed or opened.
+        keys.check_at_start(app.state.db, settings, wait=0)
         # In each uvicorn worker process (the first of a host binds the port; in multiprocess
         # mode it serves the others' samples too): never on the REST port, which answers 404.
         exposition.serve("cairn-api", settings.metrics_host, settings.api_metrics_port,

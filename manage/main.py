@@ -7,6 +7,13 @@
                                            add Cairn to the Keystone catalog (service
                                            type `volume-backup`), with an administrator's
                                            credentials from clouds.yaml or OS_*
+    cairn-manage webhooks keys             the deployment's webhook key, the keys in
+                                           CAIRN_WEBHOOK_SECRET_KEY_FILE and the webhooks
+                                           sealed under each
+    cairn-manage webhooks reseal           seal every webhook's secrets under the key
+                                           file's first key, and record it as the
+                                           deployment's (a key rotation's last step
+                                           before the old key goes: docs/deploy.md)
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from alembic.config import Config
 
 import migrations
 from cli import cloud_config
+from manage import webhook_keys
 from services.openstack.identity import IdentityAdmin
 from services.openstack.sessions import make_session
 from services.settings import database_url_from_environment
@@ -52,10 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     reg.add_argument("--region", default=None, help="Keystone region of the endpoints")
     reg.add_argument("--os-cloud", default=None, help="cloud in clouds.yaml (default OS_CLOUD, "
                      "else the OS_* variables)")
+    hooks = sub.add_parser("webhooks", help="webhook secrets' keys").add_subparsers(
+        dest="action", required=True)
+    hooks.add_parser("keys", help="which keys seal which webhooks' secrets")
+    hooks.add_parser("reseal", help="seal every webhook's secrets under the current key")
     args = parser.parse_args(argv)
 
     if args.area == "keystone":
         return _register(args)
+    if args.area == "webhooks":
+        return webhook_keys.main(args.action)
     config = alembic_config()
     if args.action == "upgrade":
         command.upgrade(config, args.revision)

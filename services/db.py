@@ -6,11 +6,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, select, update
+from sqlalchemy import Engine, create_engine, event, func, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 
+from services.base import utcnow
 from services.dispatch import OutboxHandler, attach_outbox
 
 log = logging.getLogger(__name__)
@@ -72,6 +74,17 @@ def lock_row(session: Session, key: InstrumentedAttribute[Any], value: str) -> N
         session.execute(select(key).where(key == value).with_for_update(key_share=True))
     else:
         session.execute(update(key.class_).where(key == value).values({key: key}))
+
+
+def database_now(session: Session) -> datetime:
+    """Now by the database's clock, which every process shares: a claim one worker takes
+    and another compares against must not depend on whose clock runs fast. (SQLite runs
+    inside the processes, on their host: its clock is theirs.)"""
+    if session.get_bind().dialect.name != "postgresql":
+        return utcnow()
+    found = session.scalar(select(func.clock_timestamp()))
+    assert isinstance(found, datetime)
+    return found.astimezone(UTC)
 
 
 class Database:

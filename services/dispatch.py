@@ -80,23 +80,11 @@ class Dispatcher:
         only delays it to the next interval, and the target's lease keeps two apart)."""
         self.celery.send_task(COLLECT_TASK, args=[target], queue=QUEUE)
 
-    def send_deliveries(self, deliveries: list[tuple[str, str]]) -> list[str]:
-        """Hand event deliveries to the workers, each with its fairness key (the webhook's
-        project); returns the ids the broker took."""
-        sent: list[str] = []
-        try:
-            with self.celery.producer_or_acquire() as producer:
-                for delivery_id, key in deliveries:
-                    self.celery.send_task(DELIVER_TASK, args=[delivery_id, key], queue=QUEUE,
-                                          producer=producer)
-                    sent.append(delivery_id)
-        except Exception:
-            log.warning("the broker took %d of %d event deliveries; the rest go out later",
-                        len(sent), len(deliveries), exc_info=True)
-        return sent
 
-
-DELIVER_TASK = "webhook.deliver"
+LEGACY_DELIVER_TASK = "webhook.deliver"
+"""What cairn-scheduler sent for each event delivery before workers took deliveries from
+the outbox themselves: a worker drops such a message (a scheduler of the previous release
+may still send some during a rolling upgrade; the delivery's row is taken as any other)."""
 COLLECT_TASK = "object_target.collect"
 
 _OUTBOX = "cairn_outbox"

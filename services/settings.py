@@ -367,6 +367,11 @@ class Settings(BaseSettings):
     Nothing a client sends resets it: a client sending one byte a second, blank lines, or
     nothing, holds a socket that long and no more."""
 
+    worker_database_wait_seconds: float = Field(default=60.0, ge=0)
+    """How long cairn-worker waits at start for the database to answer (to check its
+    webhook key against the deployment's) before it exits, for its supervisor to start it
+    again."""
+
     worker_concurrency: int = Field(default=4, ge=1)
     """Jobs one cairn-worker process runs at once (the per-worker concurrency limit)."""
 
@@ -437,6 +442,11 @@ class Settings(BaseSettings):
     """Private, loopback or link-local networks webhooks may nevertheless point to (JSON
     list of CIDRs). Empty: webhooks reach public addresses only."""
 
+    webhook_refused_networks: list[IPvAnyNetwork] = Field(default_factory=list)
+    """Networks webhooks may never point to, public ones included (JSON list of CIDRs),
+    over `webhook_allowed_networks`: the cloud's own public addresses (Keystone's, RGW's,
+    Cairn's API, the load balancers'), which a worker would reach from inside the cloud."""
+
     webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
     """One delivery attempt's whole time: resolving, connecting, TLS, sending and reading
     the answer's head. A receiver that trickles its answer is cut off when it is up."""
@@ -447,10 +457,13 @@ class Settings(BaseSettings):
     HTTP_PROXY and the like in the environment are never used for webhooks."""
 
     webhook_secret_key_file: Path | None = None
-    """A file (a mounted secret) holding 64 hex digits: the key webhooks' signing secrets
-    are sealed with in the database. cairn-api and cairn-worker need the same file; they
-    refuse to start without it once webhooks exist, and webhooks cannot be created
-    without it."""
+    """A file (a mounted secret) holding the keys webhooks' signing secrets are sealed with
+    in the database, 64 hex digits each, one per line: the first seals, every one opens.
+    cairn-api and cairn-worker need the same file (and `cairn-manage db upgrade` when
+    webhooks exist): the deployment's key is recorded in the database when first used, and
+    a process whose file lacks it, or lacks a key some secret is sealed under, refuses to
+    start; so does one without the file once webhooks were used. Without it webhooks
+    cannot be created. Rotation: docs/deploy.md."""
 
     webhook_max_attempts: int = Field(default=8, ge=1, le=20)
     """Attempts per event before its delivery fails for good."""
@@ -472,6 +485,11 @@ class Settings(BaseSettings):
     webhook_senders: int = Field(default=8, ge=2, le=64)
     """Deliveries one worker process sends at once, on threads of their own: a slow or
     dead receiver never takes a thread a backup could use."""
+
+    webhook_poll_seconds: float = Field(default=1.0, gt=0, le=60)
+    """How often each worker's senders look for due deliveries in the outbox when they have
+    room (and whenever one of them finishes): an event waits at most about this long for a
+    free sender, whatever the worker's jobs are doing."""
 
     webhook_senders_per_project: int = Field(default=2, ge=1, le=63)
     """Of those, how many one project's deliveries may hold at once (below
@@ -659,6 +677,37 @@ def read_key_file(path: Path, what: str) -> bytes:
     if len(key) != 32:
         raise StorageUnavailable(f"{what} {path} must hold 64 hex digits (32 random bytes)")
     return key
+
+
+MAKE_KEY = "od -An -vtx1 -N32 /dev/urandom | tr -d ' \\n'"
+"""A shell line that prints a new key: 64 hex digits (32 random bytes)."""
+
+
+def read_keys(path: Path, what: str) -> list[bytes]:
+    """The keys of a key ring file (a mounted secret): 64 hex digits a line, the current
+    key first, the keys it replaces after it (blank lines and lines starting with # are
+    skipped). The first seals; every one opens, so keys are rotated without a moment in
+    which something sealed cannot be opened."""
+    try:
+        lines = [line.strip() for line in path.read_text().splitlines()]
+    except OSError as exc:
+        raise StorageUnavailable(f"cannot read {what} {path}: {exc}") from None
+    keys = []
+    for number, line in enumerate(lines, 1):
+        if not line or line.startswith("#"):
+            continue
+        try:
+            key = bytes.fromhex(line)
+        except ValueError:
+            key = b""
+        if len(key) != 32:
+            raise StorageUnavailable(f"{what} {path}: line {number} must hold 64 hex digits "
+                                     "(32 random bytes), the current key first")
+        keys.append(key)
+    if not keys:
+        raise StorageUnavailable(f"{what} {path} holds no key: write 64 hex digits "
+                                 f"({MAKE_KEY})")
+    return keys
 
 
 def resolve_target(settings: Settings, name: str | None) -> str:

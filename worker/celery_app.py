@@ -3,9 +3,8 @@ hands it to its manager."""
 
 from __future__ import annotations
 
-from services.dispatch import COLLECT_TASK, DELIVER_TASK, make_celery
+from services.dispatch import COLLECT_TASK, LEGACY_DELIVER_TASK, make_celery
 from services.settings import get_settings
-from worker import senders
 from worker.managers import object_gc
 from worker.managers.backup_jobs import run_backup
 from worker.managers.delete import run_delete
@@ -48,9 +47,10 @@ def plan_prune(job_id: str) -> None:
     run_prune(get_runtime(), job_id)
 
 
-@app.task(name=DELIVER_TASK)
+@app.task(name=LEGACY_DELIVER_TASK)
 def event_deliver(delivery_id: str, key: str = "") -> None:
-    senders.submit(get_runtime(), delivery_id, key)
+    """A scheduler of the previous release handed this delivery out: this worker's outbox
+    reader takes it from the database (`worker/senders.py`)."""
 
 
 @app.task(name=COLLECT_TASK)

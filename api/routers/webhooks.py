@@ -6,7 +6,15 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Response
 from fastapi.responses import JSONResponse
 
-from api.deps import ContextDep, NowDep, SessionDep, SettingsDep, allowed, get_policy
+from api.deps import (
+    ContextDep,
+    DatabaseDep,
+    NowDep,
+    SessionDep,
+    SettingsDep,
+    allowed,
+    get_policy,
+)
 from api.errors import error_responses
 from api.idempotency import Keeping, OnceDep
 from api.params import WebhookId
@@ -39,16 +47,17 @@ ShowUrl = Annotated[bool, Depends(url_visible)]
 @router.post("", status_code=201, response_model=WebhookCreated,
              responses=error_responses(401, 409, 422, 503), summary="Create a webhook",
              dependencies=[allowed("webhook:create")])
-def create_webhook(body: WebhookCreate, session: SessionDep, ctx: ContextDep,
+def create_webhook(body: WebhookCreate, session: SessionDep, db: DatabaseDep, ctx: ContextDep,
                    settings: SettingsDep, now: NowDep, show_url: ShowUrl,
                    once: OnceDep) -> WebhookCreated | JSONResponse:
     """Hear about the project's backups, restores, deletes, verifies and plans as CloudEvents
     signed with the Standard Webhooks scheme. The answer holds the signing secret: it is
-    shown again only to a retry with the same `Idempotency-Key` (within 24 h; rotate the
-    secret to get a new one)."""
+    shown again only to the same caller's retry with the same `Idempotency-Key` (within
+    24 h), and only while the webhook keeps that secret (409 after a rotation or delete,
+    and to anyone else; rotate the secret to get a new one)."""
     return once.answer(201, lambda: service.create(session, ctx, settings, body, now, show_url),
-                       Keeping(partial(service.kept_answer, settings),
-                               partial(service.replayed_answer, settings)))
+                       Keeping(partial(service.kept_answer, ctx),
+                               partial(service.replayed_answer, db, ctx, settings)))
 
 
 @router.get("", response_model=WebhookList, responses=error_responses(401),

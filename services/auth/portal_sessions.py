@@ -32,9 +32,10 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from keystoneauth1 import exceptions as ks_exc
 
 from services.context import RequestContext
-from services.errors import Forbidden, ServiceUnavailable, StorageUnavailable, Unauthorized
+from services.errors import Forbidden, ServiceUnavailable, Unauthorized
 from services.openstack.sessions import make_session
 from services.settings import Settings
+from services.settings import read_keys as read_key_ring
 
 log = logging.getLogger(__name__)
 
@@ -165,27 +166,7 @@ class SessionSeal:
 def read_keys(path: Path) -> list[bytes]:
     """The session keys in a key file: 64 hex digits a line, the current one first (blank
     lines and lines starting with # are skipped)."""
-    what = "the portal's session key file"
-    try:
-        lines = [line.strip() for line in path.read_text().splitlines()]
-    except OSError as exc:
-        raise StorageUnavailable(f"cannot read {what} {path}: {exc}") from None
-    keys = []
-    for number, line in enumerate(lines, 1):
-        if not line or line.startswith("#"):
-            continue
-        try:
-            key = bytes.fromhex(line)
-        except ValueError:
-            key = b""
-        if len(key) != 32:
-            raise StorageUnavailable(f"{what} {path}: line {number} must hold 64 hex digits "
-                                     "(32 random bytes), the current key first")
-        keys.append(key)
-    if not keys:
-        raise StorageUnavailable(f"{what} {path} holds no key: write 64 hex digits "
-                                 "(od -An -vtx1 -N32 /dev/urandom | tr -d ' \\n')")
-    return keys
+    return read_key_ring(path, "the portal's session key file")
 
 
 class KeystoneSignIn:

@@ -1,7 +1,8 @@
 """The events Cairn counts, defined in one place so the metrics reference
-(docs/operations.md) has few sources: the worker's jobs and the API's requests here, the
-scheduler's loop in `services.scheduler.metrics` (only cairn-scheduler imports it: its
-unlabelled series would otherwise appear, at zero, in every process).
+(docs/operations.md) has few sources: the worker's jobs and webhook deliveries and the
+API's requests here, the scheduler's loop in `services.scheduler.metrics` (only
+cairn-scheduler imports it: its unlabelled series would otherwise appear, at zero, in
+every process).
 
 Labels stay bounded: kinds, outcomes, reason codes, targets, projects and plans, never a
 job id (each job would be a new series). Counters and histograms survive several processes
@@ -39,6 +40,13 @@ job_written_bytes = Counter(
 verify_results = Counter(
     "cairn_verify_results", "Verifies that ended, by result (ok, corrupt).",
     ["project", "result"])
+
+webhook_deliveries_unsigned = Counter(
+    "cairn_webhook_deliveries_unsigned",
+    "Webhook deliveries a worker could not sign, by reason: key (the key their webhook's "
+    "secrets are sealed under is not in the worker's key file, or they do not open) or "
+    "internal. Each is tried again, then fails without counting against its webhook.",
+    ["reason"])
 
 api_requests = Counter(
     "cairn_api_requests", "Requests the API answered, by route template and status.",

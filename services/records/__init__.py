@@ -9,7 +9,7 @@ from services.records.quotas import ProjectQuota
 from services.records.restore_points import RestorePoint
 from services.records.target_leases import TargetLease, TargetLeaseGate
 from services.records.volumes import Volume, VolumeLock
-from services.records.webhooks import EventDelivery, Webhook
+from services.records.webhooks import EventDelivery, Webhook, WebhookSealingKey
 
 __all__ = [
            "Base",
@@ -26,4 +26,5 @@ __all__ = [
            "Volume",
            "VolumeLock",
            "Webhook",
+           "WebhookSealingKey",
 ]

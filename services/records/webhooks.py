@@ -12,6 +12,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
 
+CURRENT_KEY = "current"
+"""The name of `webhook_sealing_key`'s one row."""
+
 
 class Webhook(Base):
     __tablename__ = "webhooks"
@@ -23,9 +26,10 @@ class Webhook(Base):
     event_types: Mapped[str] = mapped_column(Text, default="[]")
     """JSON list of event types (`backup.create.end`...); empty: every event."""
     sealed_secrets: Mapped[str] = mapped_column(Text)
-    """A JSON list of {"secret": "whsec_...", "expires_at": ISO or null}, sealed under the
-    operator's key for this webhook (`services/webhooks/sealing.py`): every secret not
-    expired signs each delivery, so a receiver can switch to a rotated one at its own pace."""
+    """A JSON list of {"secret": "whsec_...", "expires_at": ISO or null}, sealed under one
+    of the operator's keys for this webhook (`sealed:v1:<key id>:...`,
+    `services/webhooks/sealing.py`): every secret not expired signs each delivery, so a
+    receiver can switch to a rotated one at its own pace."""
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     disabled_reason: Mapped[str | None] = mapped_column(Text)
     failed_deliveries: Mapped[int] = mapped_column(Integer, default=0)
@@ -62,3 +66,17 @@ class EventDelivery(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class WebhookSealingKey(Base):
+    """The key the deployment's webhook secrets are sealed under, by its id (never the key):
+    recorded by the first process that used a key (or by the migration that sealed the
+    first secrets, or by `cairn-manage webhooks reseal`), and checked by every process that
+    seals or opens one, so two processes with different key files cannot both run
+    (`services/webhooks/keys.py`). One row."""
+
+    __tablename__ = "webhook_sealing_key"
+
+    name: Mapped[str] = mapped_column(String(16), primary_key=True, default=CURRENT_KEY)
+    key_id: Mapped[str] = mapped_column(String(16))
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

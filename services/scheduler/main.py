@@ -63,8 +63,7 @@ class Scheduler:
         steps: list[tuple[str, Callable[[datetime], None]]] = [
             ("schedule", self._schedule), ("reconcile", self._reconcile),
             ("verify", self._verify), ("orphans", self._orphans), ("admit", self._admit),
-            ("idempotency keys", self._forget_keys),
-            ("webhooks", self._webhooks), ("object gc", self._collect),
+            ("idempotency keys", self._forget_keys), ("object gc", self._collect),
             ("cinder groups", self._follow_groups)]
         for name, step in steps:
             try:
@@ -132,13 +131,6 @@ class Scheduler:
         purged = webhook_delivery.purge(self.db, utcnow() - timedelta(days=days))
         if purged:
             log.info("forgot %d event deliveries older than %g days", purged, days)
-
-    def _webhooks(self, _now: datetime) -> None:
-        # Real time: a delivery's backoff is real-clock bookkeeping, whatever the schedule.
-        sent = webhook_delivery.dispatch_due(self.db, self.dispatcher, self.settings,
-                                             utcnow())
-        if sent:
-            log.info("handed %d webhook deliveries to the workers", sent)
 
     def _collect(self, _now: datetime) -> None:
         if time.monotonic() - self._last_collect < self.settings.object_gc_interval_seconds:

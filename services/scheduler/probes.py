@@ -3,7 +3,7 @@ target's bucket (with the target's own credentials) holding its data key beside 
 (one that lost its key refuses every backup: it is down until the operator puts the key
 back). Asked from a thread of
 its own: a cluster that does not answer holds a probe for the connect or op timeout (10 to
-30 s), and the scheduler's round (admission, webhooks, the schedule) must not wait for it.
+30 s), and the scheduler's round (admission, the schedule, the reconciler) must not wait for it.
 On a stack whose second cluster was down, a probe inside the round delayed every job's start
 by ten seconds."""
 

@@ -14,6 +14,11 @@ blocks. The IPv6 forms that carry an IPv4 address to a translator or tunnel (IPv
 IPv4-compatible, SIIT, NAT64's well-known prefix, 6to4, Teredo) are judged by the IPv4
 address they carry: `64:ff9b::a9fe:a9fe` is the metadata service through NAT64.
 
+The operator may also refuse public networks (`webhook_refused_networks`): the cloud's own
+public addresses (Keystone's, RGW's, Cairn's API), which a worker would reach from inside,
+from an address those services may trust more than the internet's. Refused networks win
+over allowed ones.
+
 Messages never name what a name resolved to, nor whether it resolved at all: a tenant must
 not learn the cloud's internal addresses or names from a 422."""
 
@@ -26,13 +31,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from services.errors import InvalidInput
+from services.errors import InvalidInput, ServiceUnavailable
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 RESOLVE_SECONDS = 5.0
 """The longest a webhook's name may take to resolve when it is saved."""
+
+LOOKUPS = 64
+"""Lookups one process runs at once. The C library's resolver cannot be interrupted, so a
+lookup that outlives its caller's deadline keeps its thread until the resolver's own
+timeouts end it; a name that never answers could otherwise leave a thread behind for
+every attempt and every save. Past this a lookup fails at once, as a timeout. (A thread
+waiting in the resolver costs its stack's few touched pages: 64 are a few MiB at most.)"""
+
+_lookups = threading.BoundedSemaphore(LOOKUPS)
 
 _V4 = ipaddress.IPv4Network
 _V6 = ipaddress.IPv6Network
@@ -74,6 +88,21 @@ class Target:
     """The request target: path and query."""
 
     @property
+    def shown(self) -> str:
+        """`scheme://host[:port]` as anyone who sees the webhook may: an IP address as it
+        is, a name by its last two labels only (`https://*.example.net` for
+        `https://a1b2c3.m.example.net`): some receivers carry their token in the name."""
+        host = self.host
+        if ":" in host:
+            host = f"[{host}]"
+        elif not _is_address(host):
+            labels = host.rstrip(".").split(".")
+            if len(labels) > 2:
+                host = "*." + ".".join(labels[-2:])
+        default = 443 if self.scheme == "https" else 80
+        return f"{self.scheme}://{host}" + ("" if self.port == default else f":{self.port}")
+
+    @property
     def host_header(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         default = 443 if self.scheme == "https" else 80
@@ -90,10 +119,15 @@ def parse(url: str, *, field: str = "url") -> Target:
         raise InvalidInput(f"{field}: credentials in the URL are not accepted; verify the "
                            "signature instead", field=field)
     try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        port = parts.port
     except ValueError:
+        port = 0
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
+    if not 1 <= port <= 65535:
+        # Port 0 is no port: connect() would reach whatever the stack makes of it.
         raise InvalidInput(f"{field}: the port is not a number from 1 to 65535",
-                           field=field) from None
+                           field=field)
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
@@ -110,15 +144,35 @@ def parse(url: str, *, field: str = "url") -> Target:
     return Target(parts.scheme, host, port, path)
 
 
-def refused(address: Address, allowed: Sequence[Network]) -> bool:
+def shown_host(url: str) -> str:
+    """What a webhook's URL shows to everyone who sees the webhook (`Target.shown`)."""
+    try:
+        return parse(url).shown
+    except InvalidInput:
+        return urlsplit(url).scheme + "://?"
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def refused(address: Address, allowed: Sequence[Network],
+            refused_networks: Sequence[Network] = ()) -> bool:
     """Whether an attempt may not connect to `address`."""
     carried = carried_ipv4(address)
+    if refused_networks and (_within(address, refused_networks)
+                             or any(_within(v4, refused_networks) for v4 in carried)):
+        return True
     if _within(address, allowed) or (carried and all(_within(v4, allowed) for v4 in carried)):
         return False
     if isinstance(address, ipaddress.IPv4Address):
         return _within(address, REFUSED_V4)
     if carried:
-        return any(refused(v4, allowed) for v4 in carried)
+        return any(refused(v4, allowed, refused_networks) for v4 in carried)
     if address.scope_id or address not in GLOBAL_UNICAST_V6:
         # Zoned, ULA, link-local, site-local fec0::/10, multicast, discard, local-use
         # NAT64 64:ff9b:1::/48 (its translator is the operator's, its layout unknown here)...
@@ -145,10 +199,11 @@ def _within(address: Address, networks: Sequence[Network]) -> bool:
 
 
 def check_addresses(host: str, addresses: Sequence[Address], allowed: Sequence[Network],
-                    *, field: str = "url") -> None:
+                    *, field: str = "url", refused_networks: Sequence[Network] = ()) -> None:
     """InvalidInput unless every address the host resolved to may be reached: a name that
     answers a public and an internal address at once is refused, whichever comes first."""
-    if not addresses or any(refused(address, allowed) for address in addresses):
+    if not addresses or any(refused(address, allowed, refused_networks)
+                            for address in addresses):
         raise InvalidInput(
             f"{field}: {host!r} does not resolve to a public address; webhooks go to "
             "public addresses unless the operator allows the network "
@@ -156,27 +211,41 @@ def check_addresses(host: str, addresses: Sequence[Address], allowed: Sequence[N
 
 
 def check_url(url: str, allowed: Sequence[Network], *, field: str = "url",
-              timeout: float = RESOLVE_SECONDS) -> tuple[Target, list[Address]]:
+              timeout: float = RESOLVE_SECONDS,
+              refused_networks: Sequence[Network] = ()) -> tuple[Target, list[Address]]:
     """The URL's parts and the addresses it may be reached at, all of them checked;
-    InvalidInput (422) saying why it may not be a webhook."""
+    InvalidInput (422) saying why it may not be a webhook, ResolverBusy (503) when too many
+    lookups are under way to start another."""
     target = parse(url, field=field)
     try:
         found = resolve(target.host, target.port, timeout)
+    except ResolverBusy:
+        raise ServiceUnavailable("too many webhook host names are being looked up at "
+                                 "once; try again in a few seconds") from None
     except (OSError, TimeoutError, UnicodeError, ValueError):
         found = []
-    check_addresses(target.host, found, allowed, field=field)
+    check_addresses(target.host, found, allowed, field=field,
+                    refused_networks=refused_networks)
     return target, found
+
+
+class ResolverBusy(TimeoutError):
+    """Every lookup this process may run at once is under way (`LOOKUPS`)."""
 
 
 def resolve(host: str, port: int, timeout: float) -> list[Address]:
     """The host's addresses, in the resolver's order, from one lookup (an IP literal is
     its own answer). A resolver that does not answer within `timeout` raises
     TimeoutError; its lookup finishes on a thread of its own (the C library's resolver
-    cannot be interrupted), bounded by the resolver's own timeouts."""
+    cannot be interrupted), bounded by the resolver's own timeouts, and at most LOOKUPS
+    run at once (ResolverBusy, a TimeoutError, when that many are under way)."""
     try:
         return [ipaddress.ip_address(host)]
     except ValueError:
         pass
+    gate = _lookups  # released by the lookup itself, whenever it ends
+    if not gate.acquire(blocking=False):
+        raise ResolverBusy(f"{LOOKUPS} lookups are under way in this process")
     answer: list[list[Address]] = []
     failure: list[BaseException] = []
 
@@ -196,9 +265,15 @@ def resolve(host: str, port: int, timeout: float) -> list[Address]:
             answer.append(found)
         except BaseException as exc:  # handed to the caller's thread
             failure.append(exc)
+        finally:
+            gate.release()
 
     thread = threading.Thread(target=lookup, name="webhook-resolve", daemon=True)
-    thread.start()
+    try:
+        thread.start()
+    except BaseException:
+        gate.release()
+        raise
     thread.join(timeout)
     if failure:
         raise failure[0]

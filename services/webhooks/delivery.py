@@ -1,62 +1,82 @@
 """Delivering a webhook event: one attempt per call, by a worker. The delivery row is the
-outbox entry; an attempt claims it (attempts + 1, and its next attempt pushed past the
-attempt's own deadline, so a worker that dies mid-attempt leaves it to a later one), posts
-the CloudEvent signed for every active secret (`transport`), and records the answer.
-Failures are retried with exponential backoff; after `webhook_max_attempts` the delivery
-fails for good, and after `webhook_disable_after_failures` such deliveries in a row the
-webhook is disabled with the reason. Deliveries are at least once: receivers deduplicate
-on `webhook-id`.
+outbox entry; a worker takes it from the outbox (`take_due`), and an attempt claims it
+(attempts + 1, and its next attempt pushed past the attempt's own deadline, so a worker
+that dies mid-attempt leaves it to a later one), posts the CloudEvent signed for every
+active secret (`transport`), and records the answer. Failures are retried with exponential
+backoff; after `webhook_max_attempts` the delivery fails for good, and after
+`webhook_disable_after_failures` such deliveries in a row the webhook is disabled with the
+reason. Deliveries are at least once: receivers deduplicate on `webhook-id`.
 
-What a hostile receiver can hold is bounded here and in the worker's senders
-(`worker/senders.py`):
-- one attempt in flight per webhook: the scheduler hands out the oldest due delivery of a
-  webhook only while none of its deliveries is handed out or in flight, and the claim
-  takes the webhook's own slot (`Webhook.attempt_key`) in a guarded update, so racing
-  schedulers or workers cannot run two at once;
+No broker carries deliveries: each worker's senders take due rows themselves
+(`worker/senders.py`), so an event never waits behind the jobs that hold a worker's pool.
+
+What a hostile receiver can hold is bounded here and in the worker's senders:
+- one attempt in flight per webhook: a worker takes a webhook's oldest due delivery only
+  while none of its deliveries is taken or in flight, and the claim takes the webhook's
+  own slot (`Webhook.attempt_key`) in a guarded update, so racing workers cannot run two
+  at once;
 - attempts never exceed `webhook_max_attempts`: the claim's update requires fewer, and a
   delivery whose last attempt died with its worker fails for good instead of being taken
   again;
 - each attempt ends within `webhook_timeout_seconds` and reads no more than the answer's
   head (`transport`).
+Claims and holds are compared by the database's clock (`database_now`), never a worker's
+own: one whose clock runs fast would find every hold lapsed.
+
+A delivery Cairn cannot sign (the key its webhook's secrets are sealed under is missing,
+or its secrets do not open) spends no attempt and does not count against the webhook: it
+says so in the delivery log, is tried again with growing pauses, counts in
+`cairn_webhook_deliveries_unsigned_total` (an alert), and fails for good once the whole
+retry span of a delivery has passed.
 
 The delivery log shows the tenant what happened as a category ("connection refused",
 "timeout", "HTTP 500"), never the receiver's answer or the error's text: an allowed
 internal receiver's reply, its address or a resolver's message is not the tenant's to
-read. The operator's log has the detail."""
+read. The operator's log has the detail, naming the webhook and its shown host, never its
+URL (whose path and query often carry the receiver's token)."""
 
 from __future__ import annotations
 
 import json
 import logging
 import time
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from services.base import utcnow
-from services.db import Database
-from services.dispatch import Dispatcher
+from services.db import Database, database_now
 from services.errors import InvalidInput
+from services.metrics import events as metrics
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
-from services.webhooks import openstack, sealing, signing, transport
+from services.webhooks import addresses, keys, openstack, signing, transport
+from services.webhooks.sealing import WebhookKeyUnavailable
 from services.webhooks.secrets import active_secrets
 
 log = logging.getLogger(__name__)
 
 RESEND_AFTER = timedelta(seconds=60)
-"""A delivery handed to a worker is not handed again before this (its broker message may
-still be queued, or waiting for a sender); one whose worker died is picked up again after
-it."""
+"""A delivery a worker took is not taken again before this (it waits for a sender of that
+worker); one whose worker died is taken again after it."""
 
 CLAIM_MARGIN = timedelta(seconds=30)
 """A claim outlives its attempt's deadline by this: only a worker that died (or stalled)
 mid-attempt lets it lapse."""
 
+CANDIDATES = 200
+"""Due deliveries a worker looks at per round to fill its senders fairly."""
+
 NOTIFICATIONS = "openstack"
 """The fairness key of OpenStack notifications (a webhook's is its project)."""
+
+UNSIGNED = ("not sent yet: Cairn cannot sign this event now (a problem on Cairn's side, "
+            "its operator is alerted); it is tried again")
+UNSIGNED_GAVE_UP = ("not sent: Cairn could not sign this event within its retry time (a "
+                    "problem on Cairn's side, its operator was alerted)")
 
 
 @dataclass(frozen=True)
@@ -80,44 +100,86 @@ def attempt_key(delivery_id: str, number: int) -> str:
     return f"{delivery_id}/{number}"
 
 
-def dispatch_due(db: Database, dispatcher: Dispatcher, settings: Settings, now: datetime,
-                 limit: int = 500) -> int:
-    """cairn-scheduler's step: hand the due deliveries to the workers, a webhook's oldest
-    only, and only while none of its deliveries is out."""
-    cutoff = now - RESEND_AFTER
+def retry_span(settings: Settings) -> timedelta:
+    """How long a delivery's attempts may take in all: every backoff and every deadline."""
+    backoffs = sum(min(settings.webhook_retry_base_seconds * 2 ** n, 3600.0)
+                   for n in range(settings.webhook_max_attempts - 1))
+    return timedelta(seconds=backoffs + settings.webhook_max_attempts
+                     * settings.webhook_timeout_seconds)
+
+
+def take_due(db: Database, settings: Settings, *, room: int,
+             held: Mapping[str, int]) -> list[tuple[str, str]]:
+    """A worker's step: up to `room` due deliveries, each with its fairness key (its
+    webhook's project), taken so no other worker takes them for RESEND_AFTER. A webhook's
+    oldest only, and only while none of its deliveries is taken or in flight; at most
+    `webhook_senders_per_project` of one key together with what the worker already
+    `held`, so one project's deliveries never fill a worker's senders."""
+    if room <= 0:
+        return []
     with db.session() as session:
+        now = database_now(session)
+        cutoff = now - RESEND_AFTER
         _fail_exhausted(session, settings, now)
-        due = (EventDelivery.status == "pending", EventDelivery.next_attempt_at <= now,
-               EventDelivery.attempts < settings.webhook_max_attempts,
-               or_(EventDelivery.sent_at.is_(None), EventDelivery.sent_at <= cutoff))
-        out = select(EventDelivery.webhook_id).where(
-            EventDelivery.webhook_id.is_not(None), EventDelivery.status == "pending",
-            EventDelivery.sent_at > cutoff)
-        busy = select(Webhook.id).where(Webhook.attempt_until > now)
-        ranked = (
-            select(EventDelivery.id, EventDelivery.next_attempt_at,
-                   Webhook.project_id,
-                   func.row_number().over(
-                       partition_by=EventDelivery.webhook_id,
-                       order_by=(EventDelivery.next_attempt_at, EventDelivery.created_at,
-                                 EventDelivery.id)).label("rank"))
-            .join(Webhook, Webhook.id == EventDelivery.webhook_id)
-            .where(*due, EventDelivery.webhook_id.not_in(out),
-                   EventDelivery.webhook_id.not_in(busy))
-            .subquery())
-        picked: list[tuple[str, str]] = [
-            (row.id, row.project_id) for row in session.execute(
-                select(ranked.c.id, ranked.c.project_id).where(ranked.c.rank == 1)
-                .order_by(ranked.c.next_attempt_at).limit(limit))]
-        picked += [(delivery_id, NOTIFICATIONS) for delivery_id in session.scalars(
-            select(EventDelivery.id).where(*due, EventDelivery.webhook_id.is_(None))
-            .order_by(EventDelivery.next_attempt_at).limit(limit))]
+        counts = Counter(held)
+        picked: list[tuple[str, str]] = []
+        for delivery_id, key in _due(session, settings, now, cutoff):
+            if counts[key] >= settings.webhook_senders_per_project:
+                continue
+            counts[key] += 1
+            picked.append((delivery_id, key))
+            if len(picked) >= room:
+                break
         if not picked:
-            return 0
-        session.execute(update(EventDelivery)
-                        .where(EventDelivery.id.in_([d for d, _ in picked]))
-                        .values(sent_at=now))
-    return len(dispatcher.send_deliveries(picked))
+            return []
+        # Guarded: of workers racing for a row, one takes it.
+        taken = set(session.scalars(
+            update(EventDelivery)
+            .where(EventDelivery.id.in_([d for d, _ in picked]),
+                   EventDelivery.status == "pending",
+                   or_(EventDelivery.sent_at.is_(None), EventDelivery.sent_at <= cutoff))
+            .values(sent_at=now).returning(EventDelivery.id)
+            .execution_options(synchronize_session=False)))
+    return [(delivery_id, key) for delivery_id, key in picked if delivery_id in taken]
+
+
+def _due(session: Session, settings: Settings, now: datetime,
+         cutoff: datetime) -> list[tuple[str, str]]:
+    """Due deliveries no worker holds, with their fairness keys: a webhook's oldest only,
+    and none of a webhook that has a delivery taken or in flight. Every key's oldest comes
+    first, then every key's second..., each round oldest first: projects with many due
+    deliveries cannot push another project's out of the CANDIDATES looked at."""
+    due = (EventDelivery.status == "pending", EventDelivery.next_attempt_at <= now,
+           EventDelivery.attempts < settings.webhook_max_attempts,
+           or_(EventDelivery.sent_at.is_(None), EventDelivery.sent_at <= cutoff))
+    out = select(EventDelivery.webhook_id).where(
+        EventDelivery.webhook_id.is_not(None), EventDelivery.status == "pending",
+        EventDelivery.sent_at > cutoff)
+    busy = select(Webhook.id).where(Webhook.attempt_until > now)
+    oldest = (
+        select(EventDelivery.id, EventDelivery.next_attempt_at, Webhook.project_id,
+               func.row_number().over(
+                   partition_by=EventDelivery.webhook_id,
+                   order_by=(EventDelivery.next_attempt_at, EventDelivery.created_at,
+                             EventDelivery.id)).label("rank"))
+        .join(Webhook, Webhook.id == EventDelivery.webhook_id)
+        .where(*due, EventDelivery.webhook_id.not_in(out),
+               EventDelivery.webhook_id.not_in(busy))
+        .subquery())
+    turns = (
+        select(oldest.c.id, oldest.c.project_id, oldest.c.next_attempt_at,
+               func.row_number().over(partition_by=oldest.c.project_id,
+                                      order_by=oldest.c.next_attempt_at).label("turn"))
+        .where(oldest.c.rank == 1).subquery())
+    found: list[tuple[int, datetime, str, str]] = [
+        (row.turn, row.next_attempt_at, row.id, row.project_id) for row in session.execute(
+            select(turns).order_by(turns.c.turn, turns.c.next_attempt_at).limit(CANDIDATES))]
+    found += [(turn, row.next_attempt_at, row.id, NOTIFICATIONS)
+              for turn, row in enumerate(session.execute(
+                  select(EventDelivery.id, EventDelivery.next_attempt_at)
+                  .where(*due, EventDelivery.webhook_id.is_(None))
+                  .order_by(EventDelivery.next_attempt_at).limit(CANDIDATES)), 1)]
+    return [(delivery_id, key) for _, _, delivery_id, key in sorted(found)]
 
 
 def _fail_exhausted(session: Session, settings: Settings, now: datetime) -> None:
@@ -127,7 +189,8 @@ def _fail_exhausted(session: Session, settings: Settings, now: datetime) -> None
             select(EventDelivery).where(
                 EventDelivery.status == "pending",
                 EventDelivery.attempts >= settings.webhook_max_attempts,
-                EventDelivery.next_attempt_at <= now).with_for_update(skip_locked=True)):
+                EventDelivery.next_attempt_at <= now).with_for_update(skip_locked=True)
+    ).all():
         _give_up(session, settings, row, "the last attempt did not finish (its worker "
                  "stopped)", now)
 
@@ -168,15 +231,17 @@ def _post(settings: Settings, attempt: Attempt) -> tuple[int | None, str | None]
             {"content-type": "application/cloudevents+json",
              **signing.headers(attempt.secrets, attempt.delivery_id, int(time.time()),
                                attempt.body)},
-            allowed=settings.webhook_allowed_networks, seconds=settings.webhook_timeout_seconds,
-            proxy=settings.webhook_proxy_url)
+            allowed=settings.webhook_allowed_networks,
+            refused_networks=settings.webhook_refused_networks,
+            seconds=settings.webhook_timeout_seconds, proxy=settings.webhook_proxy_url)
     except InvalidInput as exc:
-        log.info("webhook delivery %s attempt %d refused: %s", attempt.delivery_id,
-                 attempt.number, exc)
+        log.info("webhook %s (%s) delivery %s attempt %d refused: %s", attempt.webhook_id,
+                 addresses.shown_host(attempt.url), attempt.delivery_id, attempt.number, exc)
         return None, exc.message.removeprefix("url: ")
     except transport.AttemptFailed as exc:
-        log.info("webhook delivery %s attempt %d to %s failed: %s", attempt.delivery_id,
-                 attempt.number, attempt.url, exc.detail)
+        log.info("webhook %s (%s) delivery %s attempt %d failed: %s", attempt.webhook_id,
+                 addresses.shown_host(attempt.url), attempt.delivery_id, attempt.number,
+                 exc.detail)
         return None, exc.category
     if 200 <= code < 300:
         return code, None
@@ -186,9 +251,9 @@ def _post(settings: Settings, attempt: Attempt) -> tuple[int | None, str | None]
 
 
 def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None:
-    now = utcnow()
-    hold = now + timedelta(seconds=settings.webhook_timeout_seconds) + CLAIM_MARGIN
     with db.session() as session:
+        now = database_now(session)
+        hold = now + timedelta(seconds=settings.webhook_timeout_seconds) + CLAIM_MARGIN
         claimed = session.execute(
             update(EventDelivery)
             .where(EventDelivery.id == delivery_id, EventDelivery.status == "pending",
@@ -197,7 +262,7 @@ def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None
             .values(attempts=EventDelivery.attempts + 1, next_attempt_at=hold))
         if getattr(claimed, "rowcount", 0) != 1:
             # Delivered, failed for good, another attempt holds it, or its last attempt
-            # died: the scheduler's next round fails that one for good.
+            # died: the next round of `take_due` fails that one for good.
             return None
         row = session.get(EventDelivery, delivery_id)
         assert row is not None
@@ -214,31 +279,54 @@ def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None
             .where(Webhook.id == hook.id,
                    or_(Webhook.attempt_until.is_(None), Webhook.attempt_until <= now))
             .values(attempt_key=attempt_key(row.id, row.attempts), attempt_until=hold))
-        try:
-            if getattr(took, "rowcount", 0) != 1:
-                raise _NotNow(f"another attempt to webhook {hook.id} is in flight")
-            seal = sealing.required(settings)
-            secrets = active_secrets(seal.open(hook.id, hook.sealed_secrets), now)
-        except _NotNow as exc:
-            # This attempt never happened: the delivery keeps its attempts and is handed
-            # out again once the webhook is free (the scheduler skips busy webhooks).
+        if getattr(took, "rowcount", 0) != 1:
+            # This attempt never happened: the delivery keeps its attempts and is taken
+            # again once the webhook is free (`take_due` skips busy webhooks).
             session.rollback()
             session.execute(update(EventDelivery).where(EventDelivery.id == delivery_id)
                             .values(sent_at=None))
-            log.info("webhook delivery %s not attempted now: %s", delivery_id, exc)
+            log.info("webhook delivery %s not attempted now: another attempt to webhook %s "
+                     "is in flight", delivery_id, hook.id)
             return None
-        except sealing.WebhookKeyUnavailable as exc:
-            # Not the receiver's failure: no attempt is spent, and the scheduler hands the
-            # delivery out again after RESEND_AFTER (the operator has a key to fix).
+        try:
+            keyring = keys.for_use(session, settings)
+            secrets = active_secrets(keyring.open(hook.id, hook.sealed_secrets), now)
+            if not secrets:
+                raise ValueError("none of the webhook's secrets is active")
+        except Exception as exc:
+            # Not the receiver's failure: no attempt is spent, nothing counts against the
+            # webhook, and the operator is told.
             session.rollback()
-            log.error("webhook delivery %s not attempted: %s", delivery_id, exc.message)
+            _cannot_sign(session, settings, delivery_id, hook.id, exc, now)
             return None
         return Attempt(row.id, row.attempts, row.event_type, row.body.encode(), hook.id,
                        hook.url, secrets)
 
 
-class _NotNow(Exception):
-    pass
+def _cannot_sign(session: Session, settings: Settings, delivery_id: str, webhook_id: str,
+                 exc: Exception, now: datetime) -> None:
+    """A delivery Cairn cannot sign: the tenant's log says so, it is tried again after a
+    pause as long as its age (growing like a failed delivery's), and it fails for good once
+    a whole retry span has passed, without counting against the webhook."""
+    reason = "key" if isinstance(exc, WebhookKeyUnavailable) else "internal"
+    metrics.webhook_deliveries_unsigned.labels(reason).inc()
+    if isinstance(exc, WebhookKeyUnavailable):
+        log.error("webhook %s delivery %s cannot be signed: %s", webhook_id, delivery_id,
+                  exc.message)
+    else:
+        log.error("webhook %s delivery %s cannot be signed", webhook_id, delivery_id,
+                  exc_info=exc)
+    row = session.get(EventDelivery, delivery_id, with_for_update=True)
+    if row is None or row.status != "pending":
+        return
+    age = now - row.created_at
+    if age >= retry_span(settings):
+        row.status, row.last_error = "failed", UNSIGNED_GAVE_UP
+        return
+    pause = max(timedelta(seconds=settings.webhook_retry_base_seconds), age)
+    row.last_error = UNSIGNED
+    row.next_attempt_at = now + min(pause, timedelta(hours=1))
+    row.sent_at = None
 
 
 def _notify(settings: Settings, attempt: Attempt) -> str | None:
@@ -255,8 +343,8 @@ def _notify(settings: Settings, attempt: Attempt) -> str | None:
 
 def _record(db: Database, settings: Settings, attempt: Attempt, code: int | None,
             error: str | None) -> None:
-    now = utcnow()
     with db.session() as session:
+        now = database_now(session)
         if attempt.webhook_id is not None:
             session.execute(update(Webhook).where(Webhook.id == attempt.webhook_id,
                                                   Webhook.attempt_key == attempt.key)
@@ -281,7 +369,17 @@ def _record(db: Database, settings: Settings, attempt: Attempt, code: int | None
 
 def _give_up(session: Session, settings: Settings, row: EventDelivery, error: str,
              now: datetime) -> None:
-    row.status, row.last_error = "failed", error
+    # Guarded: of processes racing to give up one delivery (SQLite takes no row locks),
+    # one counts it against the webhook.
+    gave_up = session.execute(
+        update(EventDelivery)
+        .where(EventDelivery.id == row.id, EventDelivery.status == "pending",
+               EventDelivery.attempts == row.attempts)
+        .values(status="failed", last_error=error)
+        .execution_options(synchronize_session=False))
+    session.refresh(row)
+    if getattr(gave_up, "rowcount", 0) != 1:
+        return
     hook = session.get(Webhook, row.webhook_id) if row.webhook_id else None
     if hook is None:
         return

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from services.base import new_id
+from services.db import database_now
 from services.records.webhooks import EventDelivery, Webhook
 
 TYPE_PREFIX = "org.openstack.cairn."
@@ -63,12 +64,13 @@ def record(session: Session, project_id: str, event_type: str, *, subject: str |
            notify_openstack: bool = False) -> list[EventDelivery]:
     """Queue the event for each of the project's enabled webhooks that listen to it (or for
     the one named), and as an OpenStack notification when asked; returns the deliveries
-    queued."""
+    queued. They are due at once by the database's clock, which the workers that take them
+    compare with (`now`, the event's time, is the caller's)."""
     queued: list[EventDelivery] = []
     if notify_openstack and webhook_id is None:
         message = {"priority": priority_of(event_type), "payload": data}
         queued.append(EventDelivery(id=new_id(), webhook_id=None, event_type=event_type,
-                                    body=json.dumps(message), next_attempt_at=now,
+                                    body=json.dumps(message),
                                     created_at=now))
     query = select(Webhook).where(Webhook.project_id == project_id)
     if webhook_id is not None:
@@ -84,6 +86,10 @@ def record(session: Session, project_id: str, event_type: str, *, subject: str |
                            time=now, data=data)
         queued.append(EventDelivery(id=delivery_id, webhook_id=hook.id, event_type=event_type,
                                     body=json.dumps(body, separators=(",", ":")),
-                                    next_attempt_at=now, created_at=now))
+                                    created_at=now))
+    if queued:
+        due = database_now(session)
+        for delivery in queued:
+            delivery.next_attempt_at = due
     session.add_all(queued)
     return queued

@@ -49,7 +49,9 @@ class WebhookPublic(BaseModel):
                                         "read it (readers, by default: a URL often carries a "
                                         "token of the receiver's)")
     url_host: str = Field(description="The URL's scheme, host and port, shown to everyone "
-                                      "who sees the webhook")
+                                      "who sees the webhook: an IP address as it is, a "
+                                      "host name by its last two labels "
+                                      "(https://*.example.net)")
     description: str | None
     event_types: list[str]
     enabled: bool
@@ -61,8 +63,10 @@ class WebhookPublic(BaseModel):
 
 class WebhookCreated(WebhookPublic):
     secret: str = Field(description="The signing secret (Standard Webhooks, whsec_...); shown "
-                                    "now, when rotated, and again only to a retry of this "
-                                    "request with the same Idempotency-Key within 24 h")
+                                    "now, when rotated, and again only to the same "
+                                    "caller's retry of this request with the same "
+                                    "Idempotency-Key within 24 h, while the webhook keeps "
+                                    "this secret")
 
 
 class WebhookSecret(BaseModel):

@@ -22,6 +22,12 @@ def _live(stored: str, now: datetime) -> list[dict[str, str | None]]:
             if item["expires_at"] is None or datetime.fromisoformat(str(item["expires_at"])) > now]
 
 
+def current_secret(stored: str) -> str:
+    """The newest secret: the one a rotation (or the creation) answered."""
+    items: list[dict[str, str | None]] = json.loads(stored)
+    return str(items[0]["secret"])
+
+
 def active_secrets(stored: str, now: datetime) -> list[str]:
     return [str(item["secret"]) for item in _live(stored, now)]
 

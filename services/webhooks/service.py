@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from services.base import new_id
 from services.context import RequestContext
-from services.errors import TooManyWebhooks, WebhookNotFound
+from services.db import Database
+from services.errors import Conflict, TooManyWebhooks, WebhookNotFound
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
-from services.webhooks import addresses, events, sealing, secrets
+from services.webhooks import addresses, events, keys, secrets
 from services.webhooks.schemas import (
     DeliveryPublic,
     WebhookCreate,
@@ -31,7 +33,8 @@ MAX_PER_PROJECT = 10
 def public(hook: Webhook, show_url: bool) -> WebhookPublic:
     """The webhook as the caller may see it: its URL only with `webhook:get_url`."""
     return WebhookPublic(id=hook.id, project_id=hook.project_id,
-                         url=hook.url if show_url else None, url_host=url_host(hook.url),
+                         url=hook.url if show_url else None,
+                         url_host=addresses.shown_host(hook.url),
                          description=hook.description,
                          event_types=json.loads(hook.event_types), enabled=hook.enabled,
                          disabled_reason=hook.disabled_reason,
@@ -39,22 +42,10 @@ def public(hook: Webhook, show_url: bool) -> WebhookPublic:
                          created_at=hook.created_at, updated_at=hook.updated_at)
 
 
-def url_host(url: str) -> str:
-    """`scheme://host[:port]` of a stored URL: no path, query or credentials."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    host = f"[{host}]" if ":" in host else host
-    try:
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        port = ""
-    return f"{parts.scheme}://{host}{port}"
-
-
 def create(session: Session, ctx: RequestContext, settings: Settings, body: WebhookCreate,
            now: datetime, show_url: bool) -> WebhookCreated:
-    seal = sealing.required(settings)
-    addresses.check_url(body.url, settings.webhook_allowed_networks)
+    keyring = keys.for_use(session, settings)
+    _check_url(settings, body.url)
     count = session.scalar(select(func.count()).select_from(Webhook)
                            .where(Webhook.project_id == ctx.project_id)) or 0
     if count >= MAX_PER_PROJECT:
@@ -64,7 +55,7 @@ def create(session: Session, ctx: RequestContext, settings: Settings, body: Webh
     hook_id = new_id()
     hook = Webhook(id=hook_id, project_id=ctx.project_id, url=body.url,
                    description=body.description, event_types=json.dumps(body.event_types),
-                   sealed_secrets=seal.seal(hook_id, stored), enabled=True,
+                   sealed_secrets=keyring.seal(hook_id, stored), enabled=True,
                    failed_deliveries=0, created_at=now, updated_at=now)
     session.add(hook)
     session.flush()
@@ -88,7 +79,7 @@ def update(session: Session, ctx: RequestContext, settings: Settings, webhook_id
            body: WebhookUpdate, now: datetime, show_url: bool) -> WebhookPublic:
     hook = get(session, ctx, webhook_id)
     if body.url is not None:
-        addresses.check_url(body.url, settings.webhook_allowed_networks)
+        _check_url(settings, body.url)
         hook.url = body.url
     if body.event_types is not None:
         hook.event_types = json.dumps(body.event_types)
@@ -103,6 +94,11 @@ def update(session: Session, ctx: RequestContext, settings: Settings, webhook_id
     return public(hook, show_url)
 
 
+def _check_url(settings: Settings, url: str) -> None:
+    addresses.check_url(url, settings.webhook_allowed_networks,
+                        refused_networks=settings.webhook_refused_networks)
+
+
 def delete(session: Session, ctx: RequestContext, webhook_id: str) -> None:
     session.delete(get(session, ctx, webhook_id))
     session.flush()
@@ -110,11 +106,11 @@ def delete(session: Session, ctx: RequestContext, webhook_id: str) -> None:
 
 def rotate(session: Session, ctx: RequestContext, settings: Settings, webhook_id: str,
            now: datetime) -> WebhookSecret:
-    seal = sealing.required(settings)
     hook = get(session, ctx, webhook_id)
+    keyring = keys.for_use(session, settings)
     overlap = timedelta(hours=settings.webhook_secret_overlap_hours)
-    stored, secret = secrets.rotate(seal.open(hook.id, hook.sealed_secrets), now, overlap)
-    hook.sealed_secrets = seal.seal(hook.id, stored)
+    stored, secret = secrets.rotate(keyring.open(hook.id, hook.sealed_secrets), now, overlap)
+    hook.sealed_secrets = keyring.seal(hook.id, stored)
     hook.updated_at = now
     return WebhookSecret(secret=secret, previous_expires_at=now + overlap)
 
@@ -149,16 +145,43 @@ def delivery_public(row: EventDelivery) -> DeliveryPublic:
                           event=json.loads(row.body))
 
 
-def kept_answer(settings: Settings, answer: dict[str, Any]) -> dict[str, Any]:
-    """A creation's answer as its Idempotency-Key keeps it for replays: the secret sealed."""
-    seal = sealing.required(settings)
-    return {**answer, "secret": seal.seal(answer["id"], answer["secret"],
-                                          sealing.CREATED_ANSWER)}
+def kept_answer(ctx: RequestContext, answer: dict[str, Any]) -> dict[str, Any]:
+    """A creation's answer as its Idempotency-Key keeps it for replays: not the secret, but
+    its digest (the secret is 192 random bits: the digest gives nothing away) and who
+    asked, so a replay can be answered only to that caller, and only while the webhook
+    still has that secret."""
+    kept = {key: value for key, value in answer.items() if key != "secret"}
+    return {**kept, "secret_sha256": _digest(answer["secret"]), "created_by": ctx.user_id}
 
 
-def replayed_answer(settings: Settings, kept: dict[str, Any]) -> dict[str, Any]:
-    """The first answer again, for a retry with the same key, the secret included: the
-    caller may create webhooks in the project (the policy was checked), so it could rotate
-    the secret anyway, and a client whose first answer was lost needs the secret."""
-    seal = sealing.required(settings)
-    return {**kept, "secret": seal.open(kept["id"], kept["secret"], sealing.CREATED_ANSWER)}
+def replayed_answer(db: Database, ctx: RequestContext, settings: Settings,
+                    kept: dict[str, Any]) -> dict[str, Any]:
+    """The first answer again, for a retry with the same key, the secret included (a client
+    whose first answer was lost needs it): only to the user who asked first, and only
+    while the webhook exists and its current secret is still the one that answer gave.
+    Anyone else, or a replay after a delete or rotation, is 409."""
+    if "secret_sha256" not in kept:
+        raise Conflict(f"the first answer to this Idempotency-Key (webhook {kept.get('id')}) "
+                       "was kept by an earlier Cairn that replays no secret any more: rotate "
+                       "the webhook's secret to get a new one", webhook_id=kept.get("id"))
+    if kept.get("created_by") != ctx.user_id:
+        raise Conflict("this Idempotency-Key was used by another caller of the project to "
+                       "create a webhook; use a key of your own", webhook_id=kept.get("id"))
+    with db.session() as session:
+        hook = session.get(Webhook, kept["id"])
+        if hook is None or hook.project_id != ctx.project_id:
+            raise Conflict(f"webhook {kept['id']}, which this request created, was deleted "
+                           "since: its secret is not shown again", webhook_id=kept["id"])
+        keyring = keys.for_use(session, settings)
+        current = secrets.current_secret(keyring.open(hook.id, hook.sealed_secrets))
+    if not hmac.compare_digest(_digest(current), str(kept["secret_sha256"])):
+        raise Conflict(f"webhook {kept['id']}, which this request created, has had its "
+                       "secret rotated since: the first secret is not shown again (the "
+                       "rotation's answer holds the current one)", webhook_id=kept["id"])
+    answer = {key: value for key, value in kept.items()
+              if key not in ("secret_sha256", "created_by")}
+    return {**answer, "secret": current}
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()

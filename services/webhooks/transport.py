@@ -10,7 +10,9 @@ A general HTTP client does three things a webhook sender must not:
   the Host header carries the name;
 - it honours HTTP(S)_PROXY from the environment: a proxy Cairn never chose would carry
   tenants' POSTs wherever it reaches. Only `webhook_proxy_url`, set by the operator, is
-  used; it gets a CONNECT to the checked address, never the name;
+  used; it gets a CONNECT to the checked address, never the name, and reaching it (its
+  own name resolved, each of its addresses tried) counts against the attempt's deadline
+  too;
 - its timeouts are per read: a receiver that trickles a byte every few seconds holds the
   sender forever, and one that floods its answer is buffered whole. Here one deadline
   covers resolving, connecting, TLS, sending and reading, and only the status line and
@@ -29,7 +31,7 @@ import ipaddress
 import socket
 import ssl
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
 import certifi
@@ -84,7 +86,8 @@ def default_tls() -> ssl.SSLContext:
 
 
 def post(url: str, body: bytes, headers: Mapping[str, str], *, allowed: Sequence[Network],
-         seconds: float, proxy: str | None = None, tls: ssl.SSLContext | None = None) -> int:
+         seconds: float, proxy: str | None = None, tls: ssl.SSLContext | None = None,
+         refused_networks: Sequence[Network] = ()) -> int:
     """POST `body` to `url`; the answer's status code. AttemptFailed when there is none,
     InvalidInput when the URL may not be reached (anymore)."""
     target = parse(url)
@@ -98,9 +101,11 @@ def post(url: str, body: bytes, headers: Mapping[str, str], *, allowed: Sequence
             # Told as an internal answer is: whether a name resolves at all is the cloud
             # resolver's to know (a tenant's CNAME can point at internal names).
             addresses = []
-        check_addresses(target.host, addresses, allowed)
+        check_addresses(target.host, addresses, allowed, refused_networks=refused_networks)
         if proxy is None:
-            sock = _connect_direct(target, addresses, allowed, deadline)
+            sock = _connect_first(addresses, target.port, deadline,
+                                  lambda sock, address: _check_peer(sock, address, allowed,
+                                                                    refused_networks))
         else:
             sock = _connect_through(parse(proxy, field="webhook_proxy_url"), target,
                                     addresses[0], deadline)
@@ -130,18 +135,21 @@ def post(url: str, body: bytes, headers: Mapping[str, str], *, allowed: Sequence
         raise AttemptFailed("connection failed", f"{type(exc).__name__}: {exc}") from None
 
 
-def _connect_direct(target: Target, addresses: Sequence[Address], allowed: Sequence[Network],
-                    deadline: Deadline) -> socket.socket:
-    """A socket connected to the first of the checked addresses that answers; each gets
-    its share of the time left, so one that never answers does not starve the next."""
+def _connect_first(addresses: Sequence[Address], port: int, deadline: Deadline,
+                   check: Callable[[socket.socket, Address], None] | None = None
+                   ) -> socket.socket:
+    """A socket connected to the first of `addresses` that answers (and passes `check`);
+    each gets its share of the time left, so one that never answers does not starve the
+    next."""
     last: OSError | None = None
     for index, address in enumerate(addresses):
         sock = socket.socket(socket.AF_INET6 if address.version == 6 else socket.AF_INET,
                              socket.SOCK_STREAM)
         try:
             sock.settimeout(deadline.left() / (len(addresses) - index))
-            sock.connect(_sockaddr(address, target.port))
-            _check_peer(sock, address, allowed)
+            sock.connect(_sockaddr(address, port))
+            if check is not None:
+                check(sock, address)
             return sock
         except OSError as exc:
             sock.close()
@@ -149,16 +157,19 @@ def _connect_direct(target: Target, addresses: Sequence[Address], allowed: Seque
         except BaseException:
             sock.close()
             raise
-    assert last is not None  # check_addresses refused an empty answer
+    if last is None:
+        raise OSError(errno.EHOSTUNREACH, "no address to connect to")
     raise last
 
 
-def _check_peer(sock: socket.socket, address: Address, allowed: Sequence[Network]) -> None:
+def _check_peer(sock: socket.socket, address: Address, allowed: Sequence[Network],
+                refused_networks: Sequence[Network]) -> None:
     """The socket reached the address it was told to, and that address may be reached:
     nothing between resolving and connecting (a library, a wrapper, a changed setting)
     swapped the destination."""
     peer = ipaddress.ip_address(str(sock.getpeername()[0]).split("%", 1)[0])
-    if peer != ipaddress.ip_address(str(address).split("%", 1)[0]) or refused(peer, allowed):
+    if peer != ipaddress.ip_address(str(address).split("%", 1)[0]) \
+            or refused(peer, allowed, refused_networks):
         raise AttemptFailed("connection refused by Cairn's address policy",
                             f"connected to {peer}, not the checked {address}")
 
@@ -166,8 +177,17 @@ def _check_peer(sock: socket.socket, address: Address, allowed: Sequence[Network
 def _connect_through(proxy: Target, target: Target, address: Address,
                      deadline: Deadline) -> socket.socket:
     """A tunnel to the checked address through the operator's proxy (CONNECT to the
-    address, not the name: the proxy resolves nothing)."""
-    sock = socket.create_connection((proxy.host, proxy.port), timeout=deadline.left())
+    address, not the name: the proxy resolves nothing). The proxy's own name is resolved
+    and its addresses tried under the attempt's deadline, like a receiver's (the proxy is
+    the operator's: its addresses are not checked)."""
+    try:
+        proxies = resolve(proxy.host, proxy.port, deadline.left())
+    except TimeoutError:
+        raise
+    except (OSError, UnicodeError, ValueError) as exc:
+        raise AttemptFailed("the proxy could not be reached",
+                            f"resolving proxy {proxy.host}: {exc}") from None
+    sock = _connect_first(proxies, proxy.port, deadline)
     try:
         authority = f"[{address}]:{target.port}" if address.version == 6 \
             else f"{address}:{target.port}"

@@ -76,6 +76,8 @@ def service_env(database_url: str, redis_db: int, **overrides: str) -> dict[str,
         "CAIRN_WEBHOOK_MAX_ATTEMPTS": "4",
         "CAIRN_WEBHOOK_DISABLE_AFTER_FAILURES": "2",
         "CAIRN_WEBHOOK_TIMEOUT_SECONDS": "2",
+        # Senders look for due deliveries as often as the scheduler ticks here.
+        "CAIRN_WEBHOOK_POLL_SECONDS": "0.2",
         "CAIRN_WEBHOOK_SECRET_KEY_FILE": str(webhook_key_file()),
     }
     env.update(object_target_env(database_url))

@@ -19,7 +19,7 @@ to set; templates/checks.yaml runs them on every render, whatever `manifests` sw
 {{- fail (printf "pod.replicas.api is %d: set secrets.portal_session_key ({name, key} of a Secret holding `openssl rand -hex 32`), or each API replica seals portal sessions with a key of its own and a session works only on the replica that signed it in" (int .Values.pod.replicas.api)) -}}
 {{- end -}}
 {{- if not .Values.secrets.webhook_secret_key -}}
-{{- fail "set secrets.webhook_secret_key ({name, key} of a Secret holding `openssl rand -hex 32`): the API encrypts webhook signing secrets under it and the workers decrypt them to sign deliveries" -}}
+{{- fail "set secrets.webhook_secret_key ({name, key} of a Secret holding `openssl rand -hex 32`): the API seals webhook signing secrets under it, the workers open them to sign deliveries, and the db-sync job needs it for migrations that seal them" -}}
 {{- end -}}
 {{- if and .Values.manifests.ingress_api (empty $conf.api_trusted_proxies) -}}
 {{- fail "manifests.ingress_api is on but conf.cairn.api_trusted_proxies is empty: every tenant would reach the API as the Ingress controller's address, sharing one client's limits (one client's garbage tokens or failed sign-ins would refuse everyone's). Set it to the controller pods' CIDR, e.g. [\"10.244.0.0/16\"] (`kubectl get pods -n ingress-nginx -o wide` shows their addresses)" -}}

@@ -187,8 +187,9 @@ conf.cairn.webhook_allowed_networks lets webhooks reach. */}}
 {{- end }}
 {{- end -}}
 
-{{/* The key webhook signing secrets are encrypted under: the API stores secrets, the
-worker signs deliveries; the scheduler never reads one, so it is not mounted there. */}}
+{{/* The key ring webhook signing secrets are sealed under: the API stores secrets, the
+worker signs deliveries, db-sync seals or opens them when a migration changes how they
+are stored; the scheduler never reads one, so it is not mounted there. */}}
 {{- define "cairn.webhookKeyEnv" -}}
 - name: CAIRN_WEBHOOK_SECRET_KEY_FILE
   value: /etc/cairn/webhooks/secret.key

@@ -702,8 +702,9 @@ export interface paths {
          * Create a webhook
          * @description Hear about the project's backups, restores, deletes, verifies and plans as CloudEvents
          *     signed with the Standard Webhooks scheme. The answer holds the signing secret: it is
-         *     shown again only to a retry with the same `Idempotency-Key` (within 24 h; rotate the
-         *     secret to get a new one).
+         *     shown again only to the same caller's retry with the same `Idempotency-Key` (within
+         *     24 h), and only while the webhook keeps that secret (409 after a rotation or delete,
+         *     and to anyone else; rotate the secret to get a new one).
          */
         post: operations["create_webhook_v1_webhooks_post"];
         delete?: never;
@@ -2352,7 +2353,7 @@ export interface components {
             project_id: string;
             /**
              * Secret
-             * @description The signing secret (Standard Webhooks, whsec_...); shown now, when rotated, and again only to a retry of this request with the same Idempotency-Key within 24 h
+             * @description The signing secret (Standard Webhooks, whsec_...); shown now, when rotated, and again only to the same caller's retry of this request with the same Idempotency-Key within 24 h, while the webhook keeps this secret
              */
             secret: string;
             /**
@@ -2367,7 +2368,7 @@ export interface components {
             url: string | null;
             /**
              * Url Host
-             * @description The URL's scheme, host and port, shown to everyone who sees the webhook
+             * @description The URL's scheme, host and port, shown to everyone who sees the webhook: an IP address as it is, a host name by its last two labels (https://*.example.net)
              */
             url_host: string;
         };
@@ -2415,7 +2416,7 @@ export interface components {
             url: string | null;
             /**
              * Url Host
-             * @description The URL's scheme, host and port, shown to everyone who sees the webhook
+             * @description The URL's scheme, host and port, shown to everyone who sees the webhook: an IP address as it is, a host name by its last two labels (https://*.example.net)
              */
             url_host: string;
         };

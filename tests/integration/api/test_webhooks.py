@@ -9,8 +9,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import json
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,7 +22,10 @@ import pytest
 import rados
 import rbd
 import sqlalchemy
+from fastapi.testclient import TestClient
 
+from api.main import create_app
+from services.webhooks import addresses
 from tests.support import ceph, scripted_dns
 from tests.support.ceph import MiB
 from tests.support.flows import start_failing_backup
@@ -203,7 +208,9 @@ def test_rotation_signs_with_both_secrets(stack: Stack, receiver: Receiver,
     # site-local IPv6, which Python counts as global.
     "http://[64:ff9b::a9fe:a9fe]/", "http://[::a9fe:a9fe]/", "http://[::ffff:0:a00:5]/",
     "http://[2002:a9fe:a9fe::1]/", "http://[2001:0:4136:e378:8000:63bf:f5ff:fffa]/",
-    "http://[fec0::1]/", "http://[64:ff9b:1::a00:5]/"])
+    "http://[fec0::1]/", "http://[64:ff9b:1::a00:5]/",
+    # Port 0 is no port (a client library reads it as the scheme's default, or worse).
+    "http://8.8.8.8:0/hook", "https://[2606:4700:4700::1111]:0/"])
 def test_webhooks_may_not_point_into_private_networks(stack: Stack, project: dict[str, str],
                                                       url: str) -> None:
     answer = stack.post("/v1/webhooks", {"url": url}, project)
@@ -261,18 +268,44 @@ def test_redirects_are_never_followed(stack: Stack, receiver: Receiver,
 
 
 def test_readers_see_a_webhooks_host_not_its_url(stack: Stack, receiver: Receiver,
-                                                 project: dict[str, str]) -> None:
-    url = f"{receiver.url}?token=receiver-bearer-secret"
-    hook = _webhook(stack, project, url)
-    assert hook["url"] == url
-    reader = {**project, "X-Roles": "reader"}
-    shown = stack.get(f"/v1/webhooks/{hook['id']}", reader).json()
-    (listed,) = stack.get("/v1/webhooks", reader).json()["webhooks"]
-    for seen in (shown, listed):
-        assert seen["url"] is None
-        assert seen["url_host"] == f"http://127.0.0.1:{receiver.port}"
-        assert "receiver-bearer-secret" not in json.dumps(seen)
-    assert stack.get(f"/v1/webhooks/{hook['id']}", project).json()["url"] == url
+                                                 project: dict[str, str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nor the parts of its host name that may be the receiver's token: a name shows by
+    its last two labels (`*.receivers.test`), an address as it is."""
+    resolve, _ = scripted_dns.scripted({"names": {
+        "eo1a2b3c4d.m.receivers.test": [["127.0.0.1"]]}})
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    for url, host in (
+            (f"{receiver.url}?token=receiver-bearer-secret", f"http://127.0.0.1:{receiver.port}"),
+            (f"http://eo1a2b3c4d.m.receivers.test:{receiver.port}/hook",
+             f"http://*.receivers.test:{receiver.port}")):
+        hook = _webhook(stack, project, url)
+        assert hook["url"] == url
+        reader = {**project, "X-Roles": "reader"}
+        shown = stack.get(f"/v1/webhooks/{hook['id']}", reader).json()
+        (listed,) = stack.get("/v1/webhooks", reader).json()["webhooks"]
+        for seen in (shown, listed):
+            assert seen["url"] is None
+            assert seen["url_host"] == host
+            assert "receiver-bearer-secret" not in json.dumps(seen)
+            assert "eo1a2b3c4d" not in json.dumps(seen)
+        assert stack.get(f"/v1/webhooks/{hook['id']}", project).json()["url"] == url
+        stack.delete(f"/v1/webhooks/{hook['id']}", project)
+
+
+def test_networks_the_operator_refuses_win_over_allowed_ones(
+        stack: Stack, receiver: Receiver, project: dict[str, str]) -> None:
+    """The cloud's own public addresses (CAIRN_WEBHOOK_REFUSED_NETWORKS) are refused even
+    inside an allowed network (the stack allows 127.0.0.0/8)."""
+    refusing = stack.settings.model_copy(update={
+        "webhook_refused_networks": [ipaddress.ip_network("127.0.0.1/32")]})
+    with TestClient(create_app(refusing)) as api:
+        answer = api.post("/v1/webhooks", json={"url": receiver.url}, headers=project)
+        assert answer.status_code == 422, answer.text
+        assert "does not resolve to a public address" in answer.json()["error"]["message"]
+        elsewhere = receiver.url.replace("127.0.0.1", "127.0.0.2")
+        assert api.post("/v1/webhooks", json={"url": elsewhere},
+                        headers=project).status_code == 201
 
 
 def _rows(stack: Stack, sql: str, **params: Any) -> str:
@@ -319,3 +352,60 @@ def test_a_retried_creation_makes_one_webhook_and_answers_the_first_secret(
                  key=keyed["Idempotency-Key"])
     assert first.json()["id"] in kept
     assert first.json()["secret"].removeprefix("whsec_") not in kept  # kept sealed
+
+
+def test_a_replay_never_shows_a_secret_after_its_rotation_or_its_webhooks_delete(
+        stack: Stack, receiver: Receiver, project: dict[str, str]) -> None:
+    """The replay of a creation answers its secret only while the webhook still signs with
+    it as its current secret: a rotation or a delete ends that (409), within the 24 h."""
+    body = {"url": receiver.url, "event_types": ["webhook.test"]}
+    for then in ("rotate", "delete"):
+        keyed = {**project, "Idempotency-Key": str(uuid.uuid4())}
+        first = stack.post("/v1/webhooks", body, keyed)
+        assert first.status_code == 201, first.text
+        hook = first.json()["id"]
+        assert stack.post("/v1/webhooks", body, keyed).json()["secret"] == \
+            first.json()["secret"]
+        if then == "rotate":
+            assert stack.post(f"/v1/webhooks/{hook}/rotate-secret", {},
+                              project).status_code == 200
+        else:
+            assert stack.delete(f"/v1/webhooks/{hook}", project).status_code == 204
+        again = stack.post("/v1/webhooks", body, keyed)
+        assert again.status_code == 409, again.text
+        assert first.json()["secret"] not in again.text
+        assert ("rotated" if then == "rotate" else "deleted") in \
+            again.json()["error"]["message"]
+
+
+def test_names_that_never_resolve_hold_a_bounded_number_of_threads(
+        stack: Stack, project: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C library's resolver cannot be interrupted: a lookup outlives the request that
+    gave up on it. At most LOOKUPS of them run in a process; past that a save is refused
+    at once (503, try again) instead of leaving one more thread behind."""
+    release = threading.Event()
+    real = socket.getaddrinfo
+
+    def never(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(host).endswith(".never.test"):
+            release.wait(30)
+            raise socket.gaierror(socket.EAI_AGAIN, "no answer")
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", never)
+    monkeypatch.setattr(addresses, "RESOLVE_SECONDS", 0.2)
+    monkeypatch.setattr(addresses, "LOOKUPS", 3, raising=False)
+    monkeypatch.setattr(addresses, "_lookups", threading.BoundedSemaphore(3), raising=False)
+    try:
+        for number in range(3):
+            answer = stack.post("/v1/webhooks", {"url": f"https://n{number}.never.test/"},
+                                project)
+            assert answer.status_code == 422, answer.text
+        started = time.monotonic()
+        busy = stack.post("/v1/webhooks", {"url": "https://n3.never.test/"}, project)
+        assert busy.status_code == 503, busy.text
+        assert time.monotonic() - started < 0.2
+        lookups = [t for t in threading.enumerate() if t.name == "webhook-resolve"]
+        assert len(lookups) == 3
+    finally:
+        release.set()

@@ -490,10 +490,14 @@ def test_without_network_policies_no_ceph_network_is_needed() -> None:
 
 @pytest.mark.parametrize("name", VALUE_SETS)
 def test_the_keys_are_files_in_the_pods_that_use_them(name: str) -> None:
+    """Each shared key where it is used: the webhook secrets' key ring in the API (which
+    seals), the workers (which open) and the migration job (0017 seals what exists)."""
     objects = _objects(name)
-    for component, keys in (("api", {"portal", "webhooks"}), ("worker", {"webhooks"}),
-                            ("scheduler", set())):
-        deployment = _named(objects, "Deployment", component)
+    for kind, component, keys in (("Deployment", "api", {"portal", "webhooks"}),
+                                  ("Deployment", "worker", {"webhooks"}),
+                                  ("Deployment", "scheduler", set()),
+                                  ("Job", "db-sync", {"webhooks"})):
+        deployment = _named(objects, kind, component)
         [container] = _containers(deployment)
         env = {e["name"]: e.get("value") for e in container["env"]}
         mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}

@@ -135,12 +135,14 @@ def test_hostile_receivers_cost_other_projects_backups_and_memory_nothing(
             assert request.at - made_at <= 5, (event["type"], request.at - made_at)
 
         # Backups ran as usual: started at once, and took about as long as before.
+        ran = []
         for headers, job_id in jobs:
             job = stack.wait_job(job_id, headers=headers)
             assert job["status"] == "succeeded", job
             assert _waited(job) < 5, job["timings"]
             assert job["timings"]["duration_seconds"] < \
                 3 * usual["timings"]["duration_seconds"] + 5, (job["timings"], usual["timings"])
+            ran.append((round(_waited(job), 2), job["timings"]["duration_seconds"]))
 
         engine = sqlalchemy.create_engine(stack.settings.database_url)
         try:
@@ -153,6 +155,12 @@ def test_hostile_receivers_cost_other_projects_backups_and_memory_nothing(
             engine.dispose()
         assert most is not None
         assert 1 <= most <= stack.settings.webhook_max_attempts
+        # The figures, for `pytest -s`.
+        print(f"\nhostile receivers: worker grew {(peak - baseline) / MiB_RSS:.1f} MiB; "
+              f"healthy events {len(sent)}, slowest "
+              f"{max(arrived[e].at - at for e, at in sent.items()):.2f} s; backups (waited s, "
+              f"took s) {ran} against {usual['timings']['duration_seconds']} s alone; most "
+              f"attempts {most} of {stack.settings.webhook_max_attempts}")
     finally:
         for receiver in receivers:
             receiver.close()

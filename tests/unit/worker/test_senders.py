@@ -70,3 +70,21 @@ def test_the_queue_is_bounded_per_key_and_in_all() -> None:
         work.release.set()
     assert work.wait_started("slow-d")
     assert "slow-refused" not in work.started
+
+
+def test_the_outbox_reader_is_told_the_room_left_and_woken_when_a_sender_frees() -> None:
+    """What the reader takes from the outbox: no more than the senders could start now,
+    and none of a key that holds its share; a sender that finishes wakes it at once."""
+    work = Work()
+    woken = threading.Event()
+    senders = Senders(work, threads=4, per_key=2, on_free=woken.set)
+    try:
+        for number in range(3):
+            assert senders.submit(f"slow-{number}", "hostile")
+        assert work.wait_started("slow-1")
+        assert senders.room() == (1, {"hostile": 3})
+        assert not woken.is_set()
+    finally:
+        work.release.set()
+    assert woken.wait(5)
+    assert work.wait_started("slow-2")

@@ -1,11 +1,12 @@
-"""Claims racing on the real databases: however many workers (and schedulers) reach for a
-webhook's deliveries at once, one attempt is in flight per webhook, and a delivery never
-gets more than `webhook_max_attempts` attempts."""
+"""Claims racing on the real databases: however many workers reach for a webhook's
+deliveries at once, and whatever their clocks say, one attempt is in flight per webhook,
+and a delivery never gets more than `webhook_max_attempts` attempts."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy
@@ -107,3 +108,28 @@ def test_racing_claims_never_pass_the_maximum(settings: Settings, api: TestClien
     engine.dispose()
     assert _claim_at_once(settings, [last] * 8) == []
     assert _attempts(settings) == {last: 3}
+
+
+@pytest.mark.production_database_only
+def test_a_worker_whose_clock_runs_fast_does_not_take_a_held_attempt(
+        settings: Settings, api: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claims and holds are compared by the database's clock: a worker whose own clock runs
+    two minutes fast finds another's attempt still held, and starts no second one (its own
+    clock would say the hold lapsed). SQLite's clock is its one host's, so PostgreSQL only."""
+    receiver = Receiver()
+    try:
+        (first,) = _hook_with_deliveries(api, receiver.url, 1)
+    finally:
+        receiver.close()
+    db = Database(settings.database_url, pool_size=2)
+    try:
+        held = delivery._claim(db, settings, first)
+        assert held is not None
+        fast = datetime.now(UTC) + timedelta(minutes=2)
+        for module in ("services.base", "services.db", "services.webhooks.delivery"):
+            monkeypatch.setattr(f"{module}.utcnow", lambda: fast, raising=False)
+        assert delivery._claim(db, settings, first) is None
+        assert delivery.take_due(db, settings, room=8, held={}) == []
+    finally:
+        db.dispose()
+    assert _attempts(settings) == {first: 1}

@@ -1,7 +1,8 @@
 """One delivery attempt on the wire, against real servers on loopback: it ends within its
 deadline whatever the receiver does (trickles its answer forever, floods it), connects to
-the address it checked and no other, verifies TLS for the URL's name (SNI), and goes
-through the operator's proxy only as a CONNECT to the checked address. Redirects are never
+the address it checked and no other, verifies TLS for the URL's name (SNI), goes through
+the operator's proxy only as a CONNECT to the checked address, with reaching the proxy
+inside the deadline too, and refuses what the operator refuses. Redirects are never
 followed (tests/integration/api/test_webhooks.py)."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from services.errors import InvalidInput
 from services.webhooks import transport
 from services.webhooks.transport import AttemptFailed
 from tests.support import scripted_dns
@@ -227,3 +229,43 @@ def test_the_operators_proxy_gets_a_connect_to_the_checked_address(names: None) 
     finally:
         receiver.close()
         proxy.close()
+
+
+def test_reaching_the_operators_proxy_counts_against_the_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A proxy whose name takes 6 s to resolve ends a 2 s attempt at 2 s: past its deadline
+    (and the claim's margin) a second attempt could start while this one still ran."""
+    real = socket.getaddrinfo
+
+    def slow(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "slow-proxy.test":
+            time.sleep(6)
+            return real("127.0.0.1", port, *args, **kwargs)
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    started = time.monotonic()
+    with pytest.raises(AttemptFailed) as failed:
+        transport.post("http://8.8.8.8/hook", b"{}", {}, allowed=[], seconds=2,
+                       proxy="http://slow-proxy.test:3128")
+    took = time.monotonic() - started
+    assert failed.value.category == "timeout (no answer within 2 s)"
+    assert took < 2.5, took
+
+
+def test_networks_the_operator_refuses_are_refused_at_every_attempt() -> None:
+    """Refused networks win over allowed ones, when an attempt connects as when a webhook
+    is saved; so does a URL whose port is 0 (no port, not port 80)."""
+    receiver = Receiver()
+    try:
+        with pytest.raises(InvalidInput, match="does not resolve to a public address"):
+            transport.post(receiver.url, b"{}", {}, allowed=LOOPBACK, seconds=2,
+                           refused_networks=[ipaddress.ip_network("127.0.0.1/32")])
+        with pytest.raises(InvalidInput, match="port"):
+            transport.post("http://127.0.0.1:0/hook", b"{}", {}, allowed=LOOPBACK,
+                           seconds=2)
+        assert receiver.received == []
+        assert transport.post(receiver.url, b"{}", {}, allowed=LOOPBACK, seconds=2,
+                              refused_networks=[ipaddress.ip_network("127.0.0.2/32")]) == 200
+    finally:
+        receiver.close()

@@ -1,7 +1,10 @@
 """What a hostile receiver can hold is bounded by the outbox's rules: one attempt in flight
-per webhook (the scheduler hands out a webhook's oldest delivery only while none is out,
-and the claim takes the webhook's slot), and never more than `webhook_max_attempts`
-attempts, even when a worker dies during the last one or a claim races another."""
+per webhook (a worker takes a webhook's oldest delivery only while none is out, and the
+claim takes the webhook's slot), no more of a project's deliveries than its share of a
+worker's senders, and never more than `webhook_max_attempts` attempts, even when a worker
+dies during the last one or a claim races another. A delivery Cairn cannot sign spends no
+attempt, says so, and fails for good after a retry span without counting against the
+webhook."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import pytest
 from sqlalchemy import select
 
 from services.db import Database
-from services.dispatch import Dispatcher
+from services.metrics import events as metrics
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
 from services.webhooks import delivery, sealing, secrets
@@ -20,13 +23,9 @@ from services.webhooks import delivery, sealing, secrets
 NOW = datetime.now(UTC).replace(microsecond=0)
 
 
-class Handed(Dispatcher):
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, str]] = []
-
-    def send_deliveries(self, deliveries: list[tuple[str, str]]) -> list[str]:
-        self.sent += deliveries
-        return [delivery_id for delivery_id, _ in deliveries]
+def _take(db: Database, settings: Settings, room: int = 8,
+          held: dict[str, int] | None = None) -> list[tuple[str, str]]:
+    return sorted(delivery.take_due(db, settings, room=room, held=held or {}))
 
 
 @pytest.fixture
@@ -38,10 +37,11 @@ def settings(tmp_path: Path) -> Settings:
 
 
 def _hook(db: Database, settings: Settings, hook_id: str, project: str = "p1") -> None:
-    seal = sealing.required(settings)
+    keyring = sealing.for_settings(settings)
+    assert keyring is not None
     with db.session() as session:
         session.add(Webhook(id=hook_id, project_id=project, url="https://8.8.8.8/",
-                            sealed_secrets=seal.seal(hook_id, secrets.first()[0]),
+                            sealed_secrets=keyring.seal(hook_id, secrets.first()[0]),
                             event_types="[]", enabled=True, failed_deliveries=0))
 
 
@@ -68,12 +68,36 @@ def test_a_webhooks_oldest_delivery_goes_out_alone(db: Database, settings: Setti
         _delivery(db, f"w1-{number}", "w1", age=10 - number)
     _delivery(db, "w2-0", "w2")
     _delivery(db, "note", None)
-    handed = Handed()
-    assert delivery.dispatch_due(db, handed, settings, NOW) == 3
-    assert sorted(handed.sent) == [("note", "openstack"), ("w1-0", "p1"), ("w2-0", "p2")]
-    # Out, not yet answered: nothing more of w1 goes, however many are due.
-    handed.sent.clear()
-    assert delivery.dispatch_due(db, handed, settings, NOW + timedelta(seconds=1)) == 0
+    assert _take(db, settings) == [("note", "openstack"), ("w1-0", "p1"), ("w2-0", "p2")]
+    # Taken, not yet answered: nothing more of w1 goes, however many are due, and no
+    # other worker takes what one took.
+    assert _take(db, settings) == []
+
+
+def test_a_worker_takes_no_more_than_its_room_and_a_projects_share(
+        db: Database, settings: Settings) -> None:
+    for number in range(4):
+        _hook(db, settings, f"h{number}", project="hostile")
+        _delivery(db, f"h{number}", f"h{number}", age=10)
+    _hook(db, settings, "g", project="healthy")
+    _delivery(db, "g", "g", age=1)  # younger than all of hostile's
+    # The project's share is 2 (the default), of which the worker already holds one.
+    taken = _take(db, settings, room=8, held={"hostile": 1})
+    assert sorted(key for _, key in taken) == ["healthy", "hostile"]
+    assert _take(db, settings, room=0) == []
+    (one,) = _take(db, settings, room=1)
+    assert one[1] == "hostile"
+    assert len(_take(db, settings, room=8)) == 2  # the last two, one room each
+
+
+def test_every_projects_oldest_delivery_is_taken_before_any_projects_second(
+        db: Database, settings: Settings) -> None:
+    for number in range(5):
+        _hook(db, settings, f"m{number}", project="many")
+        _delivery(db, f"m{number}", f"m{number}", age=100 - number)
+    _hook(db, settings, "o", project="one")
+    _delivery(db, "o", "o", age=1)
+    assert sorted(key for _, key in _take(db, settings, room=2)) == ["many", "one"]
 
 
 def test_a_second_attempt_to_a_busy_webhook_waits_and_costs_nothing(
@@ -87,12 +111,10 @@ def test_a_second_attempt_to_a_busy_webhook_waits_and_costs_nothing(
     # Racing schedulers handed out b too: its claim finds the webhook busy.
     assert delivery._claim(db, settings, "b") is None
     assert _row(db, "b").attempts == 0
-    assert _row(db, "b").sent_at is None  # handed out again once the webhook is free
-    assert delivery.dispatch_due(db, Handed(), settings, delivery.utcnow()) == 0  # busy
+    assert _row(db, "b").sent_at is None  # taken again once the webhook is free
+    assert _take(db, settings) == []  # busy
     delivery._record(db, settings, first, 200, None)
-    handed = Handed()
-    assert delivery.dispatch_due(db, handed, settings, delivery.utcnow()) == 1
-    assert handed.sent == [("b", "p1")]
+    assert _take(db, settings) == [("b", "p1")]
     assert delivery._claim(db, settings, "b") is not None
 
 
@@ -101,8 +123,7 @@ def test_attempts_never_pass_the_maximum(db: Database, settings: Settings) -> No
     _delivery(db, "d", "w1", age=5, attempts=3)  # the last attempt's worker died
     assert delivery._claim(db, settings, "d") is None
     assert _row(db, "d").attempts == 3
-    handed = Handed()
-    assert delivery.dispatch_due(db, handed, settings, NOW) == 0
+    assert _take(db, settings) == []
     row = _row(db, "d")
     assert (row.status, row.attempts) == ("failed", 3)
     assert "did not finish" in (row.last_error or "")
@@ -133,14 +154,51 @@ def test_a_stale_attempt_does_not_free_the_webhook_for_a_later_one(
     assert _row(db, "d").last_error is None  # and records nothing over the later one
 
 
-def test_a_worker_without_the_key_spends_no_attempt(db: Database, settings: Settings) -> None:
+def _unsigned(reason: str) -> float:
+    return metrics.webhook_deliveries_unsigned.labels(reason)._value.get()
+
+
+def test_a_delivery_cairn_cannot_sign_spends_no_attempt_and_ends_without_blame(
+        db: Database, settings: Settings) -> None:
     _hook(db, settings, "w1")
     _delivery(db, "d", "w1", age=5)
     keyless = settings.model_copy(update={"webhook_secret_key_file": None})
+    before = _unsigned("key")
     assert delivery._claim(db, keyless, "d") is None
     row = _row(db, "d")
-    assert (row.status, row.attempts) == ("pending", 0)
+    assert (row.status, row.attempts, row.last_error) == ("pending", 0, delivery.UNSIGNED)
+    assert row.next_attempt_at > NOW  # not again at once: after a pause as long as its age
+    assert _unsigned("key") == before + 1
     with db.session() as session:
         hook = session.get(Webhook, "w1")
         assert hook is not None
         assert hook.attempt_key is None
+    # Once a whole retry span has passed, it fails for good, not against the webhook.
+    span = delivery.retry_span(settings)
+    with db.session() as session:
+        found = session.get(EventDelivery, "d")
+        assert found is not None
+        found.created_at = found.next_attempt_at = NOW - span
+    assert delivery._claim(db, keyless, "d") is None
+    row = _row(db, "d")
+    assert (row.status, row.attempts, row.last_error) == ("failed", 0,
+                                                          delivery.UNSIGNED_GAVE_UP)
+    with db.session() as session:
+        assert session.scalars(select(Webhook.failed_deliveries)).one() == 0
+
+
+def test_secrets_that_do_not_parse_are_bounded_the_same_way(
+        db: Database, settings: Settings) -> None:
+    _hook(db, settings, "w1")
+    keyring = sealing.for_settings(settings)
+    assert keyring is not None
+    with db.session() as session:
+        hook = session.get(Webhook, "w1")
+        assert hook is not None
+        hook.sealed_secrets = keyring.seal("w1", "not json")
+    _delivery(db, "d", "w1", age=5)
+    before = _unsigned("internal")
+    assert delivery._claim(db, settings, "d") is None
+    assert _row(db, "d").last_error == delivery.UNSIGNED
+    assert _row(db, "d").attempts == 0
+    assert _unsigned("internal") == before + 1

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from ipaddress import IPv4Network, ip_address
 from typing import Any
 
 import pytest
 
-from services.errors import InvalidInput
+from services.errors import InvalidInput, ServiceUnavailable
 from services.webhooks import addresses, secrets, signing
 from services.webhooks.addresses import check_url
 
@@ -57,7 +59,8 @@ def test_special_addresses_are_refused(url: str) -> None:
 @pytest.mark.parametrize(("url", "why"), [
     ("ftp://8.8.8.8/", "http"), ("http:///nohost", "http"),
     ("https://u:p@8.8.8.8/", "credentials"), ("https://u@8.8.8.8/", "credentials"),
-    ("http://8.8.8.8:99999/", "port"), ("http://8.8.8.8/a b", "ASCII"),
+    ("http://8.8.8.8:99999/", "port"), ("http://8.8.8.8:0/", "port"),
+    ("https://8.8.8.8:0/", "port"), ("http://8.8.8.8/a b", "ASCII"),
     ("http://8.8.8.8/\u00e9", "ASCII")])
 def test_malformed_urls_are_refused(url: str, why: str) -> None:
     with pytest.raises(InvalidInput, match=why):
@@ -128,3 +131,60 @@ def test_public_and_allowed_addresses_pass() -> None:
     check_url("http://127.0.0.1:9000/hook", [IPv4Network("127.0.0.0/8")])
     with pytest.raises(InvalidInput):  # the allowlist admits only what it names
         check_url("http://10.0.0.1/hook", [IPv4Network("127.0.0.0/8")])
+
+
+def test_refused_networks_win_over_public_and_allowed_ones() -> None:
+    """The cloud's own public addresses (Keystone's, RGW's, Cairn's) are the operator's to
+    refuse, in every form that carries them."""
+    vips = [IPv4Network("8.8.4.0/24")]
+    allowed = [IPv4Network("8.8.4.0/24")]
+    for address in ("8.8.4.4", "::ffff:8.8.4.4", "64:ff9b::808:404", "2002:808:404::1"):
+        assert addresses.refused(ip_address(address), [], vips), address
+        assert addresses.refused(ip_address(address), allowed, vips), address
+    assert not addresses.refused(ip_address("8.8.8.8"), [], vips)
+    with pytest.raises(InvalidInput, match="does not resolve to a public address"):
+        check_url("https://8.8.4.4/hook", [], refused_networks=vips)
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("https://eo1a2b3c.m.pipedream.net/path?token=x", "https://*.pipedream.net"),
+    ("https://hooks.slack.com/services/T0/B0/secret", "https://*.slack.com"),
+    ("https://example.com:8443/x", "https://example.com:8443"),
+    ("http://8.8.8.8/x?token=y", "http://8.8.8.8"),
+    ("https://[2606:4700::1111]:444/", "https://[2606:4700::1111]:444"),
+    ("http://localhost:80/", "http://localhost")])
+def test_everyone_sees_a_webhooks_host_without_what_may_be_secret(url: str,
+                                                                  shown: str) -> None:
+    assert addresses.shown_host(url) == shown
+
+
+def test_lookups_beyond_the_cap_fail_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name that never answers keeps its lookup's thread past every deadline; no more
+    than LOOKUPS such threads exist at once."""
+    release = threading.Event()
+
+    def getaddrinfo(host: str, port: int, *args: object, **kwargs: object) -> list[Any]:
+        release.wait(10)
+        raise socket.gaierror(socket.EAI_AGAIN, "no answer")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(addresses, "LOOKUPS", 3)
+    monkeypatch.setattr(addresses, "_lookups", threading.BoundedSemaphore(3))
+    try:
+        for _ in range(3):
+            with pytest.raises(TimeoutError):
+                addresses.resolve("slow.example", 443, 0.05)
+        started = time.monotonic()
+        with pytest.raises(addresses.ResolverBusy):
+            addresses.resolve("slow.example", 443, 5)
+        assert time.monotonic() - started < 0.5
+        with pytest.raises(ServiceUnavailable, match="try again"):
+            check_url("https://slow.example/hook", [])
+    finally:
+        release.set()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(
+            thread.name == "webhook-resolve" for thread in threading.enumerate()):
+        time.sleep(0.01)
+    with pytest.raises(InvalidInput):  # the slots came back: looked up, and refused
+        check_url("https://slow.example/hook", [], timeout=1)
