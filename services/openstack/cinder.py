@@ -40,6 +40,8 @@ MICROVERSION = {"OpenStack-API-Version": "volume 3.8"}
 GROUPS_MICROVERSION = {"OpenStack-API-Version": "volume 3.58"}
 """Where a generic volume group's `show` lists its volumes (`list_volume`, 3.25) and names
 its project to administrators (3.58, Cinder 15.0 Train)."""
+GROUP_PAGE = 1000
+"""Volumes asked for per page when listing a group's (Cinder's own default cap)."""
 TYPES_PAGE = 1000
 """Volume types asked for per page (Cinder's own default cap, `osapi_max_limit`)."""
 MAX_TYPE_PAGES = 10
@@ -125,6 +127,10 @@ class CinderApi:
         """The same session outside the request's budget: for cleaning up after a request
         that failed (perhaps because it spent its budget)."""
         return CinderApi(self.session, self.endpoint_filter)
+
+    def within(self, budget: CallBudget | None) -> CinderApi:
+        """The same session, its calls counted against `budget`."""
+        return CinderApi(self.session, self.endpoint_filter, budget)
 
     def _call(self, method: str, path: str, *, not_found: Callable[[str], CairnError]
               | None = None, **kwargs: Any) -> requests.Response:
@@ -226,9 +232,27 @@ class CinderApi:
         return CinderGroup(id=body["id"], project_id=body.get("project_id"),
                            volume_ids=tuple(sorted(str(v) for v in body.get("volumes") or [])))
 
-    def group_volume_ids(self, group_id: str, *, field: str = "cinder_group") -> list[str]:
-        """The ids of the volumes of a Cinder generic volume group, sorted."""
-        return list(self.group(group_id, field=field).volume_ids)
+    def group_volumes(self, group_id: str, project_id: str) -> list[CinderVolume]:
+        """The volumes of Cinder group `group_id` that are project `project_id`'s, sorted by
+        id: one list of Cinder's (pages of GROUP_PAGE) however many members the group has,
+        of any project, instead of a call per member. An administrator's call
+        (`all_tenants`, Cairn's service user). Both filters are checked here too: a Cinder
+        that ignored one would list other groups' or other projects' volumes."""
+        found: list[CinderVolume] = []
+        marker: str | None = None
+        while True:
+            params: dict[str, Any] = {"group_id": group_id, "all_tenants": 1,
+                                      "project_id": project_id, "limit": GROUP_PAGE}
+            if marker is not None:
+                params["marker"] = marker
+            page = self._call("GET", "/volumes/detail", params=params,
+                              headers=GROUPS_MICROVERSION).json()["volumes"]
+            found += [CinderVolume.of(body) for body in page
+                      if body.get("group_id") == group_id
+                      and body.get("os-vol-tenant-attr:tenant_id") == project_id]
+            if len(page) < GROUP_PAGE:
+                return sorted(found, key=lambda volume: volume.id)
+            marker = page[-1]["id"]
 
     def volume_type_id(self, name_or_id: str, *, field: str) -> str:
         """The id of the volume type the session may use by this name or id: Cinder's own
@@ -333,10 +357,12 @@ class CinderGateway:
         return CinderApi(session, {"service_type": "volumev3"}, self.budget)
 
     def as_service(self) -> CinderApi:
+        """Cairn's service user (an administrator in Cinder); on a request's gateway, its
+        calls count against the request's budget."""
         if self._service.api is None:
             self._service.api = CinderApi(service_session(self.keystone),
                                           self._endpoint_filter())
-        return self._service.api
+        return self._service.api.within(self.budget)
 
     def as_service_in(self, project_id: str) -> CinderApi:
         """Cairn's service user acting in a tenant's project: needs a role there that
