@@ -28,6 +28,7 @@ from services.errors import (
     ServiceUnavailable,
     VolumeNotFound,
 )
+from services.openstack.sessions import TIMEOUT_SECONDS as CALL_TIMEOUT_SECONDS
 from services.openstack.sessions import make_session, service_session
 from services.settings import CinderSettings, KeystoneSettings
 from services.storage.refs import ImageRef
@@ -93,20 +94,34 @@ def group_not_found(group_id: str, field: str) -> InvalidInput:
 
 
 class CallBudget:
-    """The calls to Cinder one API request may make (`CAIRN_CINDER.calls_per_request`):
-    whatever a tenant lists (a plan's volumes, a group's, a group restore's members), one
-    request never holds a thread for more Cinder calls than this."""
+    """What one API request may spend on Cinder (`CAIRN_CINDER`'s `calls_per_request` and
+    `seconds_per_request`), counted from the request's start: whatever a tenant lists (a
+    plan's volumes, a group's, a group restore's members), one request never holds a
+    thread for more Cinder calls, or longer, than this. The calls Cairn's service user
+    makes on the request's behalf count too."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, seconds: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.limit = limit
+        self.seconds = seconds
         self.spent = 0
+        self._clock = clock
+        self._deadline = clock() + seconds
 
-    def spend(self) -> None:
+    def spend(self) -> float:
+        """Count one call; the seconds it may take."""
         if self.spent >= self.limit:
             raise InvalidInput(
                 f"this request would make more than {self.limit} calls to Cinder "
                 "(CAIRN_CINDER's calls_per_request); name fewer volumes in one request")
+        left = self._deadline - self._clock()
+        if left <= 0:
+            raise ServiceUnavailable(
+                f"this request waited on Cinder for {self.seconds:.0f} s (CAIRN_CINDER's "
+                "seconds_per_request) and gave up: Cinder is slow, or the request names "
+                "many volumes; try again, or name fewer in one request")
         self.spent += 1
+        return min(left, CALL_TIMEOUT_SECONDS)
 
 
 DISCARD_WAIT_SECONDS = 30.0
@@ -135,7 +150,9 @@ class CinderApi:
     def _call(self, method: str, path: str, *, not_found: Callable[[str], CairnError]
               | None = None, **kwargs: Any) -> requests.Response:
         if self.budget is not None:
-            self.budget.spend()
+            # Within the request's time: keystoneauth's own retries of a connection that
+            # failed would each take the whole timeout again.
+            kwargs.update(timeout=self.budget.spend(), connect_retries=0)
         try:
             response: requests.Response = self.session.request(
                 path, method, endpoint_filter=self.endpoint_filter, raise_exc=False, **kwargs)
@@ -338,7 +355,8 @@ class CinderGateway:
         """This gateway for one API request: what it asks for the caller counts against one
         budget of `settings.calls_per_request` calls."""
         return CinderGateway(self.keystone, self.settings,
-                             CallBudget(self.settings.calls_per_request), self._service)
+                             CallBudget(self.settings.calls_per_request,
+                                        self.settings.seconds_per_request), self._service)
 
     def image_ref(self, volume_id: str) -> ImageRef:
         # cinder.volume.drivers.rbd names each volume's image volume-<id>.
