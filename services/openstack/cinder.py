@@ -169,6 +169,11 @@ class CinderApi:
             raise QuotaExceeded(f"Cinder refused: {message}")
         if response.status_code == 403:
             raise Forbidden(f"Cinder refused: {message}")
+        if response.status_code == 401:
+            # Keystone's application credentials reach Cinder only as far as their access
+            # rules allow it (and not at all where Cinder cannot read the rules).
+            raise Forbidden(f"Cinder did not accept the token ({message}); an application "
+                            "credential with access rules needs rules for Cinder's calls too")
         if response.status_code in (400, 404):
             raise InvalidInput(f"Cinder refused: {message}")
         raise CinderError(f"Cinder answered {response.status_code}: {message}")
@@ -270,6 +275,11 @@ class CinderApi:
             if len(page) < GROUP_PAGE:
                 return sorted(found, key=lambda volume: volume.id)
             marker = page[-1]["id"]
+
+    def default_volume_type_id(self) -> str:
+        """The id of the volume type Cinder gives the session's project by default."""
+        body = self._call("GET", "/types/default").json()
+        return str(body["volume_type"]["id"])
 
     def volume_type_id(self, name_or_id: str, *, field: str) -> str:
         """The id of the volume type the session may use by this name or id: Cinder's own
@@ -394,10 +404,11 @@ class CinderGateway:
             session.get_token()
         except ks_exc.Unauthorized:
             raise Conflict(
-                f"Cairn's service user has no role in project {project_id}, which an instant "
-                "restore into a Cinder volume needs (Cinder adopts the clone in your project "
-                "for Cairn). Ask the operator to grant it (docs/operations.md, instant "
-                "restores), or use a normal restore (mode copy)") from None
+                f"Cairn's service user has no role in project {project_id}, which it needs "
+                "to make a Cinder volume there (an instant restore's, which Cinder adopts "
+                "for Cairn; or a cloud administrator's restore of the project's restore "
+                "point). Ask the operator to grant it (docs/openstack.md, instant restores), "
+                "or, for an instant restore, use a normal restore (mode copy)") from None
         except ks_exc.ClientException:
             log.warning("Keystone could not be reached for project %s", project_id,
                         exc_info=True)
