@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from api import docs, errors, idempotency, links, portal
 from api.callers import Callers, TokenChecks
 from api.gate import RequestGate
+from api.noauth_peers import LoopbackOnly
 from api.request_metrics import RequestMetrics
 from api.routers import (
     backups,
@@ -123,6 +124,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        max_body_bytes=settings.api_max_body_bytes,
                        body_timeout=settings.api_body_timeout_seconds,
                        send_timeout=settings.api_send_timeout_seconds)
+    if settings.auth_strategy == "noauth" and not settings.noauth_allow_remote:
+        app.add_middleware(LoopbackOnly)  # however the process was started
     app.add_middleware(RequestMetrics)  # added last: outermost, it sees the door's refusals
     for module in (health, overview, volumes, plans, backups, jobs, restore_points,
                    restore_point_groups, quotas, targets, orphans, webhooks, session):
