@@ -51,6 +51,8 @@ from services.settings import Settings, get_settings, settings_for
 from services.storage.ceph import CephClusters
 from services.webhooks import sealing
 
+log = logging.getLogger(__name__)
+
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
@@ -95,6 +97,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.db.on_commit(admission.admit_ids)
     app.state.clusters = CephClusters(settings)
     app.state.policy = Policy.from_file(settings.policy_file)
+    warn_of_cross_project_rules(app.state.policy, settings)
     app.state.portal_seal = SessionSeal.from_settings(settings)
     app.state.portal_cookie = cookie_name(settings.portal_cookie_secure)
     app.state.portal_sign_outs = PortalSignOuts.from_url(settings.redis_url)
@@ -133,6 +136,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     docs.install(app, settings.portal_dir)
     portal.install(app, settings.portal_dir)  # last: its catch-all must not hide a route
     return app
+
+
+def warn_of_cross_project_rules(policy: Policy, settings: Settings) -> None:
+    """An old policy file (Cinder's `"admin": "role:admin"`) makes the admin of any project
+    the cloud's administrator again: say so at every start, naming the rules."""
+    rules = policy.cross_project_grants()
+    if rules:
+        log.warning(
+            "policy file %s: %s let a role that any project's users may hold act beyond "
+            "their own project (other projects' quotas, the cloud's orphans). Cairn's cloud "
+            "administrator is is_admin:True, the admin role in a project CAIRN_ADMIN_PROJECTS "
+            "names: write \"admin\": \"is_admin:True\" (the default), not role:admin",
+            settings.policy_file, ", ".join(rules))
 
 
 def fleet_registry(db: Database, settings: Settings, clock: Clock) -> CollectorRegistry:
