@@ -159,7 +159,9 @@ def _message(error: dict[str, Any]) -> str:
             return "not a valid id: ids are UUIDs such as 3f0c6a2e-9b1d-4c55-8e8a-0d6f1e2b7c41"
         if pattern in (PRINTABLE, VOLUME_REF):
             return ("must not contain control characters (newlines, tabs, NUL, escapes), "
-                    "line separators or bidirectional overrides (U+202A-E, U+2066-9)")
+                    "line separators, bidirectional overrides (U+202A-E, U+2066-9) or "
+                    "invisible characters (U+200B, U+2060-F, U+FEFF, U+FFF9-B, the tag "
+                    "characters U+E0000-7F)")
         if pattern == IMAGE_SPEC:
             return ("not an RBD image name: image, pool/image or cluster/pool/image, with "
                     "letters, digits, '.', '_' and '-'")

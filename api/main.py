@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry
 from api import docs, errors, idempotency, links, portal
 from api.callers import Callers
 from api.gate import RequestGate
+from api.noauth_peers import LoopbackOnly
 from api.request_metrics import RequestMetrics
 from api.routers import (
     backups,
@@ -50,6 +51,8 @@ from services.scheduler.admission import Admission
 from services.settings import Settings, get_settings, settings_for
 from services.storage.ceph import CephClusters
 from services.webhooks import keys
+
+log = logging.getLogger(__name__)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -99,6 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.db.on_commit(admission.admit_ids)
     app.state.clusters = CephClusters(settings)
     app.state.policy = Policy.from_file(settings.policy_file)
+    warn_of_cross_project_rules(app.state.policy, settings)
     app.state.portal_seal = SessionSeal.from_settings(settings)
     app.state.portal_cookie = cookie_name(settings.portal_cookie_secure)
     app.state.portal_sign_outs = PortalSignOuts.from_url(settings.redis_url)
@@ -132,6 +136,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                        max_body_bytes=settings.api_max_body_bytes,
                        body_timeout=settings.api_body_timeout_seconds,
                        send_timeout=settings.api_send_timeout_seconds)
+    if settings.auth_strategy == "noauth" and not settings.noauth_allow_remote:
+        app.add_middleware(LoopbackOnly)  # however the process was started
     app.add_middleware(RequestMetrics)  # added last: outermost, it sees the door's refusals
     for module in (health, overview, volumes, plans, backups, jobs, restore_points,
                    restore_point_groups, quotas, targets, orphans, webhooks, session):
@@ -152,6 +158,19 @@ def build_routes(app: FastAPI) -> None:
                      "headers": []}
             for route in app.router.routes:
                 route.matches(scope)
+
+
+def warn_of_cross_project_rules(policy: Policy, settings: Settings) -> None:
+    """An old policy file (Cinder's `"admin": "role:admin"`) makes the admin of any project
+    the cloud's administrator again: say so at every start, naming the rules."""
+    rules = policy.cross_project_grants()
+    if rules:
+        log.warning(
+            "policy file %s: %s let a role that any project's users may hold act beyond "
+            "their own project (other projects' quotas, the cloud's orphans). Cairn's cloud "
+            "administrator is is_admin:True, the admin role in a project CAIRN_ADMIN_PROJECTS "
+            "names: write \"admin\": \"is_admin:True\" (the default), not role:admin",
+            settings.policy_file, ", ".join(rules))
 
 
 def fleet_registry(db: Database, settings: Settings, clock: Clock) -> CollectorRegistry:

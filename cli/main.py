@@ -14,7 +14,7 @@ import click
 
 from cli import progress
 from cli.api import Api, ApiError
-from cli.output import Column, emit, field, show
+from cli.output import Column, emit, field, printable, show
 
 FORMAT = click.option("-f", "--format", "fmt", type=click.Choice(["table", "json"]),
                       default="table", show_default=True, help="Output format")
@@ -57,7 +57,7 @@ def main() -> None:
     try:
         cli.main(standalone_mode=False)
     except ApiError as exc:
-        click.echo(f"cairn: {exc.message}", err=True)
+        click.echo(f"cairn: {printable(exc.message)}", err=True)
         sys.exit(1)
     except click.exceptions.Abort:
         click.echo("cairn: aborted", err=True)

@@ -15,14 +15,23 @@ IMAGE_SPEC = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$"
 """`image`, `pool/image` or `cluster/pool/image`: what Ceph accepts in pool and image names
 without quoting (no whitespace, newlines or '@', which names a snapshot)."""
 
-_REFUSED = r"\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_REFUSED = (r"\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u200b\u2060-\u206f\ufeff"
+            r"\ufff9-\ufffb\U000e0000-\U000e007f")
 """What no text a caller sends may hold: the C0 and C1 control characters and DEL (a
 newline forges log lines and breaks the CLI's tables; an escape sequence repaints the
 terminal that shows a job list), the line and paragraph separators (newlines to
-JavaScript and to many log viewers), and the bidirectional embeddings, overrides and
+JavaScript and to many log viewers), the bidirectional embeddings, overrides and
 isolates (U+202A-E, U+2066-9), which make a name read differently from what it is (the
-"Trojan Source" characters). The implicit direction marks (U+200E, U+200F, U+061C) stay
-allowed: names in right-to-left scripts need them, and they reorder nothing around them.
+"Trojan Source" characters), and the characters that show nothing and join or mark
+nothing a script needs: the zero-width space (U+200B), the word joiner and invisible
+operators (U+2060-4, with the deprecated format characters U+206A-F), the zero-width
+no-break space (U+FEFF, a byte-order mark mid-text), the interlinear annotation marks
+(U+FFF9-B, which hide text between them) and the tag characters (U+E0000-7F, invisible
+ASCII: "plan" and "plan" with tags read alike, and a reader of the raw text sees words
+nobody was shown). The zero-width joiner and non-joiner (U+200C, U+200D: Persian, Indic
+scripts, emoji sequences) and the implicit direction marks (U+200E, U+200F, U+061C:
+right-to-left names need them, and they reorder nothing around them) stay allowed; the
+subdivision flags (England's, Scotland's, Wales'), made of tag characters, do not.
 Lone surrogates never get this far: they are not text, and pydantic refuses them."""
 PRINTABLE = rf"^[^{_REFUSED}]*$"
 """Names shown in lists and logs: none of the characters above."""

@@ -128,9 +128,13 @@ class CinderSettings(BaseModel):
     manage-existing). When None, Cinder's only backend pool; set it when Cinder has
     several."""
     calls_per_request: int = Field(default=2000, ge=10, le=100_000)
-    """Calls one API request may make to Cinder for its caller, whatever it lists (a plan's
-    1000 volumes, a group restore's members, each a call or two); more is 422. Bounds the
-    time a request holds an API thread on Cinder's account."""
+    """Calls one API request may make to Cinder, for its caller or as Cairn's service user
+    on its behalf, whatever it lists (a plan's 1000 volumes, a group restore's members,
+    each a call or two); more is 422."""
+    seconds_per_request: float = Field(default=60.0, gt=0, le=3600)
+    """How long one API request may wait on Cinder in all: each call's timeout is what is
+    left of it, and a call once it is spent is 503. The call count alone does not bound
+    the time: one slow call may take keystoneauth's 30 s timeout."""
 
 
 KEYSTONE_ID = re.compile(r"[0-9a-f]{32}")

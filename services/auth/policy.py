@@ -72,6 +72,10 @@ DEFAULT_RULES: dict[str, str] = {
     "webhook:test": "rule:member",
 }
 
+_DEFAULT_ROLES = frozenset({"reader", "member", "admin"})
+_CALLER, _ANOTHER = "policy-check-own-project", "policy-check-another-project"
+"""The projects of `Policy.cross_project_grants`' caller, and the one it acts on."""
+
 ACTION_WORDS = {
     "list": "list", "get": "read", "create": "create", "update": "change", "delete": "delete",
     "run": "run", "restore": "restore", "verify": "verify", "cancel": "cancel",
@@ -91,6 +95,7 @@ class Policy:
     def __init__(self, overrides: Mapping[str, str] | None = None) -> None:
         self.rules: dict[str, Check] = {}
         texts = {**DEFAULT_RULES, **(overrides or {})}
+        self.texts = texts
         for name, text in texts.items():
             try:
                 self.rules[name] = _parse(text)
@@ -131,6 +136,21 @@ class Policy:
         """Every action (`plan:create`, ...) the caller may take in its own project, for a
         UI that shows only those."""
         return sorted(a for a in self.rules if ":" in a and self.allows(a, ctx))
+
+    def cross_project_grants(self) -> list[str]:
+        """The rules (actions, and the `admin` rule) that let a caller who is not the
+        cloud's administrator act on another project or on the whole cloud, where the
+        defaults do not: checked for a caller holding every role any rule names, acting on
+        a project that is not its own. `"admin": "role:admin"` (Cinder's old policies) is
+        one: the admin of any project would set every project's quota."""
+        roles = {role.lower() for text in self.texts.values()
+                 for role in re.findall(r"role:([^\s()]+)", text)}
+        stranger = RequestContext(project_id=_CALLER, roles=frozenset(roles | _DEFAULT_ROLES))
+        defaults = Policy()
+        return sorted(name for name in self.rules
+                      if (":" in name or name == "admin")
+                      and self.allows(name, stranger, _ANOTHER)
+                      and not defaults.allows(name, stranger, _ANOTHER))
 
     def enforce(self, action: str, ctx: RequestContext, project: str | None = None) -> None:
         if not self.allows(action, ctx, project):

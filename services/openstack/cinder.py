@@ -28,6 +28,7 @@ from services.errors import (
     ServiceUnavailable,
     VolumeNotFound,
 )
+from services.openstack.sessions import TIMEOUT_SECONDS as CALL_TIMEOUT_SECONDS
 from services.openstack.sessions import make_session, service_session
 from services.settings import CinderSettings, KeystoneSettings
 from services.storage.refs import ImageRef
@@ -40,6 +41,8 @@ MICROVERSION = {"OpenStack-API-Version": "volume 3.8"}
 GROUPS_MICROVERSION = {"OpenStack-API-Version": "volume 3.58"}
 """Where a generic volume group's `show` lists its volumes (`list_volume`, 3.25) and names
 its project to administrators (3.58, Cinder 15.0 Train)."""
+GROUP_PAGE = 1000
+"""Volumes asked for per page when listing a group's (Cinder's own default cap)."""
 TYPES_PAGE = 1000
 """Volume types asked for per page (Cinder's own default cap, `osapi_max_limit`)."""
 MAX_TYPE_PAGES = 10
@@ -91,20 +94,34 @@ def group_not_found(group_id: str, field: str) -> InvalidInput:
 
 
 class CallBudget:
-    """The calls to Cinder one API request may make (`CAIRN_CINDER.calls_per_request`):
-    whatever a tenant lists (a plan's volumes, a group's, a group restore's members), one
-    request never holds a thread for more Cinder calls than this."""
+    """What one API request may spend on Cinder (`CAIRN_CINDER`'s `calls_per_request` and
+    `seconds_per_request`), counted from the request's start: whatever a tenant lists (a
+    plan's volumes, a group's, a group restore's members), one request never holds a
+    thread for more Cinder calls, or longer, than this. The calls Cairn's service user
+    makes on the request's behalf count too."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, seconds: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.limit = limit
+        self.seconds = seconds
         self.spent = 0
+        self._clock = clock
+        self._deadline = clock() + seconds
 
-    def spend(self) -> None:
+    def spend(self) -> float:
+        """Count one call; the seconds it may take."""
         if self.spent >= self.limit:
             raise InvalidInput(
                 f"this request would make more than {self.limit} calls to Cinder "
                 "(CAIRN_CINDER's calls_per_request); name fewer volumes in one request")
+        left = self._deadline - self._clock()
+        if left <= 0:
+            raise ServiceUnavailable(
+                f"this request waited on Cinder for {self.seconds:.0f} s (CAIRN_CINDER's "
+                "seconds_per_request) and gave up: Cinder is slow, or the request names "
+                "many volumes; try again, or name fewer in one request")
         self.spent += 1
+        return min(left, CALL_TIMEOUT_SECONDS)
 
 
 DISCARD_WAIT_SECONDS = 30.0
@@ -126,10 +143,16 @@ class CinderApi:
         that failed (perhaps because it spent its budget)."""
         return CinderApi(self.session, self.endpoint_filter)
 
+    def within(self, budget: CallBudget | None) -> CinderApi:
+        """The same session, its calls counted against `budget`."""
+        return CinderApi(self.session, self.endpoint_filter, budget)
+
     def _call(self, method: str, path: str, *, not_found: Callable[[str], CairnError]
               | None = None, **kwargs: Any) -> requests.Response:
         if self.budget is not None:
-            self.budget.spend()
+            # Within the request's time: keystoneauth's own retries of a connection that
+            # failed would each take the whole timeout again.
+            kwargs.update(timeout=self.budget.spend(), connect_retries=0)
         try:
             response: requests.Response = self.session.request(
                 path, method, endpoint_filter=self.endpoint_filter, raise_exc=False, **kwargs)
@@ -146,6 +169,11 @@ class CinderApi:
             raise QuotaExceeded(f"Cinder refused: {message}")
         if response.status_code == 403:
             raise Forbidden(f"Cinder refused: {message}")
+        if response.status_code == 401:
+            # Keystone's application credentials reach Cinder only as far as their access
+            # rules allow it (and not at all where Cinder cannot read the rules).
+            raise Forbidden(f"Cinder did not accept the token ({message}); an application "
+                            "credential with access rules needs rules for Cinder's calls too")
         if response.status_code in (400, 404):
             raise InvalidInput(f"Cinder refused: {message}")
         raise CinderError(f"Cinder answered {response.status_code}: {message}")
@@ -226,9 +254,32 @@ class CinderApi:
         return CinderGroup(id=body["id"], project_id=body.get("project_id"),
                            volume_ids=tuple(sorted(str(v) for v in body.get("volumes") or [])))
 
-    def group_volume_ids(self, group_id: str, *, field: str = "cinder_group") -> list[str]:
-        """The ids of the volumes of a Cinder generic volume group, sorted."""
-        return list(self.group(group_id, field=field).volume_ids)
+    def group_volumes(self, group_id: str, project_id: str) -> list[CinderVolume]:
+        """The volumes of Cinder group `group_id` that are project `project_id`'s, sorted by
+        id: one list of Cinder's (pages of GROUP_PAGE) however many members the group has,
+        of any project, instead of a call per member. An administrator's call
+        (`all_tenants`, Cairn's service user). Both filters are checked here too: a Cinder
+        that ignored one would list other groups' or other projects' volumes."""
+        found: list[CinderVolume] = []
+        marker: str | None = None
+        while True:
+            params: dict[str, Any] = {"group_id": group_id, "all_tenants": 1,
+                                      "project_id": project_id, "limit": GROUP_PAGE}
+            if marker is not None:
+                params["marker"] = marker
+            page = self._call("GET", "/volumes/detail", params=params,
+                              headers=GROUPS_MICROVERSION).json()["volumes"]
+            found += [CinderVolume.of(body) for body in page
+                      if body.get("group_id") == group_id
+                      and body.get("os-vol-tenant-attr:tenant_id") == project_id]
+            if len(page) < GROUP_PAGE:
+                return sorted(found, key=lambda volume: volume.id)
+            marker = page[-1]["id"]
+
+    def default_volume_type_id(self) -> str:
+        """The id of the volume type Cinder gives the session's project by default."""
+        body = self._call("GET", "/types/default").json()
+        return str(body["volume_type"]["id"])
 
     def volume_type_id(self, name_or_id: str, *, field: str) -> str:
         """The id of the volume type the session may use by this name or id: Cinder's own
@@ -314,7 +365,8 @@ class CinderGateway:
         """This gateway for one API request: what it asks for the caller counts against one
         budget of `settings.calls_per_request` calls."""
         return CinderGateway(self.keystone, self.settings,
-                             CallBudget(self.settings.calls_per_request), self._service)
+                             CallBudget(self.settings.calls_per_request,
+                                        self.settings.seconds_per_request), self._service)
 
     def image_ref(self, volume_id: str) -> ImageRef:
         # cinder.volume.drivers.rbd names each volume's image volume-<id>.
@@ -333,10 +385,12 @@ class CinderGateway:
         return CinderApi(session, {"service_type": "volumev3"}, self.budget)
 
     def as_service(self) -> CinderApi:
+        """Cairn's service user (an administrator in Cinder); on a request's gateway, its
+        calls count against the request's budget."""
         if self._service.api is None:
             self._service.api = CinderApi(service_session(self.keystone),
                                           self._endpoint_filter())
-        return self._service.api
+        return self._service.api.within(self.budget)
 
     def as_service_in(self, project_id: str) -> CinderApi:
         """Cairn's service user acting in a tenant's project: needs a role there that
@@ -350,10 +404,11 @@ class CinderGateway:
             session.get_token()
         except ks_exc.Unauthorized:
             raise Conflict(
-                f"Cairn's service user has no role in project {project_id}, which an instant "
-                "restore into a Cinder volume needs (Cinder adopts the clone in your project "
-                "for Cairn). Ask the operator to grant it (docs/operations.md, instant "
-                "restores), or use a normal restore (mode copy)") from None
+                f"Cairn's service user has no role in project {project_id}, which it needs "
+                "to make a Cinder volume there (an instant restore's, which Cinder adopts "
+                "for Cairn; or a cloud administrator's restore of the project's restore "
+                "point). Ask the operator to grant it (docs/openstack.md, instant restores), "
+                "or, for an instant restore, use a normal restore (mode copy)") from None
         except ks_exc.ClientException:
             log.warning("Keystone could not be reached for project %s", project_id,
                         exc_info=True)

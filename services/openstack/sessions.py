@@ -12,8 +12,11 @@ from services.settings import KeystoneSettings
 # after the response; without this header keystoneauth's pool reuses dead sockets.
 CLOSE = {"Connection": "close"}
 
+TIMEOUT_SECONDS = 30.0
+"""A call's timeout (each read, not the whole answer)."""
 
-def make_session(auth: BaseAuthPlugin | None, *, timeout: float = 30.0,
+
+def make_session(auth: BaseAuthPlugin | None, *, timeout: float = TIMEOUT_SECONDS,
                  verify: bool | str = True) -> ks_session.Session:
     return ks_session.Session(auth=auth, timeout=timeout, verify=verify,
                               additional_headers=dict(CLOSE), app_name="cairn",

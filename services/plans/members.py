@@ -1,37 +1,36 @@
-"""Which volumes of a Cinder group join the plan that follows it, asked with the caller's
-token (a request) or Cairn's service user (the scheduler's sync): the group's volumes of the
-plan's own project. Cinder lets a project's admin put another project's volume in a group;
-such a member stays out, as one deleted since Cinder listed the group does."""
+"""Which volumes of a Cinder group join the plan that follows it: the group's volumes of the
+plan's own project, asked of Cinder as Cairn's service user in one list of the group's
+volumes filtered by project (`CinderApi.group_volumes`), at a request (the caller's token
+has shown the group is the caller's) as at the scheduler's sync. Cinder lets a project's
+admin put another project's volume in a group, and a volume transfer hands a member to
+another project while it stays in the group: neither is the plan's, and both stay out,
+like a member deleted since. Each sync asks again for every member, so a member given away
+leaves the plan at the next sync, and a list costs one call (a page of 1000) however many
+foreign volumes the group holds."""
 
 from __future__ import annotations
 
-import logging
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from services.errors import VolumeNotFound
-from services.openstack.cinder import CinderApi, CinderGateway
+from services.openstack.cinder import CinderGateway, CinderGroup
 from services.records.volumes import Volume
 from services.volumes import repository as volumes
 
-log = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class GroupMembers:
+    joining: list[Volume]
+    """The Volume rows of the group's volumes of the plan's project."""
+    left_out: list[str]
+    """The ids of the group's other volumes (another project's, or gone), sorted."""
 
 
-def group_member(session: Session, gateway: CinderGateway, api: CinderApi, project_id: str,
-                 group_id: str, volume_id: str, *,
-                 token_project: str | None = None) -> Volume | None:
-    """The Volume row of a member of group `group_id` for a plan of `project_id`, or None
-    when it may not join. Cinder names a volume's project to administrators only; to
-    anyone else it shows nothing but its token's own project's (`token_project`: the
-    caller's for a request; Cairn's service user's is never a plan's)."""
-    try:
-        found = api.get(volume_id)
-    except VolumeNotFound:
-        return None  # deleted since Cinder listed the group, or not the token's to see
-    owner = found.project_id or token_project
-    if owner != project_id:
-        log.warning("Cinder group %s lists volume %s of project %s; the plan is project "
-                    "%s's and leaves it out", group_id, volume_id, owner, project_id)
-        return None
-    return volumes.get_or_create(session, project_id, gateway.image_ref(found.id),
-                                 cinder_volume_id=found.id)
+def group_members(session: Session, gateway: CinderGateway, group: CinderGroup,
+                  project_id: str) -> GroupMembers:
+    found = gateway.as_service().group_volumes(group.id, project_id)
+    return GroupMembers(
+        joining=[volumes.get_or_create(session, project_id, gateway.image_ref(volume.id),
+                                       cinder_volume_id=volume.id) for volume in found],
+        left_out=sorted(set(group.volume_ids) - {volume.id for volume in found}))

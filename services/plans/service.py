@@ -21,7 +21,7 @@ from services.jobs.service import drop_unstarted_restore_points
 from services.openstack.cinder import CinderGroup
 from services.plans import drafts, repository, schedule, timing
 from services.plans.drafts import DraftPreview, ExistingVerdicts, PlanDraft
-from services.plans.members import group_member
+from services.plans.members import group_members
 from services.plans.retention import Point, evaluate
 from services.plans.rules import stored_rules
 from services.plans.schemas import (
@@ -80,7 +80,7 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
         plan.cinder_group_id = request.cinder_group.lower()
         group = caller_group(ctx, volumes_from, plan.cinder_group_id)
         quotas.require_room(session, ctx.project_id, len(group.volume_ids))
-        plan.volumes = _members(session, ctx, volumes_from, group, plan.project_id)
+        plan.volumes = _members(session, volumes_from, group, plan.project_id)
     else:
         quotas.require_room(session, ctx.project_id, len(request.volumes))
         plan.volumes = _volumes(session, ctx, volumes_from, request.volumes, plan.project_id)
@@ -121,7 +121,7 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
     if "cinder_group" in given:
         plan.cinder_group_id = change.cinder_group.lower() if change.cinder_group else None
         if plan.cinder_group_id is not None:
-            plan.volumes = _members(session, owner, volumes_from, caller_group(
+            plan.volumes = _members(session, volumes_from, caller_group(
                 owner, volumes_from, plan.cinder_group_id), plan.project_id)
     if "volumes" in given and change.volumes is not None:
         if plan.cinder_group_id is not None:
@@ -326,15 +326,12 @@ def caller_group(ctx: RequestContext, volumes_from: VolumeResolver,
     return ownership.caller_group(volumes_from.cinder, ctx, group_id)
 
 
-def _members(session: Session, ctx: RequestContext, volumes_from: VolumeResolver,
-             group: CinderGroup, project_id: str) -> list[Volume]:
-    """The group's volumes of the plan's project (`members.group_member`); a group with none
-    is refused."""
+def _members(session: Session, volumes_from: VolumeResolver, group: CinderGroup,
+             project_id: str) -> list[Volume]:
+    """The group's volumes of the plan's project (`members.group_members`); a group with
+    none is refused."""
     assert volumes_from.cinder is not None, "caller_group found the group"
-    api = volumes_from.cinder.for_user(ctx)
-    out = [volume for volume_id in group.volume_ids
-           if (volume := group_member(session, volumes_from.cinder, api, project_id, group.id,
-                                      volume_id, token_project=ctx.project_id)) is not None]
+    out = group_members(session, volumes_from.cinder, group, project_id).joining
     if not out:
         raise InvalidInput(f"Cinder group {group.id} has no volumes of this project: add "
                            "volumes to it in Cinder first", field="cinder_group")
@@ -351,7 +348,7 @@ def _follow_group_now(session: Session, ctx: RequestContext, settings: Settings,
         return  # stopped following meanwhile
     owner = ctx.acting_for(plan.project_id)
     try:
-        wanted = _members(session, owner, volumes_from, caller_group(
+        wanted = _members(session, volumes_from, caller_group(
             owner, volumes_from, plan.cinder_group_id), plan.project_id)
     except ServiceUnavailable:
         log.warning("Cinder did not answer for group %s of plan %s; running its last known "

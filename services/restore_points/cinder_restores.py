@@ -4,9 +4,17 @@ an in-place restore is refused at once for a volume that is attached, too small 
 restore point's project's. The worker then takes the volume atomically (os-reserve), so a
 server attaching it meanwhile still cannot race the restore.
 
+A new volume belongs to the restore point's project, whoever asks and however: the cloud's
+administrator restoring another project's restore point makes it there (by Cairn's service
+user, acting in that project, as an instant restore's adoption does), never in its own
+project, where another project's data has no business.
+
 An instant restore's volume is adopted later by Cairn's service user, which Cinder lets
 use every volume type: the type is checked here, with the user's token, so a tenant gets
-no type Cinder would not give it (a private type of another project)."""
+no type Cinder would not give it (a private type of another project). Without a type named,
+the project's default is asked for with the user's token all the same: an application
+credential whose access rules do not reach Cinder cannot have Cinder volumes made through
+Cairn's service user, as it could not make them itself (a copy creates with its token)."""
 
 from __future__ import annotations
 
@@ -51,6 +59,19 @@ def volume_type(ctx: RequestContext, cinder: CinderGateway, spec: NewVolume) -> 
                                                field="new_volume.volume_type")
 
 
+def adoption_type(ctx: RequestContext, cinder: CinderGateway, rp: RestorePoint,
+                  spec: NewVolume) -> str | None:
+    """The type an instant restore's volume is adopted with, always asked of Cinder with
+    the caller's token: the one named (`volume_type`), else the caller's project's default.
+    The default's id is kept only for a volume of the caller's own project; the cloud's
+    administrator restoring another project's restore point leaves it to that project's
+    default (None)."""
+    if spec.volume_type is not None:
+        return volume_type(ctx, cinder, spec)
+    default = cinder.for_user(ctx).default_volume_type_id()
+    return default if rp.project_id == ctx.project_id else None
+
+
 def adoption_spec(ctx: RequestContext, cinder: CinderGateway, rp: RestorePoint,
                   spec: NewVolume) -> str:
     """For an instant restore into a new Cinder volume: the volume Cinder is to adopt, as
@@ -58,7 +79,7 @@ def adoption_spec(ctx: RequestContext, cinder: CinderGateway, rp: RestorePoint,
     and that Cairn can act in the restore point's project, where the job adopts the clone
     (Cinder adopts it there for Cairn, an administrator's call)."""
     size = volume_size_gb(rp, spec)
-    type_id = volume_type(ctx, cinder, spec)
+    type_id = adoption_type(ctx, cinder, rp, spec)
     cinder.as_service_in(rp.project_id)
     return json.dumps({"name": spec.name, "size_gb": size, "volume_type": type_id,
                        "description": spec.description
@@ -69,7 +90,10 @@ def create_volume(session: Session, ctx: RequestContext, cinder: CinderGateway,
                   rp: RestorePoint, job_id: str, spec: NewVolume) -> str:
     size = volume_size_gb(rp, spec)
     type_id = volume_type(ctx, cinder, spec)
-    api = cinder.for_user(ctx)
+    # The restore point's project's, as an instant restore's: for the cloud's administrator
+    # restoring another project's restore point, made there by Cairn's service user.
+    api = (cinder.for_user(ctx) if rp.project_id == ctx.project_id
+           else cinder.as_service_in(rp.project_id))
     volume = api.create(
         size_gb=size, name=spec.name, volume_type=type_id,
         description=spec.description or f"restored by Cairn from restore point {rp.id}",

@@ -50,6 +50,7 @@ class Scheduler:
         self._last_orphans = time.monotonic()  # not at start: replicas restart together
         self._last_collect = time.monotonic()
         self._last_groups = 0.0
+        self._groups_said: cinder_groups.LeftOut = {}
         self.cinder = gateway_for(settings.keystone, settings.cinder)
         self.clusters = CephClusters(settings)
         self.orphans = OrphanReconciler(self.db, self.clusters, settings)
@@ -144,7 +145,8 @@ class Scheduler:
                 or time.monotonic() - self._last_groups < self.settings.cinder_group_sync_seconds:
             return
         self._last_groups = time.monotonic()
-        result = cinder_groups.sync_all(self.db, self.settings, self.cinder, now)
+        result = cinder_groups.sync_all(self.db, self.settings, self.cinder, now,
+                                         self._groups_said)
         if result.changed:
             log.info("plans following Cinder groups: %d of %d changed volumes",
                      len(result.changed), result.plans)

@@ -12,8 +12,10 @@ project's."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from services.context import RequestContext
-from services.errors import VolumeNotFound, VolumeNotOwned
+from services.errors import CinderError, VolumeNotFound, VolumeNotOwned
 from services.openstack.cinder import (
     CinderGateway,
     CinderGroup,
@@ -25,17 +27,26 @@ from services.records.volumes import Volume
 
 
 def foreign(owner: str | None, ctx: RequestContext) -> bool:
-    """Whether a Cinder object whose project is `owner` is out of the caller's reach.
-    Cinder names the owner to administrators only; to anyone else it shows nothing but its
-    own project's objects, so an unnamed owner is the caller's project."""
+    """Whether a Cinder object of a list Cinder made for the caller's token, whose project
+    is `owner`, is out of the caller's reach. Cinder lists a token's own project's volumes
+    unless asked for `all_tenants` (which Cairn never asks with a caller's token), and names
+    their project to administrators only: an unnamed owner in such a list is the caller's
+    project. One volume or group asked for by id has no such guarantee: `caller_volume`
+    and `caller_group` learn its owner."""
     return owner is not None and owner != ctx.project_id and not ctx.is_admin
 
 
 def caller_volume(cinder: CinderGateway, ctx: RequestContext, volume_id: str) -> CinderVolume:
     """The Cinder volume `volume_id` as the caller may act on it, asked with the caller's
-    token; another project's (for anyone but the cloud's administrator) is VolumeNotFound,
-    word for word what a missing one answers."""
+    token, its owner named; another project's (for anyone but the cloud's administrator) is
+    VolumeNotFound, word for word what a missing one answers."""
     found = cinder.for_user(ctx).get(volume_id.lower())
+    if found.project_id is None:
+        # Cinder did not name the owner to the caller's token, and a policy of Cinder's
+        # may show a role other projects' volumes without naming their project: ask as
+        # Cairn's service user, to whom Cinder names it. Never assume it is the caller's.
+        found = replace(found, project_id=_owner(cinder.as_service().get(found.id).project_id,
+                                                 f"volume {found.id}"))
     if foreign(found.project_id, ctx):
         raise volume_not_found(found.id)
     return found
@@ -43,12 +54,25 @@ def caller_volume(cinder: CinderGateway, ctx: RequestContext, volume_id: str) ->
 
 def caller_group(cinder: CinderGateway, ctx: RequestContext, group_id: str, *,
                  field: str = "cinder_group") -> CinderGroup:
-    """The Cinder generic volume group `group_id` as the caller may follow it; another
-    project's answers as a missing one."""
+    """The Cinder generic volume group `group_id` as the caller may follow it, its owner
+    named; another project's answers as a missing one."""
     group = cinder.for_user(ctx).group(group_id.lower(), field=field)
+    if group.project_id is None:
+        group = replace(group, project_id=_owner(
+            cinder.as_service().group(group.id, field=field).project_id, f"group {group.id}"))
     if foreign(group.project_id, ctx):
         raise group_not_found(group_id.lower(), field)
     return group
+
+
+def _owner(project_id: str | None, what: str) -> str:
+    if project_id is None:
+        # Only a Cinder whose policy hides the owner from its administrators too.
+        raise CinderError(f"Cinder does not name the project of {what} to Cairn's service "
+                          "user, so Cairn cannot tell whose it is; the operator's Cinder "
+                          "policy must show it to administrators (os-vol-tenant-attr, "
+                          "microversion 3.58 for groups)")
+    return project_id
 
 
 def check_owner(cinder: CinderGateway | None, volume: Volume,
@@ -64,7 +88,7 @@ def check_owner(cinder: CinderGateway | None, volume: Volume,
         raise VolumeNotFound(
             f"Cinder volume {volume.cinder_volume_id} no longer exists; remove it from the "
             "plans that protect it", volume=volume.cinder_volume_id) from None
-    if found.project_id is not None and found.project_id != project_id:
+    if _owner(found.project_id, f"volume {found.id}") != project_id:
         raise VolumeNotOwned(
             f"Cinder volume {volume.cinder_volume_id} now belongs to another project (was it "
             "transferred?), so this project no longer backs it up; its restore points stay. "

@@ -12,6 +12,7 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from services.context import RequestContext
+from services.errors import InvalidInput, VolumeNotFound
 from services.openstack.cinder import CinderGateway, CinderVolume
 from services.records.jobs import Job
 from services.records.plans import Plan, PlanVolume
@@ -91,6 +92,8 @@ def list_volumes(session: Session, ctx: RequestContext, cinder: CinderGateway, n
     all protected gets short pages (each with its `next_marker`), never a request that asks
     Cinder once per volume."""
     api = cinder.for_user(ctx)
+    if marker is not None:
+        marker = _own_marker(cinder, ctx, marker)
     page_size = max(limit, UNPROTECTED_SCAN_PAGE) if unprotected else limit
     out: list[VolumePublic] = []
     for _ in range(UNPROTECTED_SCAN_PAGES):
@@ -108,6 +111,17 @@ def list_volumes(session: Session, ctx: RequestContext, cinder: CinderGateway, n
             return VolumeList(volumes=out, next_marker=next_marker)
         marker = next_marker
     return VolumeList(volumes=out, next_marker=marker)
+
+
+def _own_marker(cinder: CinderGateway, ctx: RequestContext, marker: str) -> str:
+    """A marker names a volume of the caller's project, or none. Cinder looks the marker up
+    for the token's roles: for a project's admin, another project's volume would start a
+    page (200) where a missing id is refused (422), telling them which ids exist."""
+    try:
+        return caller_volume(cinder, ctx, marker).id
+    except VolumeNotFound:
+        raise InvalidInput(f"marker {marker.lower()}: no volume of your project has this id; "
+                           "pass the next_marker of the previous page", field="marker") from None
 
 
 def get_volume(session: Session, ctx: RequestContext, cinder: CinderGateway, now: datetime,

@@ -49,9 +49,8 @@ def resolve(session: Session, ctx: RequestContext, clusters: CephClusters,
                 "configured (CAIRN_CINDER); name the RBD image as cluster/pool/image",
                 field=field)
         found = caller_volume(cinder, ctx, text)
-        # Cinder shows the owner to administrators only; anyone else sees their own volumes.
-        owner = found.project_id or ctx.project_id
-        return volumes.get_or_create(session, owner, cinder.image_ref(found.id),
+        assert found.project_id is not None, "caller_volume names the owner"
+        return volumes.get_or_create(session, found.project_id, cinder.image_ref(found.id),
                                      cinder_volume_id=found.id)
     ref = parse_image_ref(text, field=field)
     if ctx.token is not None and not ctx.is_admin:

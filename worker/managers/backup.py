@@ -26,6 +26,8 @@ from services.errors import (
     SnapshotsLeft,
     StorageError,
     VolumeBusy,
+    VolumeNotFound,
+    VolumeNotOwned,
 )
 from services.plans import offsite
 from services.plans.prunes import request_prune
@@ -94,6 +96,8 @@ class BackupSteps(JobSteps):
         self.removal: SourceSnapshotRemoval | None = None
         self.cleaned = False
         """Whether the undo removed everything the job made."""
+        self.disowned = False
+        """Cinder refused: the volume is another project's now, or gone."""
 
     def committed(self) -> bool:
         with self.rt.db.session() as session:
@@ -113,7 +117,11 @@ class BackupSteps(JobSteps):
     def check_owner(self) -> bool | None:
         """Raise unless Cinder says the job's project still owns the volume; returns its
         `bootable` (None when unknown), so a restore into a new volume can say so too."""
-        found = check_owner(self.rt.cinder, self.volume, self.job.project_id)
+        try:
+            found = check_owner(self.rt.cinder, self.volume, self.job.project_id)
+        except (VolumeNotOwned, VolumeNotFound):
+            self.disowned = True
+            raise
         return found.bootable if found else None
 
     def copy(self) -> tuple[CopyStats, SourceSnapshotRemoval]:
@@ -129,6 +137,8 @@ class BackupSteps(JobSteps):
 
     def undo(self) -> str:
         self.clean_up()
+        if self.disowned:  # nothing of this run stays on a volume that is not the project's
+            group_snapshots.leave(self.rt, self.job, self.volume)
         group_snapshots.release(self.rt, self.job)
         self.cleaned = True
         return "the partial copy was removed"

@@ -6,13 +6,21 @@ to finish removes it (the next run's taker removes one a crash left).
 
 The RBD group `cairn.plan.<plan-id>` lives in the pool of the plan's first volume; the
 plan's volumes, in any pool of the cluster, are its images. The snapshot is
-`cairn.<group-id>`: both names lead back to their rows."""
+`cairn.<group-id>`: both names lead back to their rows.
+
+Only volumes that are still the plan's project's join: the taker asks Cinder (as Cairn's
+service user) about every Cinder volume of the run first. One given to another project (a
+volume transfer) or deleted is not quiesced, snapshotted or held in the RBD group (an
+image in a group cannot be deleted: its new owner's Cinder delete would fail), and is taken
+out of a group an earlier run left; its own backup fails with the reason. One transferred
+after that check is taken out when its backup is refused (`leave`)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import rados
@@ -20,7 +28,14 @@ import rbd
 from sqlalchemy import func, select, update
 
 from services.base import utcnow
-from services.errors import Conflict, InvalidInput, NotFound, StorageError
+from services.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    StorageError,
+    VolumeNotFound,
+    VolumeNotOwned,
+)
 from services.records.groups import RestorePointGroup, group_name, group_snapshot_name
 from services.records.jobs import Job
 from services.records.plans import Plan
@@ -28,6 +43,7 @@ from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.status import ACTIVE_JOB_STATUSES, RestorePointStatus
 from services.storage import rbd_images
+from services.volumes.ownership import check_owner
 from worker.managers.lifecycle import ClaimedJob, JobReporter
 from worker.runtime import Runtime
 
@@ -77,7 +93,8 @@ def _claim(rt: Runtime, group_id: str, job_id: str) -> bool:
 
 
 def take(rt: Runtime, group_id: str) -> None:
-    """Make the plan's RBD group hold exactly the plan's volumes, and snapshot it."""
+    """Make the plan's RBD group hold exactly the plan's volumes that are still its
+    project's, and snapshot it."""
     volumes = _volumes(rt, group_id)
     clusters = {v.cluster for v in volumes}
     if len(clusters) != 1:
@@ -86,7 +103,9 @@ def take(rt: Runtime, group_id: str) -> None:
     cluster = clusters.pop()
     home = min(volumes, key=lambda v: (v.pool, v.image))
     with rt.db.session() as session:
-        plan_id = session.get_one(RestorePointGroup, group_id).plan_id
+        row = session.get_one(RestorePointGroup, group_id)
+        plan_id, project_id = row.plan_id, row.project_id
+    volumes = _still_owned(rt, volumes, project_id)
     name, snapshot = group_name(plan_id), group_snapshot_name(group_id)
     handle = rt.clusters.handle(cluster)
     with rt.clusters.ioctx(cluster, home.pool) as group_io:
@@ -123,6 +142,27 @@ def _volumes(rt: Runtime, group_id: str) -> list[Volume]:
             volumes[volume.id] = volume
         session.expunge_all()
     return list(volumes.values())
+
+
+OWNER_CHECKS = 8
+"""Cinder calls in flight while the taker asks about the run's volumes."""
+
+
+def _still_owned(rt: Runtime, volumes: list[Volume], project_id: str) -> list[Volume]:
+    """The volumes Cinder still says are `project_id`'s (RBD images named by the cloud's
+    administrator have no owner in Cinder, and stay). Cinder unreachable fails the take:
+    a volume nobody could vouch for is never quiesced."""
+    def owned(volume: Volume) -> bool:
+        try:
+            check_owner(rt.cinder, volume, project_id)
+        except (VolumeNotOwned, VolumeNotFound) as exc:
+            log.warning("group snapshot of plan volumes: %s stays out (%s)", volume.ref,
+                        exc.message)
+            return False
+        return True
+
+    with ThreadPoolExecutor(OWNER_CHECKS, thread_name_prefix="owner") as pool:
+        return [v for v, keep in zip(volumes, pool.map(owned, volumes), strict=True) if keep]
 
 
 def _join(group: rbd.Group, io: rados.Ioctx, pool: str, image: str) -> None:
@@ -183,6 +223,31 @@ def _member_id(rt: Runtime, volume: Volume, group_id: str) -> int:
                 return snap["id"]
     raise NotFound(f"the group snapshot {snapshot} has no member for {volume.ref} (the "
                    "volume joined the plan after the snapshot was taken?)")
+
+
+def leave(rt: Runtime, job: ClaimedJob, volume: Volume) -> None:
+    """Take a volume whose backup was refused (no longer the project's, or gone) out of its
+    run: its member of the run's group snapshot, which only its own backup would have read,
+    and its place in the plan's RBD group, so that its owner can use and delete it while
+    the run's other members are still being copied."""
+    if job.group_id is None:
+        return
+    snapshot = group_snapshot_name(job.group_id)
+    with rt.db.session() as session:
+        row = session.get(RestorePointGroup, job.group_id)
+        where = row.rbd_group if row is not None else None
+    with rt.clusters.ioctx(volume.cluster, volume.pool) as io:
+        with contextlib.suppress(NotFound), rbd_images.open_image(io, volume.image) as head:
+            for snap in list(head.list_snaps()):
+                member = snap.get("group")
+                if member is not None and member["snap_name"] == snapshot:
+                    head.remove_snap_by_id(snap["id"])
+        if where is None:
+            return  # never taken
+        cluster, pool, name = where.split("/", 2)
+        with rt.clusters.ioctx(cluster, pool) as group_io, \
+                contextlib.suppress(rbd.ImageNotFound, rbd.ObjectNotFound):
+            rbd.Group(group_io, name).remove_image(io, volume.image)
 
 
 def release(rt: Runtime, job: ClaimedJob) -> None:

@@ -173,8 +173,9 @@ def test_null_for_a_field_a_plan_always_has_is_422(stack: Stack, volume: str) ->
 
 
 @pytest.mark.production_database_only
-@pytest.mark.parametrize("char", ["\n", "\x1b", "\x85", "\u2028", "\u202e", "\u2067"])
-def test_names_and_descriptions_refuse_control_and_bidi_characters(
+@pytest.mark.parametrize("char", ["\n", "\x1b", "\x85", "\u2028", "\u202e", "\u2067",
+                                  "\u200b", "\ufeff", "\U000e0041"])
+def test_names_and_descriptions_refuse_control_bidi_and_invisible_characters(
         stack: Stack, volume: str, char: str) -> None:
     """Every free-text field a tenant sets refuses them with 422 naming the field; nothing
     is stored (docs/security.md)."""

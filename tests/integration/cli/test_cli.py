@@ -211,3 +211,23 @@ def test_cli_manages_webhooks(cloud: Cloud, os_cairn: OpenStackCairn) -> None:
         assert cairn(cloud, "a-member", "webhook", "show", hook["id"]).returncode == 1
     finally:
         receiver.close()
+
+
+def test_cli_shows_what_other_systems_wrote_as_text(cloud: Cloud,
+                                                    os_cairn: OpenStackCairn) -> None:
+    """Cinder takes any volume name: escape sequences (here: clear the screen, retitle the
+    terminal), a bidi override and a zero-width space reach the table escaped, never the
+    terminal raw; `-f json` keeps the exact name (JSON escapes it)."""
+    hostile = f"\x1b[2J\x1b]0;owned\x07evil\u202egnp.exe\u200b-{uuid.uuid4().hex[:6]}"
+    with cinder_volume(cloud["a-member"], hostile) as volume_id:
+        # This session's Cairn by its URL: the catalog's entry is the last session's to
+        # register, when sessions run side by side.
+        listed = cairn(cloud, "a-member", "--os-endpoint", os_cairn.url, "volume", "list")
+        assert listed.returncode == 0, listed.stderr
+        for raw in ("\x1b", "\x07", "\u202e", "\u200b"):
+            assert raw not in listed.stdout, repr(raw)
+        row = next(line for line in listed.stdout.splitlines() if volume_id in line)
+        assert "\\x1b[2J\\x1b]0;owned\\x07evil\\u202egnp.exe\\u200b-" in row, row
+        exact = ok_json(cloud, "a-member", "--os-endpoint", os_cairn.url, "volume",
+                        "list")["volumes"]
+        assert hostile in {v["name"] for v in exact}

@@ -1,6 +1,7 @@
 """Keystone application credentials on the real Keystone: one with access rules reaches only
 the requests its rules list on Cairn's service type (as keystonemiddleware enforces them for
-other services); one without rules acts as its user."""
+other services), and no further into Cinder through Cairn than its rules reach Cinder; one
+without rules acts as its user."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from services.auth.access_rules import SERVICE_TYPE
 from tests.integration.openstack.conftest import Protected
-from tests.support.openstack import KEYSTONE, Cloud, OpenStackCairn, User
+from tests.support.openstack import KEYSTONE, Cloud, OpenStackCairn, User, delete_volume
 
 
 class Credentials:
@@ -94,3 +95,32 @@ def test_a_credential_without_rules_acts_as_its_user(os_cairn: OpenStackCairn,
         assert answer.status_code == 200, (path, answer.text)
     refused = os_cairn.call("GET", "/v1/orphans", token)
     assert refused.status_code == 403, refused.text  # a member, as its user
+
+
+def test_a_credential_that_cannot_reach_cinder_makes_no_volume_through_cairn(
+        cloud: Cloud, os_cairn: OpenStackCairn, protected: Protected,
+        credentials: Credentials) -> None:
+    """Rules that allow Cairn's restore and nothing in Cinder: a restore into a new volume
+    is refused in both modes, before anything is made. A copy creates the volume with the
+    caller's token, which Cinder refuses; an instant restore (made by Cairn's service user)
+    asks Cinder for the volume's type with the caller's token first. Before, the instant
+    one was accepted: the credential had Cinder volumes made that it could not make."""
+    token = credentials.token_of([{"service": SERVICE_TYPE, "method": "POST",
+                                   "path": "/v1/restore-points/*/restore"}])
+    name = f"cairn-test-{uuid.uuid4().hex[:8]}"
+    accepted: list[str] = []
+    try:
+        for mode in ("instant", "copy"):
+            refused = os_cairn.call(
+                "POST", f"/v1/restore-points/{protected.restore_point_id}/restore", token,
+                json={"new_volume": {"name": name}, "mode": mode})
+            if refused.status_code == 202:
+                accepted.append(refused.json()["id"])
+            assert refused.status_code == 403, (mode, refused.text)
+            assert "application credential" in refused.json()["error"]["message"], mode
+        assert name not in {v.name for v in cloud["a-member"].cinder().list_volumes()}
+    finally:
+        for job_id in accepted:  # what the old code made
+            job = os_cairn.wait_job(job_id, cloud["a-member"].token())
+            if job["restore_volume_id"]:
+                delete_volume(cloud["a-member"], job["restore_volume_id"])

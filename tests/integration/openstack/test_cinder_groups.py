@@ -1,7 +1,8 @@
 """Plans of Cinder generic volume groups, on real Keystone, Cinder and Ceph: a tenant names
 the group instead of its volumes; the plan backs the group's volumes up at one instant and
 follows the group as volumes join and leave it in Cinder; what cannot be followed is
-refused with a reason."""
+refused with a reason; a volume given to another project leaves the plan's group
+snapshots and the plan."""
 
 from __future__ import annotations
 
@@ -9,18 +10,26 @@ import contextlib
 import json
 import time
 import uuid
+from collections.abc import Callable
+from typing import TypeVar
 
 import rbd
 
+from services.errors import VolumeNotFound
 from tests.support import ceph
 from tests.support.openstack import (
     Cloud,
     OpenStackCairn,
+    User,
     change_group,
     cinder_group,
     cinder_volume,
+    delete_volume,
     image_of,
+    transfer,
 )
+
+T = TypeVar("T")
 
 RULES = [{"cron": "0 2 * * *", "kind": "incremental"}]
 
@@ -136,3 +145,109 @@ def test_what_a_group_plan_cannot_follow_is_refused(cloud: Cloud,
         status, text = create({"cinder_group": a_group, "consistency": "volume"})
         assert status == 201, text
         made.callback(os_cairn.call, "DELETE", f"/v1/plans/{json.loads(text)['id']}", token)
+
+
+def _wait(what: str, check: Callable[[], T | None], timeout: float = 60) -> T:
+    deadline = time.monotonic() + timeout
+    while (found := check()) is None:
+        assert time.monotonic() < deadline, f"still waiting for {what}"
+        time.sleep(0.2)
+    return found
+
+
+def _group_snapshots_on(volume_id: str) -> list[str]:
+    with ceph.ioctx("ceph-a", "volumes") as io, \
+            rbd.Image(io, image_of(volume_id), read_only=True) as image:
+        return [s["group"]["snap_name"] for s in image.list_snaps() if "group" in s]
+
+
+def _gone_from_cinder(owner: User, volume_id: str) -> bool | None:
+    """True once Cinder no longer has the volume; None while it is being deleted."""
+    try:
+        status = owner.cinder().get(volume_id).status
+    except VolumeNotFound:
+        return True
+    assert not status.startswith("error"), f"Cinder could not delete {volume_id}: {status}"
+    return None
+
+
+def test_a_group_plans_volume_given_to_another_project_leaves_the_run(
+        cloud: Cloud, os_cairn: OpenStackCairn) -> None:
+    """Project A's group plan over two volumes; one is transferred to project B. A's next
+    run neither quiesces nor snapshots B's volume nor holds it in A's RBD group, while the
+    rest of the run is being copied, and B can delete it in Cinder meanwhile. Before, the
+    run's group snapshot took it along (only its own job failed, volume_not_owned): it sat
+    in A's RBD group with a member of A's snapshot until the run's last copy ended, and
+    B's delete failed."""
+    giver, taker = cloud["a-member"], cloud["b-member"]
+    token = giver.token()
+    given = giver.cinder().create(size_gb=1, name=ceph.unique_name("given"), volume_type=None,
+                                  description="test", metadata={}).id
+    owner = giver
+    with contextlib.ExitStack() as made:
+        made.callback(lambda: delete_volume(owner, given))
+        giver.cinder().wait_for(given, "available", 120)
+        kept = made.enter_context(cinder_volume(giver, ceph.unique_name("kept")))
+        with ceph.ioctx("ceph-a", "volumes") as io, rbd.Image(io, image_of(kept)) as image:
+            ceph.write_mixed(image, size=image.size(), seed=61)  # ~13 MiB: 13 s at 1 MiB/s
+        created = os_cairn.call("POST", "/v1/plans", token, json={
+            "name": ceph.unique_name("app"), "volumes": [kept, given], "rules": RULES,
+            "consistency": "group", "qos_bytes_per_second": ceph.MiB})
+        assert created.status_code == 201, created.text
+        plan_id = created.json()["id"]
+        made.callback(os_cairn.call, "DELETE", f"/v1/plans/{plan_id}", token)
+
+        transfer(given, giver, taker)
+        owner = taker
+        run = os_cairn.call("POST", f"/v1/plans/{plan_id}/run", token, json={"kind": "full"})
+        assert run.status_code == 202, run.text
+        jobs = {j["volume"].rsplit("/", 1)[1]: j for j in run.json()["jobs"]}
+        copying = jobs[image_of(kept)]
+        # Cancelled at the end, and waited for: its undo releases the group snapshot,
+        # without which Cinder could not delete the volume.
+        made.callback(os_cairn.wait_job, copying["id"], token)
+        made.callback(os_cairn.call, "POST", f"/v1/jobs/{copying['id']}/cancel", token)
+        refused = os_cairn.wait_job(jobs[image_of(given)]["id"], token)
+        assert refused["error"]["code"] == "volume_not_owned", refused
+
+        point_id = _wait("the copy's start", lambda: os_cairn.call(
+            "GET", f"/v1/jobs/{copying['id']}", token).json()["restore_point_id"])
+        point = os_cairn.call("GET", f"/v1/restore-points/{point_id}", token).json()
+        _wait("the run's group snapshot", lambda: os_cairn.call(
+            "GET", f"/v1/restore-point-groups/{point['group_id']}", token).json()["taken_at"])
+        with ceph.ioctx("ceph-a", "volumes") as io:
+            in_group = {i["name"] for i in rbd.Group(io, f"cairn.plan.{plan_id}").list_images()}
+        assert in_group == {image_of(kept)}
+        assert _group_snapshots_on(given) == []
+        assert _group_snapshots_on(kept) == [f"cairn.{point['group_id']}"]
+
+        # B deletes its volume in Cinder while A's run is still copying the other one.
+        taker.cinder().delete(given)
+        assert _wait("B's delete", lambda: _gone_from_cinder(taker, given))
+        still = os_cairn.call("GET", f"/v1/jobs/{copying['id']}", token).json()
+        assert still["status"] == "running", "the run ended before B's delete was tried"
+        assert _group_snapshots_on(kept) == [f"cairn.{point['group_id']}"]
+
+
+def test_a_plan_of_a_cinder_group_drops_a_member_given_to_another_project(
+        cloud: Cloud, os_cairn: OpenStackCairn) -> None:
+    """Cinder keeps a transferred volume in its old project's group. The scheduler's sync
+    asks about every member at every sync (before, only new ones: a member it knew stayed
+    in A's plan for good, and in every run's group snapshot)."""
+    giver, taker = cloud["a-member"], cloud["b-member"]
+    token = giver.token()
+    with contextlib.ExitStack() as made:
+        kept, given = (made.enter_context(cinder_volume(giver, ceph.unique_name("member")))
+                       for _ in range(2))
+        group = made.enter_context(cinder_group(giver, ceph.unique_name("app"), [kept, given]))
+        created = os_cairn.call("POST", "/v1/plans", token, json={
+            "name": ceph.unique_name("app"), "cinder_group": group, "rules": RULES})
+        assert created.status_code == 201, created.text
+        plan_id = created.json()["id"]
+        made.callback(os_cairn.call, "DELETE", f"/v1/plans/{plan_id}", token)
+        assert _plan_volumes(os_cairn, token, plan_id) == sorted([kept, given])
+
+        transfer(given, giver, taker)
+        made.callback(transfer, given, taker, giver)  # back, before the group is emptied
+        _wait("the sync", lambda: _plan_volumes(os_cairn, token, plan_id) == [kept] or None,
+              timeout=30)

@@ -2,7 +2,8 @@
 id, on the real Keystone. A domain's administrator who makes, in their own domain, a project
 called like Cairn's admin project (or `admin`) and takes the admin role there is that
 project's administrator and no more: another project's restore points are 404 to them,
-orphans and quotas refused, in the API and in the portal's session alike."""
+orphans and quotas refused, in the API and in the portal's session alike. What the real
+cloud administrator restores of a project's restore point stays that project's."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from tests.support.openstack import (
     Cloud,
     OpenStackCairn,
     admin,
+    delete_volume,
 )
 
 
@@ -131,3 +133,27 @@ def test_a_project_named_like_the_admin_project_in_another_domain_is_not_the_clo
     assert orphans.status_code == 200, orphans.text
     session = _portal_session(os_cairn, "Default", "n-admin", cloud["n-admin"].project_id)
     assert session["cloud_admin"] is True, session
+
+
+def test_the_cloud_admins_restore_into_a_new_volume_lands_in_the_restore_points_project(
+        cloud: Cloud, os_cairn: OpenStackCairn, protected: Protected) -> None:
+    """The cloud's administrator restores project A's restore point into a new Cinder
+    volume: the volume is A's, as the job and the restore point are, whatever the mode.
+    Before, a copy made it in the administrator's own project (an instant restore adopted
+    it in A's): A's data in another project, which A's members could not see."""
+    member = cloud["a-member"]
+    admin_token = cloud["n-admin"].token()
+    made = os_cairn.call("POST", f"/v1/restore-points/{protected.restore_point_id}/restore",
+                         admin_token, json={"new_volume": {"name": "restored-by-the-admin"}})
+    assert made.status_code == 202, made.text
+    job = os_cairn.wait_job(made.json()["id"], admin_token)
+    volume_id = job["restore_volume_id"]
+    assert volume_id, job
+    try:
+        assert job["status"] == "succeeded", job
+        assert job["project_id"] == member.project_id
+        seen = member.cinder().get(volume_id)  # A's own token finds it: it is A's
+        assert (seen.name, seen.status) == ("restored-by-the-admin", "available")
+        assert cloud["n-admin"].cinder().get(volume_id).project_id == member.project_id
+    finally:
+        delete_volume(cloud["n-admin"], volume_id)

@@ -19,9 +19,13 @@ from services.formats import PRINTABLE, FreeText, VolumeRef
 from services.plans.schemas import PlanCreate
 
 HOSTILE = ["\x00", "\t", "\n", "\r", "\x1b[2J", "\x7f", "\x85", "\x9b", "\u2028", "\u2029",
-           "\u202a", "\u202e", "\u2066", "\u2069", "\ud800"]
+           "\u202a", "\u202e", "\u2066", "\u2069", "\ud800", "\u200b", "\u2060", "\u2063",
+           "\ufeff", "\ufff9", "\U000e0001", "\U000e0041", "\U000e007f"]
 """NUL, tab, newline, CR, a terminal escape, DEL, C1 NEL and CSI, the line and paragraph
-separators, the bidi embeddings, overrides and isolates, and a lone surrogate."""
+separators, the bidi embeddings, overrides and isolates, a lone surrogate, the zero-width
+space, the word joiner, an invisible operator, the zero-width no-break space, an
+interlinear annotation mark, and tag characters (the language tag, a tag 'A', the cancel
+tag)."""
 
 NOT_OURS = {
     "SignIn": "the portal's sign-in (api/routers/session.py) passes the user's Keystone "
@@ -124,7 +128,9 @@ def test_the_walk_finds_the_free_text_fields() -> None:
 
 
 @pytest.mark.parametrize("text", ["nightly", "Sauvegarde nocturne — base de données",
-                                  "גיבוי לילי\u200f", "バックアップ", "db 🐘 backups", ""])
+                                  "גיבוי לילי\u200f", "バックアップ", "db 🐘 backups", "",
+                                  "پشتیبان\u200cگیری", "क्\u200dष", "👩\u200d💻 dev",
+                                  "🇩🇪 Sicherung"])
 def test_ordinary_text_in_any_script_is_accepted(text: str) -> None:
     class Named(BaseModel):
         name: FreeText

@@ -77,3 +77,18 @@ def test_project_id_check_means_the_callers_own_project(tmp_path: Path) -> None:
     assert policy.allows("quota:update", ctx("admin", cloud_admin=True), "q")
     with pytest.raises(Forbidden, match="may not change quotas"):
         policy.enforce("quota:update", ctx("admin"), "q")
+
+
+@pytest.mark.parametrize(("overrides", "flagged"), [
+    ({"admin": "role:admin"}, ["admin", "orphan:list", "quota:get", "quota:update"]),
+    ({"admin": "role:cloud_admin"}, ["admin", "orphan:list", "quota:get", "quota:update"]),
+    ({"quota:get": "rule:reader"}, ["quota:get"]),
+    ({"orphan:list": "is_admin:False or is_admin:True"}, ["orphan:list"]),
+    ({"quota:update": "role:admin and project_id:%(project_id)s"}, []),
+    ({"quota:get": "rule:admin or project_id:%(project_id)s"}, []),
+    ({"plan:create": "@", "webhook:get_url": "rule:reader"}, []),  # within the project
+    ({}, []),
+])
+def test_rules_that_reach_beyond_a_project_are_named(overrides: dict[str, str],
+                                                     flagged: list[str]) -> None:
+    assert Policy(overrides).cross_project_grants() == flagged
