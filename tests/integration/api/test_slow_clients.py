@@ -33,7 +33,7 @@ def api(stack: Stack) -> Iterator[str]:
 def stalled_upload(base: str, headers: dict[str, str]) -> socket.socket:
     """A POST that sends its headers and 10 of the 1000 bytes it announced, then nothing."""
     port = int(base.rsplit(":", 1)[1])
-    conn = socket.create_connection(("127.0.0.1", port))
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10)
     lines = [b"POST /v1/plans HTTP/1.1", b"Host: 127.0.0.1", b"Content-Type: application/json",
              b"Content-Length: 1000", *(f"{k}: {v}".encode() for k, v in headers.items())]
     conn.sendall(b"\r\n".join(lines) + b"\r\n\r\n" + b'{"name": "')

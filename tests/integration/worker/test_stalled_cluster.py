@@ -28,8 +28,7 @@ OP_TIMEOUT = 4
 
 
 def mon_command(cluster: str, **command: str) -> None:
-    handle = rados.Rados(conffile=str(ceph.conf_path(cluster)))
-    handle.connect(timeout=10)
+    handle = ceph.connect(cluster)
     try:
         ret, _out, err = handle.mon_command(json.dumps(command), b"")
         assert ret == 0, err
