@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ import rbd
 import yaml
 
 from services.openstack.cinder import CinderApi
-from services.openstack.identity import IdentityAdmin
+from services.openstack.identity import IDENTITY, IdentityAdmin
 from services.openstack.sessions import make_session, password_auth
 from tests.support import ceph
 from tests.support.stack import BIN, REDIS_PORT, Process, service_env
@@ -32,9 +33,12 @@ SERVICE_PASSWORD = "cairn-service"
 PASSWORD = "test-password"
 ADMIN_PROJECT = "cairn-test-admin"
 """Cairn's admin project in the tests: its admin is the cloud's administrator."""
-REGION = "cairn-test"
+REGION = f"cairn-test-{uuid.uuid4().hex[:8]}"
 """The tests register their Cairn in a region of their own, so a `make up OPENSTACK=1`
-stack's catalog entry (RegionOne) is left alone."""
+stack's catalog entry (RegionOne) is left alone; one per test session, since the CLI
+finds Cairn in the catalog and sessions side by side (pytest-xdist workers, `make soak`,
+another checkout) would each point the other's CLI at their own Cairn. It goes when the
+session's Cairn stops (`OpenStackCairn.stop`)."""
 
 
 def keystone_up() -> bool:
@@ -135,6 +139,16 @@ class OpenStackCairn:
     def stop(self) -> None:
         for proc in reversed(self.processes):
             proc.stop()
+        forget_region(REGION)
+
+
+def forget_region(region: str) -> None:
+    """Remove a region of the tests from the catalog, with its endpoints."""
+    ident = admin()
+    for endpoint in ident.session.get("/endpoints", endpoint_filter=IDENTITY,
+                                      params={"region_id": region}).json()["endpoints"]:
+        ident.session.delete(f"/endpoints/{endpoint['id']}", endpoint_filter=IDENTITY)
+    ident.session.delete(f"/regions/{region}", endpoint_filter=IDENTITY, raise_exc=False)
 
 
 def free_port() -> int:

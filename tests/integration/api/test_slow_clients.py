@@ -49,6 +49,8 @@ def read_until_closed(conn: socket.socket) -> str:
     return b"".join(chunks).decode()
 
 
+# It times answers under 40 stalled uploads: alone, after the parallel phase.
+@pytest.mark.serial
 def test_stalled_uploads_leave_the_api_to_everyone_else(api: str) -> None:
     # Before: ten of these, without credentials, made /healthz and every tenant time out.
     stalled = [stalled_upload(api, {} if i % 2 else {"X-Project-Id": "attacker"})

@@ -80,6 +80,8 @@ def _wait_deliveries(stack: Stack, headers: dict[str, str], hook_id: str, *,
         time.sleep(0.2)
 
 
+# Exactly once: an attempt claims its delivery by a guarded update, on each database.
+@pytest.mark.both_databases
 def test_a_backup_and_a_failed_backup_each_send_one_signed_event(
         stack: Stack, receiver: Receiver, project: dict[str, str],
         volumes_pool: rados.Ioctx, images: list[str]) -> None:
@@ -128,6 +130,8 @@ def test_a_backup_and_a_failed_backup_each_send_one_signed_event(
     assert {d["id"] for d in log} == {event["id"] for event in events.values()}
 
 
+# Retries claim the delivery again (a guarded update): on each database.
+@pytest.mark.both_databases
 def test_a_receiver_that_fails_three_times_gets_the_event_once(
         stack: Stack, receiver: Receiver, project: dict[str, str]) -> None:
     receiver.answers = [500, 500, 500]

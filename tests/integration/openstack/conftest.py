@@ -22,6 +22,7 @@ from tests.support.openstack import (
     make_cloud,
     start_cairn,
 )
+from tests.support.workers import RedisDb, redis_db
 
 
 @pytest.fixture(scope="session")
@@ -38,7 +39,7 @@ def os_cairn(cloud: Cloud, tmp_path_factory: pytest.TempPathFactory
     directory = tmp_path_factory.mktemp("openstack-cairn")
     with migrated_database("postgresql", directory) as url:
         # Plans follow their Cinder groups within a second, not production's 5 minutes.
-        cairn = start_cairn(url, 3, Path(directory) / "logs",
+        cairn = start_cairn(url, redis_db(RedisDb.OPENSTACK), Path(directory) / "logs",
                             CAIRN_CINDER_GROUP_SYNC_SECONDS="1")
         yield cairn
         cairn.stop()

@@ -56,6 +56,9 @@ def kill_worker_mid_copy(stack: Stack, client: TestClient, volume: str) -> dict[
     return job
 
 
+# The reconciler takes the dead attempt's job back by a guarded update, fenced by the
+# attempt number: on each database.
+@pytest.mark.both_databases
 def test_killed_backup_is_retried_to_success(stack: Stack, dense_volume: str,
                                              pools: tuple[rados.Ioctx, rados.Ioctx]) -> None:
     vols, backups = pools

@@ -5,7 +5,6 @@ production, per wave of a plan's jobs)."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,10 +16,11 @@ from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import start_backup
 from tests.support.stack import Stack, start_stack, stop_stack
+from tests.support.workers import RedisDb, redis_db
 
 pytestmark = pytest.mark.ceph
 
-REDIS_DB = 10 + int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
+REDIS_DB = redis_db(RedisDb.SCRATCH)
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ from redis import Redis
 
 from services.limits.leases import Leases, Scope
 from tests.support.stack import REDIS_PORT
+from tests.support.workers import RedisDb, redis_db
 
-REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/7"
+REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/{redis_db(RedisDb.SCRATCH)}"
 
 
 @pytest.fixture
@@ -42,6 +43,8 @@ def test_slots_are_all_or_nothing_and_renewable(leases: Leases) -> None:
     assert leases.acquire("job-2", [target, project]) is None
 
 
+# It times the lease to a tenth of a second: alone, after the parallel phase.
+@pytest.mark.serial
 def test_a_killed_holder_frees_its_slot_within_the_lease_time(leases: Leases) -> None:
     target = scope("target", 1)
     holder = subprocess.Popen([sys.executable, "-c", f"""

@@ -19,6 +19,10 @@ from services.scheduler.admission import Admission
 from services.settings import Settings
 from services.status import JobKind, JobStatus
 from tests.support.stack import REDIS_PORT
+from tests.support.workers import RedisDb, redis_db
+
+# Admission's queries and guarded updates, on each database.
+pytestmark = pytest.mark.both_databases
 
 
 class RecordingDispatcher:
@@ -34,7 +38,7 @@ class RecordingDispatcher:
 
 @pytest.fixture
 def redis() -> Iterator[Redis]:
-    client = Redis.from_url(f"redis://127.0.0.1:{REDIS_PORT}/8")
+    client = Redis.from_url(f"redis://127.0.0.1:{REDIS_PORT}/{redis_db(RedisDb.SCRATCH)}")
     client.flushdb()
     yield client
     client.flushdb()

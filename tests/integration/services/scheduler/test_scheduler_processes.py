@@ -18,10 +18,14 @@ from services.records.jobs import Job
 from services.status import JobStatus
 from tests.support.factories import count_by_status, duplicate_slots, jobs_of, make_plan
 from tests.support.stack import BIN, REDIS_PORT, Process, service_env
+from tests.support.workers import RedisDb, redis_db
+
+# Two replicas racing for the same slots: the databases lock differently.
+pytestmark = pytest.mark.both_databases
 
 HOURLY = [{"kind": "incremental", "cron": "0 * * * *"}]
 T0 = datetime(2026, 11, 20, 0, 30, tzinfo=UTC)
-REDIS_DB = 6
+REDIS_DB = redis_db(RedisDb.SCRATCH)
 
 
 @pytest.fixture
