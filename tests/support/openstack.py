@@ -180,13 +180,21 @@ def start_cairn(database_url: str, redis_db: int, log_dir: Path, *, workers: int
     log_dir.mkdir(parents=True, exist_ok=True)
     extra_workers = tuple((f"cairn-worker-{i}", [str(BIN / "cairn-worker")], "ready")
                           for i in range(2, workers + 1))
+    readiness = []
     for name, argv, ready in (
             ("cairn-worker", [str(BIN / "cairn-worker")], "ready"), *extra_workers,
             ("cairn-scheduler", [str(BIN / "cairn-scheduler")], "cairn-scheduler started"),
             ("cairn-api", [str(BIN / "cairn-api"), "--port", str(port)], "Uvicorn running")):
         proc = Process(name, argv, env, log_dir / f"{name}.log")
-        proc.start(ready)
+        proc.launch()  # side by side: none waits for another to start
         cairn.processes.append(proc)
+        readiness.append((proc, ready))
+    try:
+        for proc, ready in readiness:
+            proc.wait_ready(ready)
+    except BaseException:
+        cairn.stop()  # nothing outlives a Cairn that did not start
+        raise
     register = subprocess.run(
         [str(BIN / "cairn-manage"), "keystone", "register", "--url", url, "--region", REGION],
         env={**os.environ, "OS_AUTH_URL": KEYSTONE, "OS_USERNAME": "admin",

@@ -23,6 +23,7 @@ from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import start_failing_backup
 from tests.support.redis_server import free_port
+from tests.support.rounds import metrics_port, wait_rounds
 from tests.support.stack import Stack
 from tests.support.webhook_receiver import Received, Receiver
 
@@ -105,7 +106,10 @@ def test_a_backup_and_a_failed_backup_each_send_one_signed_event(
     assert failed["status"] == "failed", failed
 
     got = receiver.wait_for(3)
-    time.sleep(1.5)  # nothing more comes: one event each
+    # Nothing more comes, one event each: every delivery has ended, and the scheduler has
+    # had rounds in which to hand one out again.
+    _wait_deliveries(stack, project, hook["id"], status="succeeded", count=3)
+    wait_rounds(metrics_port(stack.env), 3)
     assert len(receiver.received) == 3, [r.body for r in receiver.received]
     events = {event["type"]: event for event in (_verified(hook["secret"], r) for r in got)}
     assert set(events) == {"org.openstack.cairn.plan.create.end",

@@ -15,6 +15,7 @@ import rados
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import start_backup
+from tests.support.rounds import metrics_port, until_rounds
 from tests.support.stack import Stack, start_stack, stop_stack
 from tests.support.workers import RedisDb, redis_db
 
@@ -37,7 +38,7 @@ def test_a_freed_slot_starts_the_next_job_without_the_scheduler(
     names = [ceph.random_image(volumes_pool, "handon", 3 * MiB + 5, seed=91 + i)
              for i in range(3)]
     images.extend(names)
-    time.sleep(1.0)  # past the scheduler's first round, which runs at its start
+    until_rounds(metrics_port(stack.env), 1)  # past its first round, which runs at its start
     started = time.monotonic()
     ids = [start_backup(stack, name)["id"] for name in names]
     jobs = [stack.wait_job(job_id, timeout=25) for job_id in ids]
