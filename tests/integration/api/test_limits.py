@@ -1,9 +1,10 @@
-"""Concurrency limits on the real stack: a plan of 20 volumes on a target limited to 3
-never has more than 3 backups running, all 20 complete, and killing the worker mid-way
-(SIGKILL, holding slots) neither breaks the limit nor strands a job."""
+"""Concurrency limits on the real stack: a plan of 10 volumes (20 in `make soak`) on a
+target limited to 3 never has more than 3 backups running, all complete, and killing the
+worker mid-way (SIGKILL, holding slots) neither breaks the limit nor strands a job."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -19,11 +20,13 @@ from tests.support.stack import Stack
 
 pytestmark = pytest.mark.ceph
 
-VOLUMES = 20
+VOLUMES = int(os.environ.get("CAIRN_LIMITS_VOLUMES", "10"))
+"""Over three times the limit: after the kill, jobs still wait behind the dead worker's
+slots and the resumed ones, which is what the limit must hold against."""
 
 
 @pytest.fixture
-def twenty_volumes(volumes_pool: rados.Ioctx) -> Iterator[list[str]]:
+def volumes(volumes_pool: rados.Ioctx) -> Iterator[list[str]]:
     with ExitStack() as stack:
         yield [stack.enter_context(ceph.dense_image(volumes_pool, "limits", 4 * MiB,
                                                     seed=100 + i)) for i in range(VOLUMES)]
@@ -69,11 +72,11 @@ def wait_all(stack: Stack, plan_id: str, timeout: float = 240) -> list[dict[str,
     raise AssertionError(f"only {len(finished(stack, plan_id))} of {VOLUMES} jobs finished")
 
 
-def test_twenty_volumes_never_exceed_the_target_limit_even_across_a_worker_kill(
-        stack: Stack, twenty_volumes: list[str], database_url: str) -> None:
+def test_a_plans_volumes_never_exceed_the_target_limit_even_across_a_worker_kill(
+        stack: Stack, volumes: list[str], database_url: str) -> None:
     plan = stack.post("/v1/plans", {
         "name": ceph.unique_name("limits"), "target": "limited",
-        "volumes": [f"ceph-a/volumes/{v}" for v in twenty_volumes],
+        "volumes": [f"ceph-a/volumes/{v}" for v in volumes],
         "rules": [{"cron": "0 3 * * *"}], "qos_bytes_per_second": 4 * MiB,
     }).json()
     kill_worker = database_url.startswith("postgresql")  # once is enough; it costs ~10 s

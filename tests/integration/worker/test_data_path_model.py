@@ -3,11 +3,14 @@ random programs of volume changes (writes, zeros, discards, grow, shrink, clones
 full and incremental backups to two targets on two clusters, deletes in random order and
 worker kills, checked after every step against the volume's bytes at each backup.
 
-`make test` runs CAIRN_MODEL_CASES cases (default 30) from CAIRN_MODEL_SEED on
+`make test` runs CAIRN_MODEL_CASES cases (default 12) from CAIRN_MODEL_SEED on
 PostgreSQL, and the first CAIRN_MODEL_SQLITE_CASES of them (default 3) on SQLite too: the
 same programs on both databases, whose rows (restore points, chains, guarded updates
-under worker kills) are the test's database side. `make soak SEED=... CASES=...` runs many
-more, larger ones, on PostgreSQL."""
+under worker kills) are the test's database side. 12 is the shortest run of seeds from
+the default that still finds each deliberate breakage of the data path that the earlier
+30 found (an incremental that keeps an emptied object's old data fails seed 20261134
+alone; CONTRIBUTING.md has the table). `make soak SEED=... CASES=...` runs many more,
+larger ones, on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from tests.support.stack import Stack
 pytestmark = pytest.mark.ceph
 
 SEED = int(os.environ.get("CAIRN_MODEL_SEED", "20261123"))
-CASES = int(os.environ.get("CAIRN_MODEL_CASES", "30"))
+CASES = int(os.environ.get("CAIRN_MODEL_CASES", "12"))
 SQLITE_CASES = int(os.environ.get("CAIRN_MODEL_SQLITE_CASES", "3"))
 MAX_SIZE = int(os.environ.get("CAIRN_MODEL_MAX_MIB", "20")) * MiB
 KILL_CHANCE = float(os.environ.get("CAIRN_MODEL_KILL_CHANCE", "0.07"))
