@@ -30,9 +30,9 @@ from tests.support.stack import Stack, api_process
 pytestmark = [pytest.mark.ceph, pytest.mark.production_database_only]
 
 FULL = os.environ.get("CAIRN_FUZZ_FULL") == "1"
-"""`make fuzz`: the full size. `make test` runs the smallest size that still finds what
-the fuzz has found (a PATCH with a null name answered 500; a rule's `start` the schema
-declared as an RFC 3339 date-time): CONTRIBUTING.md shows it."""
+"""`make fuzz`: the full size. `make test` runs half the examples and three quarters of
+the walks it ran before (60 and 40), which find the same deliberate breakages
+(CONTRIBUTING.md has them)."""
 
 EXAMPLES = int(os.environ.get("CAIRN_FUZZ_EXAMPLES", "120" if FULL else "30"))
 """Per operation, half valid and half invalid input: with the API's 28 operations, over
