@@ -9,7 +9,7 @@ OPENSTACK ?= 0
 PROMETHEUS ?= 0
 RGW ?= 0
 
-.PHONY: help bootstrap portal test-portal up down status image test test-unit test-only soak lint typecheck check bench bench-instant bench-fleet bench-object bench-portal bench-scheduler bench-hostile bench-object-key-race clean
+.PHONY: help bootstrap portal test-portal up down status image test test-unit test-tools test-only soak fuzz lint typecheck check bench bench-instant bench-fleet bench-object bench-portal bench-scheduler bench-hostile bench-object-key-race clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -65,36 +65,36 @@ typecheck: bootstrap ## mypy --strict on services/, api/, worker/, cli/, manage/
 
 check: lint typecheck ## lint and type check
 
-test: ## install what is missing, build the portal, start the stack's servers (Keystone and Cinder too; tests run their own Prometheus), lint, type check, run both tiers (the portal's in Chromium too)
-	@CAIRN_OPENSTACK=1 CAIRN_PROMETHEUS=1 CAIRN_HELM=1 CAIRN_IMAGE=1 CAIRN_RGW=1 CAIRN_PORTAL_TESTS=1 bash deploy/local/bootstrap.sh
-	@bash deploy/local/portal.sh
-	@cd portal && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npm test --silent
-	@CAIRN_SECOND_CLUSTER=1 CAIRN_OPENSTACK=1 CAIRN_RGW=1 bash deploy/local/stack.sh up infra
-	@$(MAKE) --no-print-directory check
-	@$(MAKE) --no-print-directory test-only
+WORKERS ?= 3
+COVERAGE ?= 0
+test: ## everything from a clean clone: installs, the stack's servers, lint, types, every tier (COVERAGE=1: and line coverage of api/ services/ worker/; WORKERS=n pytest-xdist workers, default 3); prints each step's time and the ten slowest tests
+	@WORKERS=$(WORKERS) COVERAGE=$(COVERAGE) bash deploy/local/test.sh all
 
 test-unit: bootstrap ## the unit tier: every test that needs no server (seconds; nothing has to run)
 	@$(PY) -m pytest -p no:cacheprovider -q tests/unit
 
-COVERAGE ?= 0
-test-only: ## run both tiers against an already running stack (COVERAGE=1: and report line coverage of api/ services/ worker/)
-ifeq ($(COVERAGE),1)
-	@rm -rf $(STATE)/coverage && mkdir -p $(STATE)/coverage
-	@$(PY) -m coverage run -m pytest -p no:cacheprovider --durations=25 $(ARGS)
-	@$(PY) -m coverage combine -q && $(PY) -m coverage report | tail -n 1
-else
-	@$(PY) -m pytest -p no:cacheprovider --durations=25 $(ARGS)
-endif
+test-tools: ## the tools tier: helm on the chart, promtool on the alert rules, buildah on the image (no server)
+	@CAIRN_PROMETHEUS=1 CAIRN_HELM=1 CAIRN_IMAGE=1 bash deploy/local/bootstrap.sh
+	@$(PY) -m pytest -p no:cacheprovider -q tests/tools
+
+test-only: ## against a running stack: ARGS="tests/integration/api/test_plans.py" runs one file in seconds (any pytest arguments); without ARGS every tier as `make test` runs them (COVERAGE=1, WORKERS=n as for test)
+	@WORKERS=$(WORKERS) COVERAGE=$(COVERAGE) bash deploy/local/test.sh only $(ARGS)
 
 SEED ?= $(shell date +%s)
 CASES ?= 300
 MAX_MIB ?= 64
-soak: bootstrap ## the randomized data-path test at length: make soak SEED=... CASES=... MAX_MIB=... (a failing case prints its replay)
-	@CAIRN_SECOND_CLUSTER=1 bash deploy/local/stack.sh up infra
+soak: bootstrap ## the long tests at full size: the randomized data-path test (make soak SEED=... CASES=... MAX_MIB=...; a failing case prints its replay) and the limits test on 20 volumes
+	@CAIRN_SECOND_CLUSTER=1 CAIRN_RGW=1 bash deploy/local/stack.sh up infra
 	@echo "soak: seeds $(SEED)..$$(( $(SEED) + $(CASES) - 1 )), volumes up to $(MAX_MIB) MiB"
 	@CAIRN_MODEL_SEED=$(SEED) CAIRN_MODEL_CASES=$(CASES) CAIRN_MODEL_MAX_MIB=$(MAX_MIB) \
-	    CAIRN_MODEL_KILL_CHANCE=0.1 CAIRN_TEST_REDIS_DB_OFFSET=4 $(PY) -m pytest -p no:cacheprovider -q \
-	    tests/integration/worker/test_data_path_model.py
+	    CAIRN_MODEL_KILL_CHANCE=0.1 CAIRN_MODEL_SQLITE_CASES=0 CAIRN_LIMITS_VOLUMES=20 \
+	    CAIRN_TEST_REDIS_DB_OFFSET=52 $(PY) -m pytest -p no:cacheprovider -q \
+	    tests/integration/worker/test_data_path_model.py tests/integration/api/test_limits.py
+
+fuzz: bootstrap ## the schema fuzz at full size (Schemathesis: many more requests per operation and longer stateful walks than `make test`'s)
+	@CAIRN_SECOND_CLUSTER=1 CAIRN_RGW=1 bash deploy/local/stack.sh up infra
+	@CAIRN_FUZZ_FULL=1 CAIRN_TEST_REDIS_DB_OFFSET=58 $(PY) -m pytest -p no:cacheprovider -q \
+	    tests/integration/api/test_schema_fuzz.py
 
 bench: ## copy-engine benchmark on its own BlueStore clusters (~25 min); prints figures
 	@CAIRN_BENCH=1 CAIRN_OPENSTACK=$(OPENSTACK) bash deploy/local/bootstrap.sh

@@ -1,74 +1,96 @@
 """Fixtures on the real local stack (`make test` starts it: micro Ceph, Redis, PostgreSQL).
 
-Integration tests run once on SQLite and once on PostgreSQL: `database_url` is
-parametrized, and each backend gets a fresh, migrated database and its own worker,
-scheduler and Redis database."""
+Integration tests run on PostgreSQL, production's database: `database_url` (and
+`fresh_database_url`) is PostgreSQL unless the test is marked `both_databases`, which
+runs it on SQLite as well. That mark is for what can differ between the two: migrations,
+repositories and queries, locking and claims, the calendar, the scheduler's guarded
+updates (CONTRIBUTING.md lists which tests keep both, and why). Each backend gets a
+fresh, migrated database and its own worker, scheduler and Redis database.
+
+tests/conftest.py checks once per run that the servers are up and the clusters can take
+the tests' data. Under pytest-xdist each worker is a session of its own, with its own
+databases, Redis databases (tests/support/workers.py) and Cairn processes. Tests that
+share the real Keystone's projects go to one worker (`xdist_group`), as do the SQLite stack's."""
 
 from __future__ import annotations
 
-import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import rados
 
-from tests.support import ceph, rgw
-from tests.support.ceph import conf_path
+from tests.support import ceph
 from tests.support.databases import migrated_database
-from tests.support.stack import PG_PORT, REDIS_PORT, Stack, start_stack, stop_stack
+from tests.support.stack import Stack, start_stack, stop_stack
+from tests.support.workers import RedisDb, redis_db
+
+BACKENDS = ("sqlite", "postgresql")
+DATABASE_FIXTURES = ("database_url", "fresh_database_url")
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(1)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+def _backends(definition: pytest.Function) -> tuple[str, ...]:
+    if definition.get_closest_marker("production_database_only") is not None:
+        return ("postgresql",)
+    if definition.get_closest_marker("both_databases") is not None:
+        return BACKENDS
+    return ("postgresql",)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _local_stack_is_up() -> None:
-    missing = [what for what, ok in [
-        ("micro Ceph ceph-a", conf_path("ceph-a").exists()),
-        ("micro Ceph ceph-b (CAIRN_SECOND_CLUSTER=1)", conf_path("ceph-b").exists()),
-        ("Ceph RGW on ceph-a (CAIRN_RGW=1)", rgw.CREDENTIALS.exists()),
-        (f"Redis on {REDIS_PORT}", _listening(REDIS_PORT)),
-        (f"PostgreSQL on {PG_PORT}", _listening(PG_PORT)),
-    ] if not ok]
-    if missing:
-        pytest.exit(f"the local stack is not running ({', '.join(missing)}): run `make test`, "
-                    "which starts it", returncode=3)
+def _parametrized(definition: pytest.Function) -> set[str]:
+    names: set[str] = set()
+    for mark in definition.iter_markers("parametrize"):
+        argnames = mark.args[0] if mark.args else mark.kwargs["argnames"]
+        if isinstance(argnames, str):
+            argnames = argnames.split(",")
+        names |= {name.strip() for name in argnames}
+    return names
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The backends of each test: PostgreSQL, and SQLite as well when marked
+    `both_databases`. (A test that parametrizes the fixture itself keeps its choice.)"""
+    chosen = _parametrized(metafunc.definition)
+    for name in DATABASE_FIXTURES:
+        if name in metafunc.fixturenames and name not in chosen:
+            metafunc.parametrize(name, _backends(metafunc.definition), indirect=True)
+
+
+def _backend(item: pytest.Item) -> str | None:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    found = params.get("database_url", params.get("fresh_database_url"))
+    return str(found) if found is not None else None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked production_database_only run on PostgreSQL alone."""
-    kept, dropped = [], []
+    """Under xdist, keep on one worker what must not be spread: the tests on the real
+    Keystone and Cinder (they share its test projects, and count what those hold), and
+    the tests on the SQLite stack (one worker starts it, not every one)."""
     for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        param = params.get("database_url", params.get("fresh_database_url"))
-        only = item.get_closest_marker("production_database_only") is not None
-        (dropped if only and param == "sqlite" else kept).append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+        names = getattr(item, "fixturenames", ())
+        if "cloud" in names:
+            item.add_marker(pytest.mark.xdist_group("openstack"))
+        elif "stack" in names and _backend(item) == "sqlite":
+            item.add_marker(pytest.mark.xdist_group("sqlite"))
 
 
-@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+@pytest.fixture(scope="session")
 def database_url(request: pytest.FixtureRequest,
                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A fresh database migrated to head, on each backend in turn."""
-    with migrated_database(request.param, tmp_path_factory.mktemp("sqlite")) as url:
+    """A fresh database migrated to head, on the test's backend."""
+    backend = getattr(request, "param", "postgresql")
+    with migrated_database(backend, tmp_path_factory.mktemp("sqlite")) as url:
         yield url
 
 
 @pytest.fixture(scope="session")
 def stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """API, worker and scheduler on the given database."""
-    # `make soak` runs beside `make test` on Redis databases of its own.
-    redis_db = (1 if database_url.startswith("sqlite") else 2) + int(
-        os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
+    use = RedisDb.SQLITE_STACK if database_url.startswith("sqlite") \
+        else RedisDb.POSTGRESQL_STACK
     log_dir = Path(tmp_path_factory.mktemp("logs"))
-    running = start_stack(database_url, redis_db, log_dir)
+    running = start_stack(database_url, redis_db(use), log_dir)
     yield running
     stop_stack(running)
 
@@ -110,10 +132,11 @@ def images(volumes_pool: rados.Ioctx) -> Iterator[list[str]]:
         ceph.remove_image(volumes_pool, name)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture
 def fresh_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A database of the test's own, migrated, on each backend: for tests that run their
-    own scheduler processes, which must not see the session stack's rows (or be seen by its
-    scheduler)."""
-    with migrated_database(request.param, tmp_path) as url:
+    """A database of the test's own, migrated, on the test's backend: for tests that run
+    their own scheduler processes, which must not see the session stack's rows (or be seen
+    by its scheduler)."""
+    with migrated_database(getattr(request, "param", "postgresql"), tmp_path) as url:
         yield url
+

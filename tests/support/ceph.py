@@ -22,14 +22,40 @@ MiB = 1 << 20
 STATE = Path(os.environ.get("CAIRN_STATE_DIR", Path(__file__).resolve().parents[2] / ".state"))
 
 
+OP_TIMEOUT_SECONDS = 60
+"""A Rados or RBD call of a test that takes longer fails (ETIMEDOUT) instead of waiting for
+ever: a full or stalled cluster then fails the test in a minute rather than blocking the
+run inside librados, where pytest-timeout's signal cannot reach it. Far above what any
+test's operation takes on a healthy micro cluster."""
+TIMEOUTS = {"rados_osd_op_timeout": str(OP_TIMEOUT_SECONDS),
+            "rados_mon_op_timeout": str(OP_TIMEOUT_SECONDS),
+            "client_mount_timeout": "10"}
+
+
 def conf_path(cluster: str) -> Path:
     return STATE / cluster / "ceph.conf"
 
 
+def client(cluster: str, **conf: str) -> rados.Rados:
+    """A client of the test's own, not yet connected, with the deadlines above (and
+    `conf`)."""
+    return rados.Rados(conffile=str(conf_path(cluster)), conf={**TIMEOUTS, **conf})
+
+
+def connect(cluster: str, **conf: str) -> rados.Rados:
+    """A connected `client`."""
+    handle = client(cluster, **conf)
+    try:
+        handle.connect(timeout=10)
+    except BaseException:
+        handle.shutdown()
+        raise
+    return handle
+
+
 @contextmanager
 def ioctx(cluster: str, pool: str) -> Iterator[rados.Ioctx]:
-    handle = rados.Rados(conffile=str(conf_path(cluster)))
-    handle.connect(timeout=10)
+    handle = connect(cluster)
     try:
         io = handle.open_ioctx(pool)
         try:

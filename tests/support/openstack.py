@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ import rbd
 import yaml
 
 from services.openstack.cinder import CinderApi
-from services.openstack.identity import IdentityAdmin
+from services.openstack.identity import IDENTITY, IdentityAdmin
 from services.openstack.sessions import make_session, password_auth
 from tests.support import ceph
 from tests.support.stack import BIN, REDIS_PORT, Process, service_env
@@ -33,9 +34,12 @@ PASSWORD = "test-password"
 ADMIN_PROJECT = "cairn-test-admin"
 """Cairn's admin project in the tests (in the Default domain): its admin is the cloud's
 administrator. CAIRN_ADMIN_PROJECTS names it by id (`admin_project_id`)."""
-REGION = "cairn-test"
+REGION = f"cairn-test-{uuid.uuid4().hex[:8]}"
 """The tests register their Cairn in a region of their own, so a `make up OPENSTACK=1`
-stack's catalog entry (RegionOne) is left alone."""
+stack's catalog entry (RegionOne) is left alone; one per test session, since the CLI
+finds Cairn in the catalog and sessions side by side (pytest-xdist workers, `make soak`,
+another checkout) would each point the other's CLI at their own Cairn. It goes when the
+session's Cairn stops (`OpenStackCairn.stop`)."""
 
 
 def keystone_up() -> bool:
@@ -136,6 +140,16 @@ class OpenStackCairn:
     def stop(self) -> None:
         for proc in reversed(self.processes):
             proc.stop()
+        forget_region(REGION)
+
+
+def forget_region(region: str) -> None:
+    """Remove a region of the tests from the catalog, with its endpoints."""
+    ident = admin()
+    for endpoint in ident.session.get("/endpoints", endpoint_filter=IDENTITY,
+                                      params={"region_id": region}).json()["endpoints"]:
+        ident.session.delete(f"/endpoints/{endpoint['id']}", endpoint_filter=IDENTITY)
+    ident.session.delete(f"/regions/{region}", endpoint_filter=IDENTITY, raise_exc=False)
 
 
 def free_port() -> int:
@@ -172,13 +186,21 @@ def start_cairn(database_url: str, redis_db: int, log_dir: Path, *, workers: int
     log_dir.mkdir(parents=True, exist_ok=True)
     extra_workers = tuple((f"cairn-worker-{i}", [str(BIN / "cairn-worker")], "ready")
                           for i in range(2, workers + 1))
+    readiness = []
     for name, argv, ready in (
             ("cairn-worker", [str(BIN / "cairn-worker")], "ready"), *extra_workers,
             ("cairn-scheduler", [str(BIN / "cairn-scheduler")], "cairn-scheduler started"),
             ("cairn-api", [str(BIN / "cairn-api"), "--port", str(port)], "Uvicorn running")):
         proc = Process(name, argv, env, log_dir / f"{name}.log")
-        proc.start(ready)
+        proc.launch()  # side by side: none waits for another to start
         cairn.processes.append(proc)
+        readiness.append((proc, ready))
+    try:
+        for proc, ready in readiness:
+            proc.wait_ready(ready)
+    except BaseException:
+        cairn.stop()  # nothing outlives a Cairn that did not start
+        raise
     register = subprocess.run(
         [str(BIN / "cairn-manage"), "keystone", "register", "--url", url, "--region", REGION],
         env={**os.environ, "OS_AUTH_URL": KEYSTONE, "OS_USERNAME": "admin",

@@ -125,22 +125,42 @@ class Process:
     log: Path
     proc: subprocess.Popen[bytes] | None = None
 
+    _offset: int = field(default=0, init=False, repr=False)
+
     def start(self, ready_text: str | None = None, timeout: float = 60) -> None:
-        offset = self.log.stat().st_size if self.log.exists() else 0
+        self.launch()
+        if ready_text is not None:
+            self.wait_ready(ready_text, timeout)
+
+    def launch(self) -> None:
+        """Start the process and return at once (`wait_ready` waits for its log line):
+        processes that do not depend on each other start side by side."""
+        self._offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(self.argv, env={**os.environ, **self.env}, stdout=out,
                                          stderr=subprocess.STDOUT, cwd=REPO)
-        if ready_text is None:
-            return
+
+    def wait_ready(self, ready_text: str, timeout: float = 60) -> None:
+        """Until the process logs `ready_text` (since its launch); it exiting first, or
+        the timeout passing, raises with the end of its log."""
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if ready_text in self.log.read_bytes()[offset:].decode(errors="replace"):
-                return
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
+        seen = self._offset
+        with self.log.open("rb") as log:
+            log.seek(self._offset)
+            text = ""
+            while time.monotonic() < deadline:
+                # Only what was appended since the last look (a line may come in parts).
+                text = text[-len(ready_text):] + log.read().decode(errors="replace")
+                if ready_text in text:
+                    return
+                if self.proc.poll() is not None:
+                    break
+                time.sleep(0.05)
+            seen = log.tell()
         raise RuntimeError(f"{self.name} did not start; see {self.log}:\n"
-                           + self.log.read_bytes()[offset:].decode(errors="replace")[-3000:])
+                           + self.log.read_bytes()[self._offset:seen].decode(
+                               errors="replace")[-3000:])
 
     def dump_stacks(self) -> None:
         """SIGUSR2: the process writes every thread's stack to its log (faulthandler)."""
@@ -245,10 +265,12 @@ def start_stack(database_url: str, redis_db: int, log_dir: Path, **overrides: st
     scheduler = Process("cairn-scheduler", [str(BIN / "cairn-scheduler")], env,
                         log_dir / "scheduler.log")
     try:
-        worker.start("ready")
-        scheduler.start("cairn-scheduler started")
+        worker.launch()
+        scheduler.launch()
         client = TestClient(create_app(settings))
         client.__enter__()
+        worker.wait_ready("ready")
+        scheduler.wait_ready("cairn-scheduler started")
     except BaseException:
         # Nothing outlives a stack that did not start (a fixture that raised never stops
         # what it started).

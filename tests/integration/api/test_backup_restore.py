@@ -137,6 +137,8 @@ def test_second_backup_keeps_one_source_snapshot_and_both_restore_points(
     assert ceph.snapshots(volumes_pool, source) == []
 
 
+# The restore point repository's filters and pages: on each database.
+@pytest.mark.both_databases
 def test_restore_point_list_pages_and_filters(stack: Stack, volumes_pool: rados.Ioctx,
                                               images: list[str]) -> None:
     import rbd

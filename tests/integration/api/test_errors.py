@@ -86,6 +86,8 @@ def test_restore_onto_existing_image_is_409(stack: Stack, backed_up: dict[str, s
     assert ceph.sha256_of(volumes_pool, backed_up["image"]) == before
 
 
+# A repository query's project scope: on each database.
+@pytest.mark.both_databases
 def test_another_projects_restore_point_is_404(stack: Stack, backed_up: dict[str, str]) -> None:
     other = {"X-Project-Id": "project-b", "X-Roles": "member"}
     rp = backed_up["rp"]
@@ -113,6 +115,8 @@ def test_unknown_ids_are_404_and_malformed_ones_422(stack: Stack) -> None:
     assert "marker" in err["message"]
 
 
+# A guarded update refuses the delete: on each database.
+@pytest.mark.both_databases
 def test_delete_while_restoring_is_409(stack: Stack, backed_up: dict[str, str],
                                        volumes_pool: rados.Ioctx) -> None:
     target = ceph.unique_name("slow-restore")
@@ -129,6 +133,8 @@ def test_delete_while_restoring_is_409(stack: Stack, backed_up: dict[str, str],
         ceph.remove_image(volumes_pool, target)
 
 
+# The volume's lock is a unique row (and an active backup a partial unique index).
+@pytest.mark.both_databases
 def test_second_backup_of_a_busy_volume_is_409(stack: Stack, backed_up: dict[str, str]) -> None:
     volume = f"ceph-a/volumes/{backed_up['image']}"
     first = stack.post("/v1/backups", {"volume": volume, "qos_bytes_per_second": MiB})

@@ -17,7 +17,9 @@ from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.stack import HEADERS, Stack
 
-pytestmark = pytest.mark.ceph
+# Idempotency keys are claims the database arbitrates (a unique row, an in-flight
+# mark): on each database.
+pytestmark = [pytest.mark.ceph, pytest.mark.both_databases]
 
 
 @pytest.fixture

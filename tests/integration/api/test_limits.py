@@ -1,11 +1,12 @@
 """Concurrency limits on the real stack: on a target limited to 3 slots, a project that
-queues 9 backups never runs more than its share (max_jobs_per_project, 2), while another
-project's 4 backups run beside them on the same target; the target never has more than
-3 running, all 13 complete, and killing the worker mid-way (SIGKILL, holding slots) neither
-breaks a limit nor strands a job."""
+queues 7 backups (17 in `make soak`) never runs more than its share (max_jobs_per_project,
+2), while another project's 3 backups run beside them on the same target; the target never
+has more than 3 running, all complete, and killing the worker mid-way (SIGKILL, holding
+slots) neither breaks a limit nor strands a job."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +25,12 @@ from tests.support.stack import Stack
 
 pytestmark = pytest.mark.ceph
 
-BIG, SMALL = 9, 4
+VOLUMES = int(os.environ.get("CAIRN_LIMITS_VOLUMES", "10"))
+"""Over three times the target's limit: after the kill, jobs still wait behind the dead
+worker's slots and the resumed ones, which is what the limits must hold against."""
+SMALL = 3
+"""One more than a project's share, so the small project waits too."""
+BIG = VOLUMES - SMALL
 TARGET = "limited"
 
 

@@ -19,7 +19,8 @@ from tests.support.ceph import MiB
 from tests.support.redis_server import free_port
 from tests.support.stack import BIN, Process, Stack
 
-pytestmark = pytest.mark.ceph
+# The Overview's figures are aggregate queries: on each database.
+pytestmark = [pytest.mark.ceph, pytest.mark.both_databases]
 
 
 def test_volumes_fall_behind_their_plan_and_the_next_runs_are_listed(

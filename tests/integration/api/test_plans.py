@@ -55,6 +55,8 @@ def create(stack: Stack, body: dict[str, Any],
     return plan
 
 
+# The plan repository: times stored and read back, lists and pages, on each database.
+@pytest.mark.both_databases
 def test_plan_lifecycle_and_next_runs_across_spring_forward(stack: Stack,
                                                             two_volumes: list[str]) -> None:
     plan = create(stack, plan_body(two_volumes, window={"start": "03:00", "end": "06:00"},
@@ -122,6 +124,8 @@ def test_invalid_plans_are_refused_with_a_reason(stack: Stack, two_volumes: list
     assert message in response.json()["error"]["message"]
 
 
+# A unique constraint: on each database.
+@pytest.mark.both_databases
 def test_duplicate_plan_name_is_a_conflict(stack: Stack, two_volumes: list[str]) -> None:
     body = plan_body(two_volumes)
     create(stack, body)
@@ -191,6 +195,8 @@ def test_run_now_backs_up_every_volume_and_retention_prunes_the_rest(
         volumes_pool, source, f"cairn.{newest['restore_point_id']}")
 
 
+# The retention preview's queries and the plan's row lock: on each database.
+@pytest.mark.both_databases
 def test_an_edited_retention_shows_what_the_next_prune_would_delete_and_deletes_nothing(
         stack: Stack, two_volumes: list[str]) -> None:
     plan = create(stack, plan_body(two_volumes, retention={"keep_last": 5}))
@@ -221,6 +227,8 @@ def test_an_edited_retention_shows_what_the_next_prune_would_delete_and_deletes_
     assert refused.status_code == 404, refused.text
 
 
+# Quota usage is counted by queries: on each database.
+@pytest.mark.both_databases
 def test_quotas_refuse_run_now_and_plan_creation_with_how_much(
         stack: Stack, two_volumes: list[str]) -> None:
     project = ceph.unique_name("quota-project")
@@ -250,6 +258,8 @@ def test_quotas_refuse_run_now_and_plan_creation_with_how_much(
     stack.wait_job(on_demand.json()["id"], headers=member)
 
 
+# The job repository's filters and pages: on each database.
+@pytest.mark.both_databases
 def test_job_history_filters_and_pages(stack: Stack, two_volumes: list[str]) -> None:
     plan = create(stack, plan_body(two_volumes))
     jobs = run_now(stack, plan["id"], kind="full")

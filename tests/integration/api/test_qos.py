@@ -26,6 +26,8 @@ def volume(volumes_pool: rados.Ioctx) -> Iterator[str]:
         yield name
 
 
+# It measures the copy's rate from below too: alone, after the parallel phase.
+@pytest.mark.serial
 def test_a_limited_backup_keeps_to_its_limit(stack: Stack, volume: str) -> None:
     limit = 12 * MiB
     job = stack.wait_job(start_backup(stack, volume, kind="full",
@@ -37,6 +39,8 @@ def test_a_limited_backup_keeps_to_its_limit(stack: Stack, volume: str) -> None:
     assert job["qos"] == {"bytes_per_second": limit, "ops_per_second": None}
 
 
+# It measures the copy's rate over seconds: alone, after the parallel phase.
+@pytest.mark.serial
 def test_lowering_the_limit_of_a_running_job_takes_effect_within_a_second(
         stack: Stack, volume: str) -> None:
     job = start_backup(stack, volume, kind="full", qos_bytes_per_second=16 * MiB)
@@ -98,6 +102,8 @@ def test_a_limit_change_is_refused_as_a_change_not_as_a_cancel(stack: Stack, vol
     assert error["message"].endswith("cannot be changed"), error
 
 
+# It times a cancel to the second: alone, after the parallel phase.
+@pytest.mark.serial
 def test_a_cancel_at_the_lowest_limit_ends_the_job_within_a_second(
         stack: Stack, volume: str) -> None:
     # At 1 MiB/s (the floor) the pacer owes 4 s for each 4 MiB object; before, it slept the

@@ -21,7 +21,7 @@ from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.stack import Stack
 
-pytestmark = pytest.mark.ceph
+pytestmark = [pytest.mark.ceph, pytest.mark.both_databases]
 
 GIB = 1 << 30
 ADMIN = {"X-Project-Id": "cloud-admin", "X-Roles": "admin"}

@@ -15,7 +15,8 @@ from tests.support.ceph import MiB
 from tests.support.flows import backup
 from tests.support.stack import HEADERS, Stack
 
-pytestmark = pytest.mark.ceph
+# The calendar: PostgreSQL counts the days in SQL, SQLite in Python.
+pytestmark = [pytest.mark.ceph, pytest.mark.both_databases]
 
 
 def test_restore_points_are_counted_per_day_of_the_users_zone(

@@ -42,7 +42,7 @@ def api(stack: Stack) -> Iterator[str]:
 def stalled_upload(base: str, headers: dict[str, str]) -> socket.socket:
     """A POST that sends its headers and 10 of the 1000 bytes it announced, then nothing."""
     port = int(base.rsplit(":", 1)[1])
-    conn = socket.create_connection(("127.0.0.1", port))
+    conn = socket.create_connection(("127.0.0.1", port), timeout=10)
     lines = [b"POST /v1/plans HTTP/1.1", b"Host: 127.0.0.1", b"Content-Type: application/json",
              b"Content-Length: 1000", *(f"{k}: {v}".encode() for k, v in headers.items())]
     conn.sendall(b"\r\n".join(lines) + b"\r\n\r\n" + b'{"name": "')
@@ -58,6 +58,8 @@ def read_until_closed(conn: socket.socket) -> str:
     return b"".join(chunks).decode()
 
 
+# It times answers under 40 stalled uploads: alone, after the parallel phase.
+@pytest.mark.serial
 def test_stalled_uploads_leave_the_api_to_everyone_else(api: str) -> None:
     # Before: ten of these, without credentials, made /healthz and every tenant time out.
     stalled = [stalled_upload(api, {} if i % 2 else {"X-Project-Id": "attacker"})

@@ -3,7 +3,6 @@ and a Cinder volume of project A that a plan has backed up once."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from tests.support.openstack import (
     make_cloud,
     start_cairn,
 )
+from tests.support.workers import RedisDb, redis_db
 
 
 @pytest.fixture(scope="session")
@@ -37,13 +37,9 @@ def cloud(tmp_path_factory: pytest.TempPathFactory) -> Cloud:
 def os_cairn(cloud: Cloud, tmp_path_factory: pytest.TempPathFactory
              ) -> Iterator[OpenStackCairn]:
     directory = tmp_path_factory.mktemp("openstack-cairn")
-    # A Redis database of this session's own (CAIRN_TEST_REDIS_DB_OFFSET): past the ones
-    # any session's stacks and other tests take, so concurrent sessions never share a
-    # broker (a worker would take the other session's jobs) or flush each other's leases.
-    redis_db = 36 + int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
     with migrated_database("postgresql", directory) as url:
         # Plans follow their Cinder groups within a second, not production's 5 minutes.
-        cairn = start_cairn(url, redis_db, Path(directory) / "logs",
+        cairn = start_cairn(url, redis_db(RedisDb.OPENSTACK), Path(directory) / "logs",
                             CAIRN_CINDER_GROUP_SYNC_SECONDS="1")
         yield cairn
         cairn.stop()

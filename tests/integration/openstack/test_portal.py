@@ -85,6 +85,8 @@ def test_the_keystone_session_is_the_users_and_ends_at_sign_out(
     assert replay.status_code == 401, replay.text
 
 
+# Chromium and the portal's own timeouts: alone, after the parallel phase.
+@pytest.mark.serial
 def test_a_member_protects_a_volume_in_the_browser(cloud: Cloud,
                                                    os_cairn: OpenStackCairn) -> None:
     if not Path(CHROMIUM).exists():

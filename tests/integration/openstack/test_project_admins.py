@@ -183,7 +183,8 @@ def test_one_volume_in_a_thousand_spellings_costs_cinder_nothing(
     refused = os_cairn.call("POST", "/v1/plans", cloud["a-member"].token(), json={
         "name": ceph.unique_name("spellings"), "volumes": spellings,
         "rules": [{"cron": "0 2 * * *"}]})
-    # Before, each spelling was one call to Cinder (seconds) and the plan was made.
-    assert time.monotonic() - started < 2.0
+    # Before, each spelling was one call to Cinder (tens of seconds for a thousand) and the
+    # plan was made; the bound leaves room for a loaded machine.
+    assert time.monotonic() - started < 10.0
     assert refused.status_code == 422, refused.text
     assert "listed more than once" in refused.json()["error"]["message"]

@@ -35,6 +35,9 @@ from tests.support.delay_line import delay_line
 from tests.support.openstack import KEYSTONE, KEYSTONE_PORT, PASSWORD, Cloud, OpenStackCairn
 from tests.support.stack import api_process
 
+# Its figures are timings (the acceptance line's 100 ms during a flood): alone on the machine.
+pytestmark = pytest.mark.serial
+
 CINDER_PORT = int(os.environ.get("CAIRN_CINDER_PORT", "31776"))
 
 DELAY = 0.3

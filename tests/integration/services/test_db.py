@@ -12,6 +12,9 @@ from sqlalchemy import func, select
 from services.db import Database
 from services.records.volumes import Volume
 
+# Its subject is the database: SQLite's and PostgreSQL's transactions differ.
+pytestmark = pytest.mark.both_databases
+
 
 @pytest.fixture
 def db(fresh_database_url: str) -> Iterator[Database]:

@@ -24,12 +24,13 @@ from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import start_failing_backup
 from tests.support.stack import Stack, start_stack, stop_stack
+from tests.support.workers import RedisDb, redis_db
 
 pytestmark = pytest.mark.ceph
 
 RABBIT_PORT = int(os.environ.get("CAIRN_RABBIT_PORT", "31672"))
 RABBIT = f"amqp://guest:guest@127.0.0.1:{RABBIT_PORT}//"
-REDIS_DB = 7 + int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
+REDIS_DB = redis_db(RedisDb.SCRATCH)
 
 
 @pytest.fixture

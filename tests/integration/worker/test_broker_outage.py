@@ -17,6 +17,7 @@ from tests.support.ceph import MiB
 from tests.support.databases import migrated_database
 from tests.support.redis_server import RedisServer
 from tests.support.stack import Stack, start_stack, stop_stack
+from tests.support.workers import RedisDb, redis_db
 
 pytestmark = pytest.mark.ceph
 
@@ -26,7 +27,9 @@ def outage_stack(tmp_path: Path) -> Iterator[tuple[Stack, RedisServer]]:
     redis = RedisServer(tmp_path)
     redis.start()
     with migrated_database("postgresql", tmp_path) as url:
-        stack = start_stack(url, 0, tmp_path / "logs", CAIRN_REDIS_URL=redis.url)
+        # Its own Redis server; the scratch database only so that no shared one is flushed.
+        stack = start_stack(url, redis_db(RedisDb.SCRATCH), tmp_path / "logs",
+                            CAIRN_REDIS_URL=redis.url)
         try:
             yield stack, redis
         finally:

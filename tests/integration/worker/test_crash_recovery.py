@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from tests.support import ceph
 from tests.support.ceph import MiB
+from tests.support.rounds import metrics_port, wait_rounds
 from tests.support.stack import HEADERS, Stack
 
 pytestmark = pytest.mark.ceph
@@ -56,13 +57,17 @@ def kill_worker_mid_copy(stack: Stack, client: TestClient, volume: str) -> dict[
     return job
 
 
+# The reconciler takes the dead attempt's job back by a guarded update, fenced by the
+# attempt number: on each database.
+@pytest.mark.both_databases
 def test_killed_backup_is_retried_to_success(stack: Stack, dense_volume: str,
                                              pools: tuple[rados.Ioctx, rados.Ioctx]) -> None:
     vols, backups = pools
     job = kill_worker_mid_copy(stack, stack.client, dense_volume)
     rp_id = str(job["restore_point_id"])
-    # While no worker runs, the restore point must not look usable.
-    time.sleep(1)
+    # While no worker runs, the restore point must not look usable: not after rounds of
+    # the scheduler's (its reconciler among them) either.
+    wait_rounds(metrics_port(stack.env), 5)
     assert stack.get(f"/v1/restore-points/{rp_id}").json()["status"] == "creating"
     stack.worker.start("ready")
 

@@ -163,9 +163,7 @@ def test_a_delete_refuses_a_snapshot_that_still_backs_a_clone(
     available and whole (librbd would otherwise hide the snapshot in its trash)."""
     rp, snapshot_sha = protected_odd
     clone = ceph.unique_name("left-clone")
-    cluster = rados.Rados(conffile=str(ceph.conf_path("ceph-a")),
-                          conf={"rbd_default_clone_format": "2"})
-    cluster.connect(timeout=10)
+    cluster = ceph.connect("ceph-a", rbd_default_clone_format="2")
     try:
         with cluster.open_ioctx("backups") as bio, cluster.open_ioctx("volumes") as vio:
             rbd.RBD().clone(bio, rp["backup_image"], rp["backup_snapshot"], vio, clone)

@@ -272,6 +272,8 @@ def test_targets_list_the_object_target_with_its_kind(stack: Stack) -> None:
     assert targets["local"]["kind"] == "rbd"
 
 
+# The target's leases are rows serialized by a gate row: locking, on each database.
+@pytest.mark.both_databases
 def test_a_collection_beside_a_backup_never_deletes_a_chunk_the_backup_names(
         stack: Stack, bucket: Bucket) -> None:
     """The interleaving that loses data without the leases, forced: a chunk no manifest
@@ -331,6 +333,8 @@ def test_a_collection_beside_a_backup_never_deletes_a_chunk_the_backup_names(
         rt.db.dispose()
 
 
+# The target's leases are rows serialized by a gate row: locking, on each database.
+@pytest.mark.both_databases
 def test_a_sweep_and_a_backup_never_hold_the_target_at_once(stack: Stack) -> None:
     rt = _runtime(stack)
     target = f"lease-{uuid.uuid4().hex[:8]}"

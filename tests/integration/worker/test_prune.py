@@ -22,7 +22,9 @@ from tests.support.ceph import MiB
 from tests.support.flows import restore, restore_point, wait_for_progress
 from tests.support.stack import CLOUD_ADMIN, HEADERS, PROJECT, Stack
 
-pytestmark = pytest.mark.ceph
+# A prune and a backup racing for a volume's lock (a unique row), and the queued prune
+# per plan (INSERT .. ON CONFLICT): locking and claims, on each database.
+pytestmark = [pytest.mark.ceph, pytest.mark.both_databases]
 
 
 @pytest.fixture

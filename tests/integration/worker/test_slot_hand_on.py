@@ -5,7 +5,6 @@ production, per wave of a plan's jobs)."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,11 +15,13 @@ import rados
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import start_backup
+from tests.support.rounds import metrics_port, until_rounds
 from tests.support.stack import Stack, start_stack, stop_stack
+from tests.support.workers import RedisDb, redis_db
 
 pytestmark = pytest.mark.ceph
 
-REDIS_DB = 10 + int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
+REDIS_DB = redis_db(RedisDb.SCRATCH)
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ def test_a_freed_slot_starts_the_next_job_without_the_scheduler(
     names = [ceph.random_image(volumes_pool, "handon", 3 * MiB + 5, seed=91 + i)
              for i in range(3)]
     images.extend(names)
-    time.sleep(1.0)  # past the scheduler's first round, which runs at its start
+    until_rounds(metrics_port(stack.env), 1)  # past its first round, which runs at its start
     started = time.monotonic()
     ids = [start_backup(stack, name)["id"] for name in names]
     jobs = [stack.wait_job(job_id, timeout=25) for job_id in ids]

@@ -28,8 +28,7 @@ OP_TIMEOUT = 4
 
 
 def mon_command(cluster: str, **command: str) -> None:
-    handle = rados.Rados(conffile=str(ceph.conf_path(cluster)))
-    handle.connect(timeout=10)
+    handle = ceph.connect(cluster)
     try:
         ret, _out, err = handle.mon_command(json.dumps(command), b"")
         assert ret == 0, err
@@ -67,6 +66,8 @@ def volume(volumes_pool: rados.Ioctx) -> Iterator[str]:
         yield name
 
 
+# It pauses ceph-b, which every other test uses: alone, after the parallel phase.
+@pytest.mark.serial
 def test_a_paused_cluster_gives_503_and_failed_jobs_with_a_reason(
         stack: Stack, volume: str) -> None:
     rp = backup(stack, volume, target="offsite")["restore_point_id"]

@@ -3,7 +3,6 @@ holder, and freed by themselves within the lease time when the holder is killed.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -15,11 +14,11 @@ from redis import Redis
 
 from services.limits.leases import Leases, Scope
 from tests.support.stack import REDIS_PORT
+from tests.support.workers import RedisDb, redis_db
 
 # The session's own Redis database, never flushed: every scope a test takes has a name
 # of its own and expires by itself, so concurrent sessions and the stack are untouched.
-REDIS_DB = 1 + int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
-REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/{REDIS_DB}"
+REDIS_URL = f"redis://127.0.0.1:{REDIS_PORT}/{redis_db(RedisDb.SCRATCH)}"
 
 
 @pytest.fixture
@@ -44,6 +43,8 @@ def test_slots_are_all_or_nothing_and_renewable(leases: Leases) -> None:
     assert leases.acquire("job-2", [target, project]) is None
 
 
+# It times the lease to a tenth of a second: alone, after the parallel phase.
+@pytest.mark.serial
 def test_a_killed_holder_frees_its_slot_within_the_lease_time(leases: Leases) -> None:
     target = scope("target", 1)
     holder = subprocess.Popen([sys.executable, "-c", f"""

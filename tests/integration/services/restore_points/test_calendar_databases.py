@@ -22,6 +22,9 @@ from services.records.volumes import Volume
 from services.restore_points.calendar import calendar
 from services.status import RestorePointKind, RestorePointStatus
 
+# PostgreSQL counts the days in SQL, SQLite in Python: both are under test.
+pytestmark = pytest.mark.both_databases
+
 PROJECT = "calendar-project"
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 

@@ -6,7 +6,6 @@ backups, and a job not yet due waits."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -23,6 +22,10 @@ from services.scheduler.admission import Admission
 from services.settings import Settings
 from services.status import JobKind, JobStatus
 from tests.support.stack import REDIS_PORT
+from tests.support.workers import RedisDb, redis_db
+
+# Admission's queries and guarded updates, on each database.
+pytestmark = pytest.mark.both_databases
 
 
 class RecordingDispatcher:
@@ -36,15 +39,12 @@ class RecordingDispatcher:
         return [job_id for job_id, _ in jobs]
 
 
-# The session's own Redis database (where its sqlite stack's broker lives), never flushed:
-# every key a test takes names its own random targets and projects, and expires by itself
-# (a lease's key lives twice the lease), so concurrent sessions and the stack are untouched.
-REDIS_DB = 1 + int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
-
-
+# This worker's scratch Redis database, never flushed: every key a test takes names its
+# own random targets and projects, and expires by itself (a lease's key lives twice the
+# lease), so the tests beside it are untouched.
 @pytest.fixture
 def redis() -> Iterator[Redis]:
-    client = Redis.from_url(f"redis://127.0.0.1:{REDIS_PORT}/{REDIS_DB}")
+    client = Redis.from_url(f"redis://127.0.0.1:{REDIS_PORT}/{redis_db(RedisDb.SCRATCH)}")
     yield client
     client.close()
 

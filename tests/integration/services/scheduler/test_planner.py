@@ -21,6 +21,10 @@ from services.settings import Settings
 from services.status import Consistency, JobKind, JobStatus
 from tests.support.factories import duplicate_slots, jobs_of, make_plan
 
+# The planner's claims (FOR UPDATE SKIP LOCKED on PostgreSQL, INSERT .. ON CONFLICT on both)
+# differ between the databases.
+pytestmark = pytest.mark.both_databases
+
 T0 = datetime(2026, 11, 20, 0, 30, tzinfo=UTC)
 HOURLY = [{"kind": "incremental", "cron": "0 * * * *"}]
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import rados
+from redis import Redis
 
 from services.clock import set_file_clock
 from services.db import Database
@@ -36,19 +37,25 @@ def own_database(tmp_path: Path) -> Iterator[str]:
         yield url
 
 
-def settle_startup_prunes(db: Database, plans: list[str]) -> None:
+def settle_startup_prunes(db: Database, plans: list[str], redis: RedisServer) -> None:
     """Wait for the prunes cairn-scheduler sends on its first tick to finish, so the outage
     starts with no task in the worker's hands and the test stays about slots falling due
     while Redis is down (a job in the worker's hands at that moment is
     tests/integration/worker/test_broker_outage.py's subject)."""
+    broker = Redis.from_url(redis.url, socket_timeout=5)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        prunes = [j for p in plans for j in jobs_of(db, p, JobKind.PRUNE)]
-        if prunes and all(j.status in (JobStatus.SUCCEEDED, JobStatus.SKIPPED,
-                                       JobStatus.FAILED) for j in prunes):
-            time.sleep(0.5)  # the worker acks after the job has ended
-            return
-        time.sleep(0.2)
+    try:
+        while time.monotonic() < deadline:
+            prunes = [j for p in plans for j in jobs_of(db, p, JobKind.PRUNE)]
+            # The worker acks a task after its job has ended: until then kombu keeps the
+            # message in its `unacked` hash.
+            if prunes and all(j.status in (JobStatus.SUCCEEDED, JobStatus.SKIPPED,
+                                           JobStatus.FAILED) for j in prunes) \
+                    and broker.hlen("unacked") == 0:
+                return
+            time.sleep(0.1)
+    finally:
+        broker.close()
 
 
 def test_jobs_due_during_a_redis_outage_all_run_once(
@@ -74,7 +81,7 @@ def test_jobs_due_during_a_redis_outage_all_run_once(
     try:
         worker.start("ready")
         scheduler.start("cairn-scheduler started")
-        settle_startup_prunes(db, plans)
+        settle_startup_prunes(db, plans, redis)
         redis.stop()
         down_at = time.monotonic()
         set_file_clock(clock, datetime(2026, 11, 20, 1, 0, 5, tzinfo=UTC))  # slots fall due

@@ -19,7 +19,8 @@ from tests.support.ceph import MiB
 from tests.support.flows import restore_point
 from tests.support.stack import Stack
 
-pytestmark = pytest.mark.ceph
+# The scheduler's verify queries and guarded updates, on each database.
+pytestmark = [pytest.mark.ceph, pytest.mark.both_databases]
 
 
 def _verify_jobs(stack: Stack, plan_id: str) -> list[dict[str, Any]]:

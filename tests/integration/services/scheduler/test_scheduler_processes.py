@@ -17,11 +17,17 @@ from services.db import Database
 from services.records.jobs import Job
 from services.status import JobStatus
 from tests.support.factories import count_by_status, duplicate_slots, jobs_of, make_plan
+from tests.support.redis_server import free_port
+from tests.support.rounds import metrics_port, wait_rounds
 from tests.support.stack import BIN, REDIS_PORT, Process, service_env
+from tests.support.workers import RedisDb, redis_db
+
+# Two replicas racing for the same slots: the databases lock differently.
+pytestmark = pytest.mark.both_databases
 
 HOURLY = [{"kind": "incremental", "cron": "0 * * * *"}]
 T0 = datetime(2026, 11, 20, 0, 30, tzinfo=UTC)
-REDIS_DB = 6
+REDIS_DB = redis_db(RedisDb.SCRATCH)
 
 
 @pytest.fixture
@@ -41,7 +47,9 @@ def schedulers(fresh_database_url: str, clock: Path,
     started: list[Process] = []
 
     def start(name: str) -> Process:
-        proc = Process(name, [str(BIN / "cairn-scheduler")], env, tmp_path / f"{name}.log")
+        # Each replica serves its metrics on a port of its own: the tests count its rounds.
+        own = {**env, "CAIRN_SCHEDULER_METRICS_PORT": str(free_port())}
+        proc = Process(name, [str(BIN / "cairn-scheduler")], own, tmp_path / f"{name}.log")
         proc.start("cairn-scheduler started")
         started.append(proc)
         return proc
@@ -75,7 +83,8 @@ def test_two_schedulers_make_exactly_one_job_per_slot(fresh_database_url: str, c
         return sum(count_by_status(db, plans).values())
 
     wait_for(lambda: total() >= 1000, 60, "1000 jobs")
-    time.sleep(1.5)  # several more ticks of both: nothing may be added
+    for replica in (first, second):  # several more rounds of both: nothing may be added
+        wait_rounds(metrics_port(replica.env), 3)
     assert total() == 1000
     assert duplicate_slots(db) == 0
     for plan in plans[:5]:
@@ -101,7 +110,7 @@ def test_restarted_scheduler_runs_recent_missed_slot_once_and_skips_older(
     set_file_clock(clock, datetime(2026, 11, 20, 5, 10, tzinfo=UTC))
     scheduler.start("cairn-scheduler started")
     wait_for(lambda: len(jobs_of(db, plan)) == 10, 30, "the missed slots' jobs")
-    time.sleep(1)
+    wait_rounds(metrics_port(scheduler.env), 3)  # rounds that could add a job: none may
     per_slot = sorted({(j.slot_at.hour if j.slot_at else -1, str(j.status), j.error_code)
                        for j in jobs_of(db, plan)})
     assert per_slot == [

@@ -5,7 +5,6 @@ the probe in the round, every job on a healthy target started about ten seconds 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,10 +18,11 @@ from tests.support.ceph import MiB, conf_path
 from tests.support.flows import start_backup
 from tests.support.redis_server import free_port
 from tests.support.stack import Stack, object_target_env, start_stack, stop_stack
+from tests.support.workers import RedisDb, redis_db
 
 pytestmark = pytest.mark.ceph
 
-REDIS_DB = 11 + int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
+REDIS_DB = redis_db(RedisDb.SCRATCH)
 
 
 @pytest.fixture
@@ -50,6 +50,8 @@ def stack_with_a_dead_target(fresh_database_url: str, tmp_path: Path) -> Iterato
     stop_stack(stack)
 
 
+# It times three backups and the scheduler's rounds: alone, after the parallel phase.
+@pytest.mark.serial
 def test_an_unreachable_target_does_not_delay_the_others(
         stack_with_a_dead_target: Stack, volumes_pool: rados.Ioctx, images: list[str]) -> None:
     stack = stack_with_a_dead_target

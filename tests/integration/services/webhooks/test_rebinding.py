@@ -24,10 +24,11 @@ from tests.support import scripted_dns
 from tests.support.databases import migrated_database
 from tests.support.stack import REPO, Stack, start_stack, stop_stack
 from tests.support.webhook_receiver import Receiver
+from tests.support.workers import RedisDb, redis_db
 
 pytestmark = pytest.mark.production_database_only
 
-REDIS_DB = 35 + int(os.environ.get("CAIRN_TEST_REDIS_DB_OFFSET", "0"))
+REDIS_DB = redis_db(RedisDb.MODULE_STACK)
 PUBLIC = "93.184.215.14"
 """A global address; the scripted resolver refuses connections to it."""
 

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# `make test` and `make test-only`: every check and test tier, with what does not depend on
+# another step running beside it, and the time of each step, the ten slowest tests and the
+# whole run printed at the end.
+#
+#   test.sh all               bootstrap, the stack's servers, then everything (make test)
+#   test.sh only [ARGS...]    against servers already running (make test-only): with
+#                             ARGS, just `pytest ARGS` (one file in seconds); without,
+#                             the unit, tools and integration tiers as `make test` runs them
+#
+# The order, for `all` (a step in [brackets] runs in the background beside the others):
+#   bootstrap -> [servers] [lint and types] [unit tier] [portal build, its unit tests,
+#   then the tools tier] -> integration tier in parallel (pytest-xdist, WORKERS workers)
+#   once the servers and the portal are ready -> its serial tests, alone -> the rest's end.
+# A step's output is printed in one piece when it ends. A failed check or tier does not
+# stop the others (one run answers everything); failed servers or portal stop the run.
+#
+# Environment: COVERAGE=1 (line coverage of api/ services/ worker/ over every tier, the
+# stack's subprocesses included), WORKERS (default 3), CAIRN_STATE_DIR, CAIRN_TEST_RUN_DIR
+# (each step's log and JUnit XML; default $CAIRN_STATE_DIR/test-run).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+state=${CAIRN_STATE_DIR:-$repo/.state}
+venv=${CAIRN_VENV:-$repo/.venv}
+. "$here/lib.sh"
+
+mode=${1:-all}
+shift || true
+workers=${WORKERS:-3}
+coverage=${COVERAGE:-0}
+run=${CAIRN_TEST_RUN_DIR:-$state/test-run}
+cd "$repo"
+
+now() { date +%s.%N; }
+run_start=$(now)
+declare -A pid=() began=()
+times=()
+failed=()
+
+seconds_since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }'; }
+
+# pytest NAME ARGS...: the tier's pytest, its results kept for the summary, under coverage
+# when asked (each process writes its own data file; they are combined at the end).
+pytest_() {
+    local name=$1; shift
+    local python=("$venv/bin/python")
+    [ "$coverage" = 1 ] && python+=(-m coverage run)
+    "${python[@]}" -m pytest -p no:cacheprovider --junitxml="$run/$name.xml" "$@"
+}
+
+# foreground NAME CMD...: run a step here, timed; its failure is recorded.
+foreground() {
+    local name=$1 start rc=0; shift
+    start=$(now)
+    echo "=== $name"
+    "$@" || rc=$?
+    times+=("$name|$(seconds_since "$start")|$rc")
+    [ "$rc" = 0 ] || failed+=("$name")
+    return "$rc"
+}
+
+# background NAME CMD...: start a step beside the others, its output in its own log.
+background() {
+    local name=$1; shift
+    began[$name]=$(now)
+    ( "$@" ) >"$run/$name.log" 2>&1 &
+    pid[$name]=$!
+}
+
+# finish NAME: wait for a background step, then print its output and time.
+finish() {
+    local name=$1 rc=0
+    wait "${pid[$name]}" || rc=$?
+    local took; took=$(seconds_since "${began[$name]}")
+    echo "=== $name ($took s$([ "$rc" = 0 ] || echo ", FAILED with status $rc"))"
+    cat "$run/$name.log"
+    times+=("$name|$took|$rc")
+    [ "$rc" = 0 ] || failed+=("$name")
+    return "$rc"
+}
+
+check() {
+    "$venv/bin/ruff" check .
+    "$venv/bin/lint-imports" --no-cache
+    "$venv/bin/mypy"
+}
+
+portal() {
+    bash "$here/portal.sh"
+    (cd portal && PATH="$venv/bin:$PATH" npm test --silent)
+}
+
+integration() {
+    # The parallel phase: most tests wait (on the mon's proposals, Keystone, Cinder, a
+    # worker's poll), so more workers than cores pay; tests that share Keystone's test
+    # projects, or the SQLite stack, stay on one worker each (tests/integration/conftest.py).
+    pytest_ integration -q -n "$workers" --dist loadgroup -m "not serial" tests/integration
+}
+
+serial() {
+    # Tests that need the machine to themselves (timings they assert, a shared server they
+    # pause), after the parallel phase, alone. On one xdist worker, so a test the watchdog
+    # ends (tests/support/watchdog.py) is reported and the rest still run.
+    local rc=0
+    pytest_ serial -q -n 1 -m serial tests/integration || rc=$?
+    [ "$rc" = 5 ] && rc=0  # none selected (e.g. no serial test in ARGS' files)
+    return "$rc"
+}
+
+summary() {
+    echo
+    echo "=== where the time went"
+    local entry name took rc
+    for entry in "${times[@]}"; do
+        IFS='|' read -r name took rc <<<"$entry"
+        printf '  %-13s %5s s%s\n' "$name" "$took" "$([ "$rc" = 0 ] || echo "  FAILED")"
+    done
+    if compgen -G "$run/*.xml" >/dev/null; then
+        echo "=== the ten slowest tests (setup, call and teardown)"
+        "$venv/bin/python" -m tests.support.slowest 10 "$run"/*.xml
+    fi
+    if [ "$coverage" = 1 ]; then
+        "$venv/bin/python" -m coverage combine -q
+        echo "=== line coverage of api/ services/ worker/ (every tier, subprocesses included)"
+        "$venv/bin/python" -m coverage report | grep '^TOTAL'
+    fi
+    local total; total=$(seconds_since "$run_start")
+    printf '=== total: %d min %02d s (WORKERS=%s)\n' $((total / 60)) $((total % 60)) "$workers"
+    if [ "${#failed[@]}" -gt 0 ]; then
+        echo "=== FAILED: ${failed[*]}"
+        exit 1
+    fi
+}
+
+prepare() {
+    rm -rf "$run"
+    mkdir -p "$run"
+    if [ "$coverage" = 1 ]; then
+        # Every process measured (xdist workers, the stack's subprocesses) writes a file
+        # of its own there (pyproject.toml: parallel); `summary` combines them.
+        export COVERAGE_FILE=${COVERAGE_FILE:-$state/coverage/data}
+        rm -rf "$(dirname "$COVERAGE_FILE")" && mkdir -p "$(dirname "$COVERAGE_FILE")"
+    fi
+}
+
+case "$mode" in
+    all)
+        foreground bootstrap env CAIRN_OPENSTACK=1 CAIRN_PROMETHEUS=1 CAIRN_HELM=1 \
+            CAIRN_IMAGE=1 CAIRN_RGW=1 CAIRN_PORTAL_TESTS=1 bash "$here/bootstrap.sh"
+        prepare
+        background servers env CAIRN_SECOND_CLUSTER=1 CAIRN_OPENSTACK=1 CAIRN_RGW=1 \
+            bash "$here/stack.sh" up infra
+        background check check
+        background unit pytest_ unit -q tests/unit
+        # The tools tier builds the image, which holds the portal: after the portal's build.
+        background portal portal
+        finish portal || { summary; exit 1; }  # summary exits 1: portal failed
+        background tools pytest_ tools -q tests/tools
+        finish servers || { summary; exit 1; }
+        foreground integration integration || true
+        foreground serial serial || true
+        finish check || true
+        finish unit || true
+        finish tools || true
+        summary
+        ;;
+    only)
+        prepare
+        if [ "$#" -gt 0 ]; then
+            foreground pytest pytest_ pytest "$@" || true
+        else
+            background unit pytest_ unit -q tests/unit
+            background tools pytest_ tools -q tests/tools
+            foreground integration integration || true
+            foreground serial serial || true
+            finish unit || true
+            finish tools || true
+        fi
+        summary
+        ;;
+    *) echo "usage: test.sh all | only [PYTEST ARGS...]" >&2; exit 2 ;;
+esac

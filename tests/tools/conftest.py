@@ -1,0 +1,5 @@
+"""The tools tier: tests that run a tool of the project on its files, and need no server
+of the stack: helm on the chart, promtool on the alert rules, buildah on the Containerfile.
+`make test` runs it while the stack's servers start; `make test-tools` runs it alone. The
+tools come from `make bootstrap` with CAIRN_HELM=1, CAIRN_PROMETHEUS=1 and CAIRN_IMAGE=1
+(`make test` installs all three)."""

@@ -1,0 +1,71 @@
+"""The suite's watchdog (tests/support/watchdog.py) ends a test blocked inside C, where
+pytest-timeout's signal never lands, and names it; under pytest-xdist the run goes on
+with a new worker. Shown on a real deadlock in C (a pthread mutex locked twice), once
+with the GIL let go (as python-rbd waits on a stalled OSD) and once with it held."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+
+BLOCKED = '''
+import ctypes
+
+import pytest
+
+
+def _deadlock(library):
+    mutex = ctypes.create_string_buffer(64)  # PTHREAD_MUTEX_INITIALIZER is all zeros
+    library.pthread_mutex_lock(mutex)
+    library.pthread_mutex_lock(mutex)  # waits forever, and no signal ends the wait
+
+
+@pytest.mark.timeout(1)
+def test_blocked_in_c_without_the_gil():
+    _deadlock(ctypes.CDLL(None))
+
+
+@pytest.mark.timeout(1)
+def test_blocked_in_c_holding_the_gil():
+    _deadlock(ctypes.PyDLL(None))
+
+
+def test_after_them():
+    pass
+'''
+
+LEAN = ("-p", "no:schemathesis", "-p", "no:hypothesispytest", "-p", "no:anyio")
+"""Plugins the blocked tests do not need: each xdist worker starts faster without them."""
+
+
+def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    (tmp_path / "test_blocked.py").write_text(BLOCKED)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CAIRN_TEST_WATCHDOG_GRACE": "0.5",
+           "CAIRN_TEST_WATCHDOG_LAST_RESORT": "1"}
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *LEAN, "-p",
+         "tests.support.watchdog", "-q", "--rootdir", str(tmp_path), *args,
+         str(tmp_path / "test_blocked.py")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    return done, time.monotonic() - started
+
+
+def test_blocked_tests_are_ended_named_and_the_run_goes_on(tmp_path: Path) -> None:
+    # One xdist worker: the process each blocked test ends is that worker, and xdist
+    # replaces it (without xdist the run would end at the first, with the same report).
+    done, took = _run(tmp_path, "-n", "1")
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert took < 60, took
+    assert "cairn test watchdog: test_blocked.py::test_blocked_in_c_without_the_gil still " \
+           "runs" in out, out
+    assert "in _deadlock" in out, out  # every thread's stack, the blocked one's included
+    for test in ("test_blocked_in_c_without_the_gil", "test_blocked_in_c_holding_the_gil"):
+        assert f"crashed while running 'test_blocked.py::{test}'" in out, out
+    assert "2 failed, 1 passed" in out, out
