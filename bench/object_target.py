@@ -31,6 +31,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -122,7 +123,8 @@ def change(io: rados.Ioctx, name: str, fraction: float, seed: int) -> None:
 def fresh_store(prefix_tag: str) -> Iterator[ChunkStore]:
     bucket = Bucket(rgw.settings(f"bench-{prefix_tag}-{uuid.uuid4().hex[:8]}"))
     try:
-        yield ChunkStore.open(bucket, "bench", OPERATOR_KEY, create=True)
+        with tempfile.TemporaryDirectory() as scratch, rgw.key_database(Path(scratch)) as db:
+            yield ChunkStore.open(db, bucket, "bench", OPERATOR_KEY, create=True)
     finally:
         keys = [stored.key for stored in bucket.list()]
         for key in keys:

@@ -14,6 +14,10 @@
                                            file's first key, and record it as the
                                            deployment's (a key rotation's last step
                                            before the old key goes: docs/deploy.md)
+    cairn-manage object-key export TARGET --out FILE
+                                           write the object target's data key object as
+                                           Cairn's database records it (wrapped by the
+                                           operator's key), to put back in the bucket
 """
 
 from __future__ import annotations
@@ -28,9 +32,12 @@ from alembic.config import Config
 import migrations
 from cli import cloud_config
 from manage import webhook_keys
+from services.db import Database
 from services.openstack.identity import IdentityAdmin
 from services.openstack.sessions import make_session
 from services.settings import database_url_from_environment
+from services.storage import key_records
+from services.storage.object_layout import DATA_KEY
 
 
 def alembic_config(database_url: str | None = None) -> Config:
@@ -64,12 +71,21 @@ def main(argv: list[str] | None = None) -> int:
         dest="action", required=True)
     hooks.add_parser("keys", help="which keys seal which webhooks' secrets")
     hooks.add_parser("reseal", help="seal every webhook's secrets under the current key")
+    keys = sub.add_parser("object-key", help="object targets' data keys").add_subparsers(
+        dest="action", required=True)
+    export = keys.add_parser("export", help="write a target's data key object as Cairn's "
+                             "database records it")
+    export.add_argument("target", help="the object target's name")
+    export.add_argument("--out", required=True, type=Path,
+                        help="a new file (an existing one is not overwritten)")
     args = parser.parse_args(argv)
 
     if args.area == "keystone":
         return _register(args)
     if args.area == "webhooks":
         return webhook_keys.main(args.action)
+    if args.area == "object-key":
+        return _export_key(args.target, args.out)
     config = alembic_config()
     if args.action == "upgrade":
         command.upgrade(config, args.revision)
@@ -77,6 +93,31 @@ def main(argv: list[str] | None = None) -> int:
         command.downgrade(config, args.revision)
     else:
         command.current(config)
+    return 0
+
+
+def _export_key(target: str, out: Path) -> int:
+    """The copy of `keys/data-key` the database keeps: an operator puts it back in the
+    bucket (`aws s3 cp FILE s3://<bucket>/<prefix>/keys/data-key`) when the bucket lost or
+    replaced it. Useless without the operator's key."""
+    db = Database(database_url_from_environment())
+    try:
+        record = key_records.get(db, target)
+    finally:
+        db.engine.dispose()
+    if record is None:
+        print(f"cairn-manage: Cairn's database records no data key for object target "
+              f"{target!r} (no job has opened it yet, or no such target)", file=sys.stderr)
+        return 1
+    try:
+        with out.open("xb") as file:
+            file.write(record.wrapped)
+    except OSError as exc:
+        print(f"cairn-manage: cannot write {out}: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {out}: the data key of object target {target!r} (fingerprint "
+          f"{record.fingerprint}, {record.origin} on {record.created_at:%Y-%m-%d %H:%M} UTC); "
+          f"put it back as {DATA_KEY} under the target's prefix")
     return 0
 
 

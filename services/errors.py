@@ -150,16 +150,20 @@ class TargetNeverWritten(StorageUnavailable):
 
 
 class TargetKeyMissing(StorageUnavailable):
-    """An object target holds chunks or manifests but no data key: a key made now could not
-    read any of them, so nothing is written there until the operator puts the key back (or
-    points the target at the bucket and prefix it was made with)."""
+    """An object target holds chunks or manifests but no data key, or no key where its
+    recorded key was stored: a key made now could not read what is stored, so nothing is
+    written there until the operator puts the key back (or points the target at the bucket
+    and prefix it was made with)."""
 
     code = "target_key_missing"
 
 
 class TargetKeyChanged(StorageUnavailable):
-    """An object target's stored data key is not (any more) the one a job sealed with: what
-    it wrote could not be read back, so it is not made available."""
+    """An object target's data key is not the one it should be: the bucket holds another
+    key than Cairn's database records (nothing is read or written there), a job's key was
+    replaced while it ran (what it wrote is not made available), or a restore point was
+    sealed with another key than the target's now (it cannot be read, and is not
+    corrupt)."""
 
     code = "target_key_changed"
 

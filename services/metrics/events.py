@@ -48,6 +48,12 @@ webhook_deliveries_unsigned = Counter(
     "internal. Each is tried again, then fails without counting against its webhook.",
     ["reason"])
 
+gc_runs = Counter(
+    "cairn_object_gc_runs", "Garbage collections of an object target that ended, by outcome "
+    "(succeeded; skipped: never written to; failed, with the error's code as reason: the "
+    "collection stopped before its sweep and nothing is freed until the cause is gone).",
+    ["target", "outcome", "reason"])
+
 api_requests = Counter(
     "cairn_api_requests", "Requests the API answered, by route template and status.",
     ["method", "route", "status"])
@@ -73,3 +79,7 @@ def job_finished(*, kind: str, project: str, plan: str | None, target: str | Non
         job_read_bytes.labels(kind, target or "").inc(bytes_read)
     if bytes_written:
         job_written_bytes.labels(kind, target or "").inc(bytes_written)
+
+
+def gc_run(target: str, outcome: str, reason: str) -> None:
+    gc_runs.labels(target, outcome, reason).inc()

@@ -55,12 +55,13 @@ class Point:
     project_id: str
     volume_id: str
     target: str
-    size_bytes: int
-    """The image's size as recorded: it bounds what is read of the point's manifest."""
+    size_bytes: int | None
+    """The image's size as recorded (None: not recorded): it bounds what is read of the
+    point's manifest."""
 
     @classmethod
     def of(cls, rp: RestorePoint) -> Point:
-        return cls(rp.id, rp.project_id, rp.volume_id, rp.target, rp.size_bytes or 0)
+        return cls(rp.id, rp.project_id, rp.volume_id, rp.target, rp.size_bytes)
 
 
 class Measure(Protocol):

@@ -4,6 +4,7 @@ from services.base import Base
 from services.records.groups import RestorePointGroup
 from services.records.idempotency import IdempotentRequest
 from services.records.jobs import Job
+from services.records.object_target_keys import ObjectTargetKey
 from services.records.plans import Plan, PlanVolume
 from services.records.quotas import ProjectQuota
 from services.records.restore_points import RestorePoint
@@ -16,6 +17,7 @@ __all__ = [
            "EventDelivery",
            "IdempotentRequest",
            "Job",
+           "ObjectTargetKey",
            "Plan",
            "PlanVolume",
            "ProjectQuota",

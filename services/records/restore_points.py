@@ -89,6 +89,11 @@ class RestorePoint(Base):
     (it counts all its data)."""
     duration_seconds: Mapped[float | None] = mapped_column(Float)
     checksum_algorithm: Mapped[str | None] = mapped_column(String(32))
+    key_fingerprint: Mapped[str | None] = mapped_column(String(64))
+    """On an object target: the fingerprint of the data key it was sealed with, recorded
+    at commit (`services/storage/object_keys.fingerprint`), so a key replaced since is
+    told apart from corruption. None on RBD targets, and on restore points made before
+    Cairn recorded it until a job reads their manifest with the target's key."""
     objects_checksummed: Mapped[int | None] = mapped_column(BigInteger)
     verified_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     verify_status: Mapped[VerifyStatus | None] = mapped_column(String(16))

@@ -267,18 +267,21 @@ class OrphanReconciler:
         """Manifests whose restore point is gone (a backup whose undo could not reach the
         store, a delete that removed the row's data but crashed before the manifest) keep
         their chunks from garbage collection for ever: removed after the grace. Chunks are
-        the collector's (`object_gc`): it frees what no manifest names."""
+        the collector's (`object_gc`): it frees what no manifest names. A bucket and prefix
+        without the key Cairn stored there are not where the target's data is (pointed
+        elsewhere, or the key removed): its restore points are not flagged for manifests
+        missing there."""
         where = f"object target {target}"
         listed_from = datetime.now(UTC)
         bucket = Bucket(object_target(self.settings, target))
         try:
-            held = data_keys.data_without_key(bucket)
-            if held is not None:
+            wrong = data_keys.problem(self.db, bucket, target)
+            if wrong is not None:
                 report.findings.append(Finding(
                     "report", "data key", f"{where}/{DATA_KEY}",
-                    f"the target holds {held} but no data key: nothing on it can be read, and "
-                    "backups to it are refused until the key is put back "
-                    "(docs/operations.md)"))
+                    f"the target {wrong}: nothing on it is read or written until the key is "
+                    f"put back ({data_keys.GUIDE})"))
+            elsewhere = wrong is not None and bucket.size(DATA_KEY) is None
             manifests: dict[str, tuple[tuple[str, str], datetime]] = {}
             for stored in bucket.list(MANIFESTS):
                 owner = manifest_owner(stored.key)
@@ -305,7 +308,7 @@ class OrphanReconciler:
                                                      why, rp_id),
                               partial(bucket.delete, key))
             for rp in self._available({target}, listed_from):
-                if manifest_key(rp.project_id, rp.id) in manifests:
+                if elsewhere or manifest_key(rp.project_id, rp.id) in manifests:
                     continue
                 reason = (f"its manifest {manifest_key(rp.project_id, rp.id)} is gone from "
                           f"{where}: this restore point can no longer be restored")

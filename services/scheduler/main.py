@@ -54,7 +54,7 @@ class Scheduler:
         self.cinder = gateway_for(settings.keystone, settings.cinder)
         self.clusters = CephClusters(settings)
         self.orphans = OrphanReconciler(self.db, self.clusters, settings)
-        self.prober = TargetProber(settings, self.clusters)
+        self.prober = TargetProber(settings, self.clusters, self.db)
 
     def tick(self) -> None:
         """One round; each step on its own so a failing one (Redis away) does not stop the

@@ -1,9 +1,10 @@
 """Whether each backup target answers (`cairn_target_up`): an RBD target's pool, an object
-target's bucket (with the target's own credentials) holding its data key beside its data
-(one that lost its key refuses every backup: it is down until the operator puts the key
-back). Asked from a thread of
-its own: a cluster that does not answer holds a probe for the connect or op timeout (10 to
-30 s), and the scheduler's round (admission, the schedule, the reconciler) must not wait for it.
+target's bucket (with the target's own credentials) holding the data key Cairn's database
+records for it (one that lost its key, holds another, or is not where its key was stored
+refuses every job: it is down until the operator puts the key back or points the target
+back). Asked from a thread of its own: a cluster that does not answer holds a probe for the
+connect or op timeout (10 to 30 s), and the scheduler's round (admission, the schedule,
+the reconciler) must not wait for it.
 On a stack whose second cluster was down, a probe inside the round delayed every job's start
 by ten seconds."""
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from services.db import Database
 from services.scheduler import metrics
 from services.settings import Settings
 from services.storage import data_keys
@@ -22,9 +24,10 @@ log = logging.getLogger(__name__)
 
 
 class TargetProber:
-    def __init__(self, settings: Settings, clusters: CephClusters) -> None:
+    def __init__(self, settings: Settings, clusters: CephClusters, db: Database) -> None:
         self.settings = settings
         self.clusters = clusters
+        self.db = db
         self._buckets: dict[str, Bucket] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="target-probes", daemon=True)
@@ -61,12 +64,11 @@ class TargetProber:
                 if name not in self._buckets:
                     self._buckets[name] = Bucket(store)
                 self._buckets[name].check()
-                held = data_keys.data_without_key(self._buckets[name])
-                if held is not None:
-                    log.warning("object target %s holds %s but no data key: nothing on it can "
-                                "be read and backups to it are refused until the key is put "
-                                "back", name, held)
-                up = held is None
+                wrong = data_keys.problem(self.db, self._buckets[name], name)
+                if wrong is not None:
+                    log.warning("object target %s %s: nothing on it is read or written until "
+                                "the key is put back (%s)", name, wrong, data_keys.GUIDE)
+                up = wrong is None
             except Exception as exc:
                 log.warning("object target %s (%s, bucket %s) did not answer: %s", name,
                             store.endpoint, store.bucket, exc)

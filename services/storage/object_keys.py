@@ -28,6 +28,7 @@ from services.errors import TargetKeyUnavailable
 
 KEY_BYTES = 32
 NONCE_BYTES = 12
+FINGERPRINT_BYTES = 16
 _WRAPPED_MAGIC = b"CAIRNDK1"
 
 
@@ -42,6 +43,13 @@ def _target_aad(target: str) -> bytes:
 
 def new_data_key() -> bytes:
     return os.urandom(KEY_BYTES)
+
+
+def fingerprint(data_key: bytes) -> str:
+    """What names a data key in Cairn's database and on each restore point sealed with it:
+    derived one way (HKDF), so it reveals nothing of the key, and the same however the key
+    is wrapped (a rotation of the operator's key rewraps it, the fingerprint stays)."""
+    return _derive(data_key, b"cairn data key fingerprint v1")[:FINGERPRINT_BYTES].hex()
 
 
 def wrap_data_key(operator_key: bytes, target: str, data_key: bytes) -> bytes:

@@ -6,13 +6,16 @@ Errors come out as Cairn's: unreachable or refusing credentials is StorageUnavai
 job can be retried later), anything else the store rejects is StorageError with the S3
 error code in the operator's log. A missing key is None from `get`/`size`, not an error.
 
-Whoever holds the bucket or the endpoint can answer a read with anything, of any size:
-every read names the most its object can legitimately be, and a longer answer is refused
-(DataCorrupt, naming the object) without the rest of it being read."""
+Whoever holds the bucket or the endpoint can answer a read with anything, of any size, at
+any pace: every read names the most its object can legitimately be, and a longer answer is
+refused (DataCorrupt, naming the object) without the rest of it being read; and its body
+must arrive within `timeout_seconds` plus that size at `min_read_bytes_per_second`, or the
+connection is shut and the read fails (StorageUnavailable)."""
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,7 +38,19 @@ _REFUSED = {"403", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"
 _EXISTS = {"412", "PreconditionFailed", "409", "ConditionalRequestConflict"}
 """A conditional write (If-None-Match: *) found the object there, or (AWS) lost to a
 concurrent write of the same key."""
+_NO_CONDITIONS = {"501", "NotImplemented", "400", "InvalidArgument", "InvalidRequest"}
+"""How stores that do not take a conditional write refuse one."""
 _READ_PIECE = 1 << 20
+
+
+def _shut(body: object, late: threading.Event) -> None:
+    """Ends a read of `body` blocked past its deadline (urllib3's response `shutdown`)."""
+    late.set()
+    raw = getattr(body, "_raw_stream", None)
+    try:
+        raw.shutdown()  # type: ignore[union-attr]
+    except Exception:  # already given back, or finished meanwhile: nothing is blocked
+        log.debug("S3 body already released when its deadline passed", exc_info=True)
 
 
 @dataclass(frozen=True)
@@ -112,8 +127,16 @@ class Bucket:
             self._client.put_object(Bucket=self.settings.bucket, Key=self._key(key), Body=data,
                                     IfNoneMatch="*")
         except ClientError as exc:
-            if str(exc.response.get("Error", {}).get("Code", "")) in _EXISTS:
+            code = str(exc.response.get("Error", {}).get("Code", ""))
+            if code in _EXISTS:
                 return False
+            if code in _NO_CONDITIONS:
+                log.warning("S3 conditional write of %s refused: %s", key, exc)
+                raise StorageError(
+                    f"the S3 store refused to write {key} only if it is not there yet "
+                    f"(If-None-Match: *, answered {code}): Cairn makes an object target's data "
+                    "key with that condition, so the store must take it (Ceph RGW, AWS S3 and "
+                    'MinIO do; docs/operations.md, "Object targets: the data key")') from None
             raise self._fail(f"writing {key}", exc) from None
         except BotoCoreError as exc:
             raise self._fail(f"writing {key}", exc) from None
@@ -129,6 +152,14 @@ class Bucket:
             self._missing_or_fail(f"reading {key}", exc)
             return None
         body = answer["Body"]
+        allowed = self.settings.timeout_seconds + limit / self.settings.min_read_bytes_per_second
+        # Every socket read has its timeout, but a body trickled a byte at a time passes
+        # each one: past the deadline the socket is shut from this timer's thread, which
+        # ends the read blocked on it. (botocore's body gives no other handle on it.)
+        late = threading.Event()
+        watchdog = threading.Timer(allowed, _shut, (body, late))
+        watchdog.daemon = True
+        watchdog.start()
         try:
             announced = answer.get("ContentLength")
             if announced is not None and announced > limit:
@@ -140,14 +171,29 @@ class Bucket:
                 held += len(piece)
                 if held > limit:
                     raise self._too_large(key, f"more than {limit} bytes", limit)
+            if late.is_set():
+                raise self._too_slow(key, allowed, held)
         except BaseException as exc:
             # The connection goes, with whatever was not read: nothing more is buffered.
             # (A body read to its end has given its connection back to the pool already.)
+            watchdog.cancel()
             body.close()
+            if late.is_set() and not isinstance(exc, DataCorrupt | StorageUnavailable):
+                raise self._too_slow(key, allowed, None) from None
             if isinstance(exc, ClientError | BotoCoreError):
                 raise self._fail(f"reading {key}", exc) from None
             raise
+        watchdog.cancel()
         return b"".join(pieces)
+
+    def _too_slow(self, key: str, allowed: float, held: int | None) -> StorageUnavailable:
+        log.warning("S3 object %s/%s in bucket %s not read within %.0f s (%s bytes); "
+                    "abandoned", self.settings.prefix, key, self.settings.bucket, allowed,
+                    "some" if held is None else held)
+        return StorageUnavailable(
+            f"the S3 store did not send {key} within {allowed:.0f} s (slower than "
+            f"{self.settings.min_read_bytes_per_second} bytes/s): the read was abandoned. "
+            "A store that slow, or an endpoint that trickles its answers, fails the job")
 
     def _too_large(self, key: str, size: str, limit: int) -> DataCorrupt:
         log.warning("S3 object %s/%s in bucket %s answered with %s; at most %d expected",

@@ -17,8 +17,11 @@ from typing import Any
 
 import rados
 from fastapi.testclient import TestClient
+from sqlalchemy import delete
 
 from api.main import create_app
+from services.db import Database
+from services.records.object_target_keys import ObjectTargetKey
 from services.settings import ObjectTargetSettings, Settings
 from services.storage.s3 import Bucket
 from tests.support import ceph, rgw
@@ -32,6 +35,8 @@ class ObjectWorkers:
     client: TestClient
     workers: list[Process]
     prefixes: dict[str, str]
+    db: Database
+    """The stack's database, where the targets' data keys are recorded."""
 
     def post(self, path: str, body: Any, headers: dict[str, str] = HEADERS) -> Any:
         return self.client.post(path, json=body, headers=headers)
@@ -85,8 +90,8 @@ def object_workers(stack: Stack, targets: list[str], *, endpoint: str | None = N
                    hand_back: bool = True) -> Iterator[ObjectWorkers]:
     """The stack's worker stopped, two workers (`concurrency` jobs each) with `targets`
     added, each under a new prefix, at `endpoint` (the RGW itself when None); every object
-    under those prefixes is removed afterwards and (`hand_back`) the stack's worker started
-    again."""
+    under those prefixes, and the database's records of their keys, are removed afterwards
+    and (`hand_back`) the stack's worker started again."""
     run = uuid.uuid4().hex[:8]
     prefixes = {name: f"{tag}-{run}-{name}" for name in targets}
     configured = {**stack.settings.object_targets, **{
@@ -103,17 +108,21 @@ def object_workers(stack: Stack, targets: list[str], *, endpoint: str | None = N
            "CAIRN_WORKER_METRICS_PORT": "0"}
     workers = [Process("cairn-worker", [str(BIN / "cairn-worker")], env,
                        stack.log_dir / f"worker-{tag}-{run}-{n}.log") for n in (1, 2)]
+    db = Database(settings.database_url)
     stack.worker.stop()
     try:
         for worker in workers:
             worker.start("ready")
         with TestClient(create_app(settings)) as client:
-            yield ObjectWorkers(settings, client, workers, prefixes)
+            yield ObjectWorkers(settings, client, workers, prefixes, db)
     finally:
         for worker in workers:
             worker.stop()
         if hand_back:
             stack.worker.start("ready")
+        with db.session() as session:
+            session.execute(delete(ObjectTargetKey).where(ObjectTargetKey.target.in_(targets)))
+        db.dispose()
         for prefix in prefixes.values():
             bucket = Bucket(rgw.settings(prefix))
             try:

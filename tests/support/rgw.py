@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from services.base import Base
+from services.db import Database
 from services.settings import S3Settings
 from services.storage.s3 import Bucket
 from tests.support.ceph import STATE
@@ -48,3 +50,17 @@ def stored(bucket: Bucket, key: str) -> bytes | None:
         return None
     data: bytes = answer["Body"].read()
     return data
+
+
+@contextmanager
+def key_database(directory: Path) -> Iterator[Database]:
+    """A database of its own (SQLite in `directory`) for what opens object stores without
+    the stack's: it records each target's data key, as Cairn's database does."""
+    db = Database(f"sqlite:///{directory / 'keys.db'}")
+    import services.records  # noqa: F401  (every table in the metadata)
+
+    Base.metadata.create_all(db.engine)
+    try:
+        yield db
+    finally:
+        db.engine.dispose()

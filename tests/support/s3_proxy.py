@@ -9,14 +9,20 @@ request it
 - writes what comes with an `If-None-Match` condition without it, as a store that ignores
   the condition would (the condition is signed, so the proxy writes with credentials of its
   own and answers as RGW would have);
+- holds the first write of a target's data key until the test releases it: a worker that
+  stalls just before its key write (a retry's backoff, a paused process) while others go
+  on, and writes late;
+- refuses writes that come with an `If-None-Match` condition, as a store that does not
+  take the condition does (501 NotImplemented);
 - runs a test's action just before it passes on a chosen write (to change the bucket at
   that exact moment of a job);
 - answers reads of chosen objects with a body of its own far longer than they can be (its
   length announced, or chunked without one), counting what it managed to send before the
-  client hung up."""
+  client hung up, or trickles their true body a few bytes at a time."""
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import sys
@@ -44,6 +50,18 @@ class Seen:
     path: str
     status: int
     conditional: bool
+    body_sha256: str | None = None
+    """Of a write's body."""
+
+
+@dataclass
+class HeldWrite:
+    """The first write of a data key, held: `arrived` when it is, passed on at `release`."""
+
+    path: str
+    arrived: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
+    used: bool = False
 
 
 @dataclass
@@ -77,6 +95,9 @@ class S3Proxy:
     def __post_init__(self) -> None:
         self._races: list[_Race] = []
         self._unconditional: list[str] = []
+        self._refusing: list[str] = []
+        self._held: list[HeldWrite] = []
+        self._trickled: list[str] = []
         self._oversized: list[tuple[str, bool]] = []
         self._hooks: list[tuple[str, Callable[[], None]]] = []
         self._lock = threading.Condition()
@@ -98,6 +119,11 @@ class S3Proxy:
                 if oversized is not None:
                     self._answer_oversized(oversized)
                     return
+                if self.command == "PUT" and conditional and proxy._refuses(self.path):
+                    self._refuse_condition()
+                    return
+                if self.command == "PUT":
+                    proxy._hold_if_first(self.path)
                 race = proxy._race_for(self.path)
                 if race is not None and self.command == "PUT":
                     with proxy._turn:
@@ -125,7 +151,20 @@ class S3Proxy:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 with proxy._lock:
-                    proxy.seen.append(Seen("PUT", self.path.split("?", 1)[0], 200, conditional))
+                    proxy.seen.append(Seen("PUT", self.path.split("?", 1)[0], 200, conditional,
+                                           hashlib.sha256(body or b"").hexdigest()))
+
+            def _refuse_condition(self) -> None:
+                body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented'
+                        b"</Code><Message>A header you provided implies functionality that "
+                        b"is not implemented</Message></Error>")
+                self.send_response(501)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                with proxy._lock:
+                    proxy.seen.append(Seen("PUT", self.path.split("?", 1)[0], 501, True))
 
             def _pass_on(self, headers: dict[str, str], body: bytes | None,
                          conditional: bool) -> int:
@@ -150,12 +189,28 @@ class S3Proxy:
                 else:
                     self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                if self.command != "HEAD":
+                if self.command == "GET" and proxy._trickles(self.path):
+                    self._trickle(data)
+                elif self.command != "HEAD":
                     self.wfile.write(data)
                 with proxy._lock:
-                    proxy.seen.append(Seen(self.command, self.path.split("?", 1)[0],
-                                           answer.status, conditional))
+                    proxy.seen.append(Seen(
+                        self.command, self.path.split("?", 1)[0], answer.status, conditional,
+                        hashlib.sha256(body or b"").hexdigest() if self.command == "PUT"
+                        else None))
                 return answer.status
+
+            def _trickle(self, data: bytes) -> None:
+                """A few bytes every half second, each well within any per-read timeout,
+                until the client hangs up."""
+                try:
+                    for start in range(0, len(data), 4):
+                        self.wfile.write(data[start:start + 4])
+                        self.wfile.flush()
+                        time.sleep(0.5)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
 
             def _answer_oversized(self, announced: bool) -> None:
                 self.send_response(200)
@@ -214,6 +269,23 @@ class S3Proxy:
         with self._lock:
             self._races.append(_Race(f"/{prefix}{KEY_SUFFIX}", writers))
 
+    def hold_first_key_write(self, prefix: str) -> HeldWrite:
+        """The first write of the data key under `prefix` waits (up to two minutes) until
+        the test sets the returned `release`; later writes pass."""
+        held = HeldWrite(f"/{prefix}{KEY_SUFFIX}")
+        with self._lock:
+            self._held.append(held)
+        return held
+
+    def refuse_conditions(self, prefix: str) -> None:
+        """Writes under `prefix` that come with a condition are answered 501, as a store
+        that does not take the condition answers."""
+        self._refusing.append(f"/{prefix}/")
+
+    def trickle(self, path_part: str) -> None:
+        """GETs whose path holds `path_part` get their true body a few bytes at a time."""
+        self._trickled.append(path_part)
+
     def before_write(self, path_part: str, action: Callable[[], None]) -> None:
         """`action` runs once, just before the first write whose path holds `path_part` is
         passed on."""
@@ -271,6 +343,22 @@ class S3Proxy:
                     aws_access_key_id=keys["access_key"],
                     aws_secret_access_key=keys["secret_key"])
             return self._client
+
+    def _hold_if_first(self, path: str) -> None:
+        bare = path.split("?", 1)[0]
+        with self._lock:
+            held = next((h for h in self._held if not h.used and bare.endswith(h.path)), None)
+            if held is not None:
+                held.used = True
+        if held is not None:
+            held.arrived.set()
+            held.release.wait(120)
+
+    def _refuses(self, path: str) -> bool:
+        return any(part in path for part in self._refusing)
+
+    def _trickles(self, path: str) -> bool:
+        return any(part in path for part in self._trickled)
 
     def _drops_condition(self, path: str) -> bool:
         return any(part in path for part in self._unconditional)

@@ -15,20 +15,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from services.storage.object_layout import CHUNKS, MANIFESTS, chunk_key
 from services.storage.s3 import StoredObject
-from worker.engine.chunk_store import ChunkStore
+from worker.engine.chunk_store import UNSIZED_IMAGE_BYTES, ChunkStore
 
 log = logging.getLogger(__name__)
-
-
-UNSIZED_IMAGE_BYTES = 1 << 40
-"""The image size assumed for a manifest no restore point row sizes (one the orphan
-reconciler reports, or a database restored from an older dump does not know): read up to
-40 MiB. Its chunks must still be marked, or the sweep would take them."""
 
 
 @dataclass
@@ -41,6 +35,8 @@ class SweepStats:
     bytes_deleted: int = 0
     strangers: int = 0
     """Objects under chunks/ whose names are not Cairn chunk names: left alone, reported."""
+    restore_points_read: set[str] = field(default_factory=set)
+    """The restore points whose manifests the mark read (each opened with the store's key)."""
 
 
 def mark(store: ChunkStore, image_sizes: Mapping[str, int], stats: SweepStats | None = None,
@@ -50,8 +46,9 @@ def mark(store: ChunkStore, image_sizes: Mapping[str, int], stats: SweepStats | 
     those of `manifests`, added to `into`). `image_sizes`: restore point id -> the size of
     its image as Cairn's records give it, which bounds what is read of its manifest; one
     no row sizes is read up to UNSIZED_IMAGE_BYTES or the largest image given, whichever
-    is larger. A manifest longer than its bound stops the collection (DataCorrupt naming
-    it) before anything is swept."""
+    is larger (its chunks must still be marked, or the sweep would take them). A manifest
+    longer than its bound stops the collection (DataCorrupt naming it) before anything is
+    swept."""
     stats = stats if stats is not None else SweepStats()
     marked: dict[str, set[str]] = into if into is not None else {}
     largest = max([UNSIZED_IMAGE_BYTES, *image_sizes.values()])
@@ -64,6 +61,7 @@ def mark(store: ChunkStore, image_sizes: Mapping[str, int], stats: SweepStats | 
                                        image_sizes.get(restore_point_id, largest))
         marked.setdefault(project_id, set()).update(manifest.names())
         stats.manifests += 1
+        stats.restore_points_read.add(restore_point_id)
     return marked
 
 

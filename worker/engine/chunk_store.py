@@ -8,14 +8,13 @@ another: a chunk is garbage only when no manifest names it."""
 
 from __future__ import annotations
 
-import hmac
 import math
 import struct
 from dataclasses import dataclass, field
 
-from services.errors import DataCorrupt, TargetKeyChanged, TargetKeyUnavailable
+from services.db import Database
+from services.errors import DataCorrupt
 from services.storage import data_keys
-from services.storage.object_keys import TargetKeys, unwrap_data_key
 from services.storage.object_layout import chunk_key, manifest_key
 from services.storage.s3 import Bucket
 from worker.engine.chunks import SEALING_OVERHEAD, ChunkCodec, Sealed
@@ -28,9 +27,18 @@ SMALLEST_CHUNK = 1 << 20
 bounds the entries of a manifest of a given image size, whatever the target's size was."""
 
 
-def manifest_limit(image_size: int) -> int:
-    """The most bytes the stored manifest of an image of `image_size` bytes can hold: one
-    entry per chunk at the smallest chunk size, sealed (never grown by compression)."""
+UNSIZED_IMAGE_BYTES = 1 << 40
+"""The image size assumed for a manifest no restore point row sizes (one the orphan
+reconciler reports, a database restored from an older dump, a restore point whose size was
+not recorded): read up to 40 MiB rather than refused."""
+
+
+def manifest_limit(image_size: int | None) -> int:
+    """The most bytes the stored manifest of an image of `image_size` bytes (None: not
+    known, UNSIZED_IMAGE_BYTES) can hold: one entry per chunk at the smallest chunk size,
+    sealed (never grown by compression)."""
+    if image_size is None:
+        image_size = UNSIZED_IMAGE_BYTES
     entries = math.ceil(image_size / SMALLEST_CHUNK)
     return SEALING_OVERHEAD + _MANIFEST_HEADER.size + entries * _ENTRY.size
 
@@ -71,47 +79,32 @@ class ChunkStore:
     """One target's bucket with its keys. Thread-safe except for `codec()`: each thread
     seals and opens with a codec of its own."""
 
-    def __init__(self, bucket: Bucket, target: str, operator_key: bytes, wrapped: bytes) -> None:
+    def __init__(self, db: Database, bucket: Bucket, target: str,
+                 key: data_keys.DataKey) -> None:
+        self.db = db
         self.bucket = bucket
         self.target = target
-        self._operator_key = operator_key
-        self._wrapped = wrapped
-        self.keys = TargetKeys.from_data_key(target, unwrap_data_key(operator_key, target,
-                                                                     wrapped))
+        self.key = key
+        self.keys = key.keys
 
     @classmethod
-    def open(cls, bucket: Bucket, target: str, operator_key: bytes | None, *,
+    def open(cls, db: Database, bucket: Bucket, target: str, operator_key: bytes | None, *,
              create: bool = False) -> ChunkStore:
-        """The store with the data key stored now, unwrapped. A target without one gets its
-        key when `create` (its first backup), made exactly once whoever else makes it at
-        the same moment; refused beside chunks or manifests (TargetKeyMissing), and without
+        """The store with the target's data key as Cairn's database records it and the
+        bucket holds it, unwrapped. A target with none gets its key when `create` (its
+        first backup), made exactly once whoever else makes it at the same moment.
+        Refused when the bucket holds another key than the record (TargetKeyChanged),
+        beside data or where the key was stored once (TargetKeyMissing), and without
         `create` (TargetNeverWritten). See `services/storage/data_keys.py`."""
-        if operator_key is None:
-            raise TargetKeyUnavailable(
-                f"target {target!r} is encrypted and no operator key is configured: "
-                "nothing on it can be read or written")
-        return cls(bucket, target, operator_key,
-                   data_keys.stored_or_made(bucket, target, operator_key, create=create))
+        return cls(db, bucket, target,
+                   data_keys.opened(db, bucket, target, operator_key, create=create))
 
-    def check_key(self) -> None:
-        """Raises TargetKeyChanged unless the data key stored now is the one this store
-        seals with: asked just before what it sealed is made available. (The same key
-        wrapped again, as by a rotation of the operator's key, is the same key.)"""
-        stored = data_keys.read(self.bucket, self.target)
-        if stored is None:
-            raise TargetKeyChanged(
-                f"the data key of target {self.target!r} was removed while this job ran: "
-                "what it wrote cannot be read back, so it is not kept. Put the key back "
-                "(docs/operations.md) and run the job again", target=self.target)
-        if stored == self._wrapped:
-            return
-        keys = TargetKeys.from_data_key(self.target, unwrap_data_key(
-            self._operator_key, self.target, stored))
-        if not hmac.compare_digest(keys.encryption, self.keys.encryption):
-            raise TargetKeyChanged(
-                f"the data key of target {self.target!r} is not the one this job sealed "
-                "with (it was replaced while the job ran): what it wrote could not be read "
-                "back, so it is not kept. Run the job again", target=self.target)
+    def check_key(self, operator_key: bytes | None) -> None:
+        """Raises TargetKeyChanged unless the key this store seals with is still the one
+        Cairn's database records and the bucket holds: asked just before what it sealed is
+        made available. `operator_key`: the one configured now (a rotation of the
+        operator's key rewraps the same key)."""
+        data_keys.check(self.db, self.bucket, self.target, self.key, operator_key)
 
     def codec(self) -> ChunkCodec:
         return ChunkCodec(self.keys)
@@ -151,9 +144,9 @@ class ChunkStore:
         self.bucket.delete(manifest_key(project_id, restore_point_id))
 
     def read_manifest(self, project_id: str, restore_point_id: str,
-                      image_size: int) -> ObjectManifest:
+                      image_size: int | None) -> ObjectManifest:
         """`image_size`: the size Cairn's records give the restore point's image, which
-        bounds what is read (`manifest_limit`)."""
+        bounds what is read (`manifest_limit`; None when they give none)."""
         key = manifest_key(project_id, restore_point_id)
         what = f"the manifest of restore point {restore_point_id}"
         try:

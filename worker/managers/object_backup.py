@@ -8,9 +8,12 @@ From its first chunk lookup to its manifest the backup holds a shared lease on t
 so no garbage collection sweeps meanwhile: a chunk found in the store stays there until the
 manifest naming it is written.
 
-Nothing sealed with another key than the target's stored one becomes available: the store
-is opened with the key stored at the start, and checked against the key stored just before
-the restore point turns `available` (`services/storage/data_keys.py`)."""
+Nothing sealed with another key than the target's becomes available: the store is opened
+with the key Cairn's database records and the bucket holds at the start, both are checked
+again just before the restore point turns `available` (`services/storage/data_keys.py`),
+and the restore point records the key's fingerprint. An incremental whose base was sealed
+with another key than the target's now fails (`target_key_changed`) rather than quietly
+making a full copy beside restore points nobody can read."""
 
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ from worker.engine.copy import CopyStats
 from worker.managers import quota_guard
 from worker.managers.backup import BackupSteps, SourceSnapshotRemoval, open_source
 from worker.managers.lifecycle import ClaimedJob, JobReporter
-from worker.managers.object_stores import open_store, remove_manifest
+from worker.managers.object_stores import check_key, manifest_of, open_store, remove_manifest
 from worker.managers.progress import ReporterProgress
 from worker.managers.quota_guard import QuotaGuard
 from worker.runtime import Runtime
@@ -93,7 +96,7 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
     # before compression, whether sent now or found stored (not the sealed bytes sent).
     guard = QuotaGuard(rt, rp, lambda _progress: transfer.bytes_new)
     reporter.quota = guard.progress
-    store = open_store(rt.settings, rp.target, create=True)
+    store = open_store(rt.settings, rt.db, rp.target, create=True)
     if job.attempt > 1:  # an interrupted attempt's manifest is not trusted
         store.delete_manifest(rp.project_id, rp.id)
     with target_leases.held(rt.db, rp.target, job.id, exclusive=False,
@@ -144,9 +147,9 @@ def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> 
                       engine_seconds=transfer.hash_seal_seconds,
                       write_seconds=transfer.store_seconds, started=sent.started,
                       finished=sent.finished)
-    # The last moment to refuse: sealed with a key that is not (any more) the stored one,
-    # the restore point could never be read back.
-    sent.store.check_key()
+    # The last moment to refuse: sealed with a key that is not (any more) the recorded and
+    # stored one, the restore point could not be read back.
+    check_key(rt.settings, sent.store)
     quota_guard.commit(rt, rp, sent.measure, {
         "size_bytes": sent.manifest.image_size, "bytes_copied": transfer.bytes_sent,
         "bytes_read": transfer.bytes_read,
@@ -154,6 +157,7 @@ def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> 
         "base_restore_point_id": base.restore_point_id if base else None,
         "full_reason": sent.full_reason, "duration_seconds": stats.elapsed,
         "completed_at": utcnow(), "checksum_algorithm": CHECKSUM_ALGORITHM,
+        "key_fingerprint": sent.store.key.fingerprint,
         "objects_checksummed": len(sent.manifest.chunks), "status_reason": None,
         "source_bootable": bootable})
     return stats
@@ -162,7 +166,9 @@ def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> 
 def previous_manifest(rt: Runtime, rp: RestorePoint, store: ChunkStore
                       ) -> tuple[RestorePoint | None, ObjectManifest | None, str | None]:
     """The volume's newest available restore point on `rp`'s target before it, its manifest,
-    and why there is no usable one."""
+    and why there is no usable one. TargetKeyChanged when it was sealed with another key
+    than the target's now: no quiet full copy beside restore points that cannot be read
+    (one made before keys were fingerprinted cannot be told apart from corruption)."""
     with rt.db.session() as session:
         previous = restore_points.newest_available(session, rp.volume_id, rp.target, rp)
         session.expunge_all()
@@ -170,8 +176,7 @@ def previous_manifest(rt: Runtime, rp: RestorePoint, store: ChunkStore
         return None, None, (f"no earlier available restore point of this volume on target "
                             f"{rp.target!r}: the first backup there is a full copy")
     try:
-        return previous, store.read_manifest(rp.project_id, previous.id,
-                                             previous.size_bytes or 0), None
+        return previous, manifest_of(store, previous), None
     except DataCorrupt as exc:
         return previous, None, (f"the manifest of the previous restore point {previous.id} is "
                                 f"unusable ({exc.message}): made a full copy")

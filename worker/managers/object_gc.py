@@ -9,8 +9,14 @@ more are deleted, never one a backup running at the same time may name.
    before each deletion.
 
 A target whose key is lost while it holds data is not collected (TargetKeyMissing: every
-manifest would be unreadable), nor one whose manifests do not open with the stored key
-(DataCorrupt): the collection stops before its sweep, and says why."""
+manifest would be unreadable), nor one whose bucket holds another key than Cairn's database
+records, or whose available restore points were sealed with another key than the target's
+(TargetKeyChanged), nor one whose manifests do not open with its key (DataCorrupt): the
+collection stops before its sweep, says why, and counts the failure
+(`cairn_object_gc_runs_total{outcome="failed"}`), every run until the cause is gone.
+
+The restore points made before keys were fingerprinted get the key's fingerprint once the
+mark read their manifests with it (their tags prove the key)."""
 
 from __future__ import annotations
 
@@ -20,9 +26,11 @@ from datetime import timedelta
 from sqlalchemy import select
 
 from services.base import utcnow
-from services.errors import TargetNeverWritten
+from services.errors import CairnError, TargetKeyChanged, TargetNeverWritten
 from services.limits import target_leases
+from services.metrics import events
 from services.records.restore_points import RestorePoint
+from services.storage import data_keys, key_records
 from services.storage.object_layout import MANIFESTS
 from worker.engine import chunk_gc
 from worker.managers.object_stores import open_store
@@ -35,11 +43,33 @@ LEASE_WAIT_SECONDS = 1800.0
 
 def collect(rt: Runtime, target: str, *, grace_seconds: float | None = None,
             wait_seconds: float = LEASE_WAIT_SECONDS) -> chunk_gc.SweepStats | None:
-    """Collect `target`'s garbage; None when the target has never been written to."""
+    """Collect `target`'s garbage; None when the target has never been written to. Every
+    run is counted by outcome; a failed one raises."""
     try:
-        store = open_store(rt.settings, target)
+        stats = _collect(rt, target, grace_seconds, wait_seconds)
+    except Exception as exc:
+        events.gc_run(target, "failed", exc.code if isinstance(exc, CairnError) else "error")
+        log.error("garbage collection of %s stopped before its sweep: %s", target,
+                  exc.message if isinstance(exc, CairnError) else exc)
+        raise
+    events.gc_run(target, "skipped" if stats is None else "succeeded", "")
+    return stats
+
+
+def _collect(rt: Runtime, target: str, grace_seconds: float | None,
+             wait_seconds: float) -> chunk_gc.SweepStats | None:
+    try:
+        store = open_store(rt.settings, rt.db, target)
     except TargetNeverWritten:
         return None
+    others = key_records.other_fingerprints(rt.db, target, store.key.fingerprint)
+    if others:
+        raise TargetKeyChanged(
+            f"available restore points on target {target!r} were sealed with data keys of "
+            f"fingerprint {', '.join(others)}, and the target's key is now the one of "
+            f"fingerprint {store.key.fingerprint}: their manifests cannot be read with it, so "
+            "nothing is collected (a sweep would take their chunks). Put their key back "
+            f"({data_keys.GUIDE})", target=target)
     grace = rt.settings.object_gc_grace_seconds if grace_seconds is None else grace_seconds
     stats = chunk_gc.SweepStats()
     first = list(store.bucket.list(MANIFESTS))
@@ -52,6 +82,8 @@ def collect(rt: Runtime, target: str, *, grace_seconds: float | None = None,
                       manifests=[m for m in store.bucket.list(MANIFESTS) if m not in seen])
         cutoff = utcnow() - timedelta(seconds=grace)
         chunk_gc.sweep(store, marked, cutoff, stats=stats, before_delete=lease.ensure)
+    key_records.stamp_restore_points(rt.db, target, stats.restore_points_read,
+                                     store.key.fingerprint)
     log.info("garbage collection of %s: %d manifests, %d chunks, %d deleted (%d bytes), "
              "%d too new, %d not Cairn's", target, stats.manifests, stats.chunks,
              stats.chunks_deleted, stats.bytes_deleted, stats.chunks_too_new, stats.strangers)

@@ -20,7 +20,7 @@ from services.storage.refs import ImageRef
 from worker.engine import object_copy
 from worker.engine.copy import CopyStats
 from worker.managers.lifecycle import ClaimedJob, JobReporter
-from worker.managers.object_stores import open_store
+from worker.managers.object_stores import manifest_of, open_store
 from worker.managers.progress import ReporterProgress
 from worker.runtime import Runtime
 
@@ -35,8 +35,8 @@ def restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoin
     image its earlier attempt made and writes it whole again), else the existing image
     `claim(image, size)` accepts."""
     settings = object_target(rt.settings, rp.target)
-    store = open_store(rt.settings, rp.target)
-    manifest = store.read_manifest(rp.project_id, rp.id, rp.size_bytes or 0)
+    store = open_store(rt.settings, rt.db, rp.target)
+    manifest = manifest_of(store, rp)
     size = manifest.image_size
     reporter.phases.restart()
     with ExitStack() as stack:
@@ -64,10 +64,11 @@ def verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint,
            fraction: float | None) -> tuple[CopyStats, list[int]]:
     """Re-read the restore point's chunks (all, or a random `fraction`), checking each one's
     tag and name; the indexes of the chunks found corrupt or missing. A manifest that is
-    missing or fails its own tag raises DataCorrupt."""
+    missing or fails its own tag raises DataCorrupt; one sealed with another key than the
+    target's now, TargetKeyChanged (`manifest_of`): the restore point is not corrupt."""
     settings = object_target(rt.settings, rp.target)
-    store = open_store(rt.settings, rp.target)
-    manifest = store.read_manifest(rp.project_id, rp.id, rp.size_bytes or 0)
+    store = open_store(rt.settings, rt.db, rp.target)
+    manifest = manifest_of(store, rp)
     only = None
     if fraction is not None:
         indexes = sorted(manifest.chunks)

@@ -1,22 +1,29 @@
 """The object targets of one worker process: each target's bucket (an S3 client, whose
-connection pool every job to that target shares) is made once; its data key is read anew
-each time a job opens the store.
+connection pool every job to that target shares) is made once; its data key is read anew,
+and checked against the one Cairn's database records, each time a job opens the store.
 
 Why not the store with its keys, once per process: a key cached for the life of a process
 outlives the key stored. Two first backups racing to make a target's key, or an operator
 replacing or removing it, left a worker sealing with a key nobody could read once it
 restarted, while its own verifies passed (issue 31). One small read per job opening the
 store costs less than a restore point that cannot be restored; the key a job sealed with
-is checked again before its restore point becomes available (`ChunkStore.check_key`)."""
+is checked again before its restore point becomes available (`ChunkStore.check_key`).
+
+A restore point records the fingerprint of the key it was sealed with; every read of its
+manifest here checks it first (`manifest_of`), so a key replaced since is reported as
+such (`target_key_changed`), never as corruption."""
 
 from __future__ import annotations
 
 import threading
 
+from services.db import Database
+from services.records.restore_points import RestorePoint
 from services.settings import Settings, object_target, operator_key
+from services.storage import data_keys, key_records
 from services.storage.object_layout import manifest_key
 from services.storage.s3 import Bucket
-from worker.engine.chunk_store import ChunkStore
+from worker.engine.chunk_store import ChunkStore, ObjectManifest
 
 _lock = threading.Lock()
 _buckets: dict[tuple[int, str], Bucket] = {}
@@ -32,14 +39,34 @@ def target_bucket(settings: Settings, target: str) -> Bucket:
     return bucket
 
 
-def open_store(settings: Settings, target: str, *, create: bool = False) -> ChunkStore:
-    """The target's store with the data key stored now; with `create`, a target never
-    written to gets its key, made exactly once (its first backup). Refused
-    (TargetKeyUnavailable) without the operator's key or with another one than the target
-    was made with; TargetKeyMissing when the target holds data but no key;
-    TargetNeverWritten when it holds nothing and `create` is not given."""
-    return ChunkStore.open(target_bucket(settings, target), target, operator_key(settings),
-                           create=create)
+def open_store(settings: Settings, db: Database, target: str, *,
+               create: bool = False) -> ChunkStore:
+    """The target's store with its data key as Cairn's database records it and the bucket
+    holds it; with `create`, a target never written to gets its key, made exactly once
+    (its first backup). Refused (TargetKeyUnavailable) without the operator's key or with
+    another one than the target was made with; TargetKeyChanged when the bucket holds
+    another key than the database records; TargetKeyMissing when the target holds data
+    but no key, or no key where its key was stored; TargetNeverWritten when it holds
+    nothing and `create` is not given."""
+    return ChunkStore.open(db, target_bucket(settings, target), target,
+                           operator_key(settings), create=create)
+
+
+def check_key(settings: Settings, store: ChunkStore) -> None:
+    """`ChunkStore.check_key` with the operator's key configured now."""
+    store.check_key(operator_key(settings))
+
+
+def manifest_of(store: ChunkStore, rp: RestorePoint) -> ObjectManifest:
+    """The restore point's manifest, read with the store's key. TargetKeyChanged, without
+    reading it, when the restore point records that it was sealed with another key; a
+    restore point that records none (made before fingerprints were) gets the store's once
+    its manifest opened with it (the manifest's tag proves the key)."""
+    data_keys.check_sealed_with(store.target, store.key, rp.id, rp.key_fingerprint)
+    manifest = store.read_manifest(rp.project_id, rp.id, rp.size_bytes)
+    if rp.key_fingerprint is None:
+        key_records.stamp_restore_points(store.db, store.target, [rp.id], store.key.fingerprint)
+    return manifest
 
 
 def remove_manifest(settings: Settings, target: str, project_id: str,

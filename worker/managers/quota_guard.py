@@ -67,7 +67,7 @@ def measure_of(rt: Runtime, rp: RestorePoint, *,
     """What `rp`'s chain holds on its target; `rp` itself measured before its data is
     final (on the backup image's head, or on its manifest `unstored`)."""
     if is_object_target(rt.settings, rp.target):
-        return ObjectHeld(open_store(rt.settings, rp.target), rp.project_id,
+        return ObjectHeld(open_store(rt.settings, rt.db, rp.target), rp.project_id,
                           unstored={rp.id: unstored} if unstored is not None else None)
     return RbdHeld(rt, rp.target, rp.volume_id, head_of=rp.id)
 

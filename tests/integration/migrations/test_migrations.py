@@ -37,7 +37,7 @@ def empty_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[s
 ALL_TABLES = {"volumes", "restore_points", "jobs", "plans", "plan_volumes", "project_quotas",
               "volume_locks", "idempotent_requests", "webhooks", "event_deliveries",
               "restore_point_groups", "target_leases", "target_lease_gates",
-              "webhook_sealing_key"}
+              "webhook_sealing_key", "object_target_keys"}
 
 
 def tables(url: str) -> set[str]:

@@ -170,11 +170,12 @@ def test_a_wrong_operator_key_reads_nothing_and_says_so(
     wrong = tmp_path / "wrong.key"
     wrong.write_text("ab" * 32)
     settings = stack.settings.model_copy(update={"object_key_file": wrong})
+    db = _runtime(stack).db
     with pytest.raises(TargetKeyUnavailable, match="not the key the target was made with"):
-        open_store(settings, TARGET)
+        open_store(settings, db, TARGET)
     none = stack.settings.model_copy(update={"object_key_file": None})
     with pytest.raises(TargetKeyUnavailable, match="no operator key is configured"):
-        open_store(none, TARGET)
+        open_store(none, db, TARGET)
 
 
 def _runtime(stack: Stack) -> Runtime:
@@ -280,7 +281,8 @@ def test_a_collection_beside_a_backup_never_deletes_a_chunk_the_backup_names(
     names (left by a failed backup) is found by a backup's lookup; the collection's mark
     runs before the backup's manifest exists; then the manifest names the chunk."""
     project = f"gc-race-{uuid.uuid4().hex[:8]}"
-    store = open_store(stack.settings, TARGET, create=True)
+    rt = _runtime(stack)
+    store = open_store(stack.settings, rt.db, TARGET, create=True)
     codec = store.codec()
     data = ceph._Random(81).bytes(MiB)
     name = codec.name(project, data)
@@ -288,7 +290,6 @@ def test_a_collection_beside_a_backup_never_deletes_a_chunk_the_backup_names(
     key = chunk_key(project, name)
     time.sleep(1.1)  # the store's clock has whole seconds: the chunk is older than the cutoff
 
-    rt = _runtime(stack)
     # Without the leases (the engine's collect alone), the chunk goes.
     marked = chunk_gc.mark(store, object_gc.image_sizes(rt, TARGET))
     assert name not in marked.get(project, set())

@@ -11,6 +11,7 @@ import pytest
 import rados
 import rbd
 
+from services.db import Database
 from services.storage.s3 import Bucket
 from tests.support import ceph
 from tests.support.rgw import OPERATOR_KEY
@@ -51,9 +52,9 @@ def _stored_names(bucket: Bucket) -> set[str]:
 
 @pytest.mark.parametrize("order", list(itertools.permutations(["rp1", "rp2", "rp3"])))
 def test_deleting_restore_points_in_any_order_releases_exactly_the_unreferenced_chunks(
-        volumes_pool: rados.Ioctx, images: list[str], bucket: Bucket,
+        volumes_pool: rados.Ioctx, images: list[str], bucket: Bucket, keys_db: Database,
         order: tuple[str, ...]) -> None:
-    store = ChunkStore.open(bucket, "gc-target", OPERATOR_KEY, create=True)
+    store = ChunkStore.open(keys_db, bucket, "gc-target", OPERATOR_KEY, create=True)
     name = ceph.random_image(volumes_pool, "gc-src", 24 * MiB, seed=1)
     images.append(name)
     manifests = _chain(volumes_pool, name, store)
@@ -73,9 +74,10 @@ def test_deleting_restore_points_in_any_order_releases_exactly_the_unreferenced_
 
 
 def test_a_chunk_newer_than_the_cutoff_stays_though_no_manifest_names_it(
-        volumes_pool: rados.Ioctx, images: list[str], bucket: Bucket) -> None:
+        volumes_pool: rados.Ioctx, images: list[str], bucket: Bucket,
+        keys_db: Database) -> None:
     """The grace period: a backup's chunks are stored before its manifest is."""
-    store = ChunkStore.open(bucket, "gc-target", OPERATOR_KEY, create=True)
+    store = ChunkStore.open(keys_db, bucket, "gc-target", OPERATOR_KEY, create=True)
     name = ceph.random_image(volumes_pool, "gc-new", 8 * MiB, seed=2)
     images.append(name)
     with rbd.Image(volumes_pool, name) as image:
@@ -88,8 +90,9 @@ def test_a_chunk_newer_than_the_cutoff_stays_though_no_manifest_names_it(
 
 
 def test_chunks_are_kept_per_project_and_strangers_are_left_alone(
-        volumes_pool: rados.Ioctx, images: list[str], bucket: Bucket) -> None:
-    store = ChunkStore.open(bucket, "gc-target", OPERATOR_KEY, create=True)
+        volumes_pool: rados.Ioctx, images: list[str], bucket: Bucket,
+        keys_db: Database) -> None:
+    store = ChunkStore.open(keys_db, bucket, "gc-target", OPERATOR_KEY, create=True)
     name = ceph.random_image(volumes_pool, "gc-proj", 8 * MiB, seed=3)
     images.append(name)
     with rbd.Image(volumes_pool, name) as image:

@@ -11,6 +11,7 @@ import pytest
 import rados
 import rbd
 
+from services.db import Database
 from services.errors import DataCorrupt, StorageUnavailable, TargetKeyUnavailable
 from services.storage.object_layout import DATA_KEY, chunk_key
 from services.storage.s3 import Bucket
@@ -24,8 +25,8 @@ MiB = 1 << 20
 
 
 @pytest.fixture
-def store(bucket: Bucket) -> ChunkStore:
-    return ChunkStore.open(bucket, "offsite-s3", OPERATOR_KEY, create=True)
+def store(bucket: Bucket, keys_db: Database) -> ChunkStore:
+    return ChunkStore.open(keys_db, bucket, "offsite-s3", OPERATOR_KEY, create=True)
 
 
 def _snap(io: rados.Ioctx, name: str, snap: str) -> None:
@@ -192,28 +193,29 @@ def test_restore_in_place_zeroes_what_the_restore_point_does_not_hold(
 
 def test_without_the_operator_key_nothing_is_read(
         volumes_pool: rados.Ioctx, images: list[str], store: ChunkStore,
-        bucket: Bucket) -> None:
+        bucket: Bucket, keys_db: Database) -> None:
     name = _snapshotted(volumes_pool, images, "s3-key", 4 * MiB, seed=9)
     manifest, _ = _upload(volumes_pool, name, "s1", store)
     store.write_manifest("p1", "rp-1", manifest)
     assert store.read_manifest("p1", "rp-1", 4 * MiB).chunks == manifest.chunks
     with pytest.raises(TargetKeyUnavailable, match="not the key the target was made with"):
-        ChunkStore.open(bucket, "offsite-s3", os.urandom(32))
+        ChunkStore.open(keys_db, bucket, "offsite-s3", os.urandom(32))
     with pytest.raises(TargetKeyUnavailable, match="no operator key"):
-        ChunkStore.open(bucket, "offsite-s3", None)
+        ChunkStore.open(keys_db, bucket, "offsite-s3", None)
     # The key is kept only wrapped: the raw data key appears nowhere in the bucket.
     wrapped = bucket.get(DATA_KEY, limit=1024)
     assert wrapped is not None
     assert len(wrapped) == 8 + 12 + 32 + 16
     # Reopened with the right key (a new worker), everything reads back.
-    reopened = ChunkStore.open(bucket, "offsite-s3", OPERATOR_KEY)
+    reopened = ChunkStore.open(keys_db, bucket, "offsite-s3", OPERATOR_KEY)
     again = reopened.read_manifest("p1", "rp-1", 4 * MiB)
     assert object_copy.verify(reopened, "p1", again)[1] == []
 
 
-def test_an_unwritten_target_is_not_made_by_a_read(bucket: Bucket) -> None:
+def test_an_unwritten_target_is_not_made_by_a_read(bucket: Bucket,
+                                                   keys_db: Database) -> None:
     with pytest.raises(StorageUnavailable, match="holds no data key"):
-        ChunkStore.open(bucket, "offsite-s3", OPERATOR_KEY)
+        ChunkStore.open(keys_db, bucket, "offsite-s3", OPERATOR_KEY)
     assert list(bucket.list()) == []
 
 
