@@ -91,12 +91,21 @@ def test_restore_onto_existing_image_is_409(stack: Stack, backed_up: dict[str, s
 def test_another_projects_restore_point_is_404(stack: Stack, backed_up: dict[str, str]) -> None:
     other = {"X-Project-Id": "project-b", "X-Roles": "member"}
     rp = backed_up["rp"]
-    assert error_of(stack.get(f"/v1/restore-points/{rp}", headers=other), 404)["code"] \
-        == "restore_point_not_found"
-    error_of(stack.post(f"/v1/restore-points/{rp}/restore", {"target": "x"}, headers=other), 404)
-    error_of(stack.delete(f"/v1/restore-points/{rp}", headers=other), 404)
-    # Still there for its owner.
-    assert stack.get(f"/v1/restore-points/{rp}").json()["status"] == "available"
+    # Every route on one restore point: each loads it on its own path.
+    for answer in (
+            stack.get(f"/v1/restore-points/{rp}", headers=other),
+            stack.client.patch(f"/v1/restore-points/{rp}", headers=other,
+                               json={"locked_until": "2099-01-01T00:00:00+00:00"}),
+            stack.post(f"/v1/restore-points/{rp}/restore", {"target": "x"}, headers=other),
+            stack.post(f"/v1/restore-points/{rp}/verify", {}, headers=other),
+            stack.post(f"/v1/restore-points/{rp}/copy", {"target": "s3"}, headers=other),
+            stack.delete(f"/v1/restore-points/{rp}", headers=other)):
+        assert error_of(answer, 404)["code"] == "restore_point_not_found", \
+            answer.request.method + " " + answer.request.url.path
+    # Still there for its owner, unchanged: not locked, no job of another project's on it.
+    mine = stack.get(f"/v1/restore-points/{rp}").json()
+    assert mine["status"] == "available"
+    assert mine["locked_until"] is None
 
 
 def test_unknown_ids_are_404_and_malformed_ones_422(stack: Stack) -> None:

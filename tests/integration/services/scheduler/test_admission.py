@@ -16,7 +16,7 @@ from sqlalchemy import update
 
 from services.base import utcnow
 from services.db import Database
-from services.limits.leases import Leases, scopes_for
+from services.limits.leases import Leases, Scope, scopes_for
 from services.records.jobs import Job
 from services.scheduler.admission import Admission
 from services.settings import Settings
@@ -195,4 +195,29 @@ def test_a_job_not_yet_due_is_not_started(fresh_database_url: str, redis: Redis)
     assert job in admission.admit(utcnow() + timedelta(hours=2)).sent
     assert dispatcher.sent.count(job) == 1
     assert job not in admission.admit(utcnow() + timedelta(hours=2)).sent  # sent once
+    db.dispose()
+
+
+def test_a_job_two_admitters_race_for_is_sent_once(fresh_database_url: str,
+                                                   redis: Redis) -> None:
+    """Two admitters (two schedulers, or the API's hook and a scheduler) that both picked
+    the same queued job: the one that marks it sent second hands nothing to the broker."""
+    settings = Settings(auth_strategy="noauth", environment="development")
+    db = Database(fresh_database_url)
+    first, second = RecordingDispatcher(), RecordingDispatcher()
+    early = Admission(db, Leases(redis, 60), first, settings)  # type: ignore[arg-type]
+
+    class Overtaken(Leases):
+        """The later admitter's leases: the other admitter runs to its end between this
+        one's choice of candidates and its marking them sent."""
+
+        def acquire_many(self, requests: list[tuple[str, list[Scope]]]) -> list[Scope | None]:
+            assert early.admit(utcnow()).sent
+            return super().acquire_many(requests)
+
+    late = Admission(db, Overtaken(redis, 60), second, settings)  # type: ignore[arg-type]
+    (job,) = add_jobs(db, f"p-{uuid.uuid4().hex[:6]}", 1, f"t-{uuid.uuid4().hex[:6]}")
+    late.admit(utcnow())
+    assert first.sent == [job]
+    assert second.sent == [], "a job another admitter had sent was handed to the broker again"
     db.dispose()
