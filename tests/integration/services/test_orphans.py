@@ -93,7 +93,11 @@ def test_orphans_are_removed_after_the_grace_period_and_rows_are_never_touched(
     try:
         # Within the grace period nothing is removed; the gutted one is flagged at once.
         young = _run(stack, apply=True, grace=timedelta(hours=1))
-        assert {f.action for f in young.findings} == {"flag"}, young.findings
+        # The pools are shared with the stacks of the tests beside this one (other
+        # databases): their backups are "report"ed, not this test's subject.
+        mine = (volume_id, name, stray, foreign, unknown, first, kept, gutted)
+        ours = [f for f in young.findings if any(part in f.location for part in mine)]
+        assert {f.action for f in ours} == {"flag"}, young.findings
         assert _exists(backups_pool, f"cairn.manifest.{stray}")
         assert f"cairn.{first}" in ceph.snapshots(volumes_pool, name)
         gone = restore_point(stack, gutted)

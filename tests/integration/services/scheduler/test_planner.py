@@ -96,7 +96,7 @@ def test_a_busy_volume_skips_the_slot_and_over_quota_fails_it(db: Database) -> N
     plan = make_plan(db, project=owner, volumes=1, rules=HOURLY, now=T0)
     with db.session() as session:
         webhook = Webhook(project_id=owner, url="https://hooks.example.net/cairn",
-                          event_types=json.dumps(["backup.create.error"]), secrets="[]")
+                          event_types=json.dumps(["backup.create.error"]), sealed_secrets="")
         session.add(webhook)
         session.flush()
         hook = webhook.id
