@@ -207,6 +207,28 @@ def _write(session: Session, rows: list[RestorePoint], plan: _Plan, change: Chan
     return growth
 
 
+def hand_on(db: Database, volume_id: str, target: str, removing: str,
+            apply: Callable[[Session, int], None]) -> None:
+    """`removing` leaves its chain without the chain being measured (its target cannot be
+    read: an object target whose data key is missing or changed). What it counted is still
+    on the target, since only a garbage collection frees chunks and none runs without the
+    key: the next restore point of the chain that holds data takes its figure and basis, so
+    the project's total neither shrinks below what the target holds nor grows."""
+    with db.session() as session:
+        lock_row(session, Volume.id, volume_id)
+        rows = chain_rows(session, volume_id, target)
+        gone = next((r for r in rows if r.id == removing), None)
+        if gone is not None and gone.quota_bytes:
+            later = rows[rows.index(gone) + 1:]
+            heir = next((r for r in later if holds_data(r)), None)
+            if heir is not None:
+                heir.quota_bytes = int(heir.quota_bytes or 0) + gone.quota_bytes
+                heir.quota_basis_id = gone.quota_basis_id
+            gone.quota_bytes = 0
+            session.flush()
+        apply(session, 0)
+
+
 def needed_to_commit(db: Database, measure: Measure, volume_id: str, target: str,
                      rp_id: str) -> int:
     """What the `creating` restore point must have reserved for its commit (`settle` with

@@ -11,9 +11,11 @@ if the project still fits. So no restore point is ever kept over the limit."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
+from services.errors import TargetKeyChanged, TargetKeyMissing, TargetKeyUnavailable
 from services.quotas import chains
 from services.quotas import service as quotas
 from services.records.restore_points import RestorePoint
@@ -26,6 +28,8 @@ from worker.managers.measure_rbd import RbdHeld
 from worker.managers.object_stores import open_store
 from worker.managers.signals import JobLost
 from worker.runtime import Runtime
+
+log = logging.getLogger(__name__)
 
 Written = Callable[[CopyStats], int]
 """What a job has written of its restore point so far, in the quota's terms, from the
@@ -99,6 +103,15 @@ def settle_deleted(rt: Runtime, rp: RestorePoint, values: dict[str, Any],
                               extra=values):
             raise JobLost(f"restore point {rp.id} is no longer being deleted")
 
-    chains.settle(rt.db, measure or measure_of(rt, rp), rp.volume_id, rp.target,
+    try:
+        measured = measure or measure_of(rt, rp)
+    except (TargetKeyMissing, TargetKeyChanged, TargetKeyUnavailable) as exc:
+        # A restore point is deleted even from a target whose key is lost (its manifest
+        # goes without a key); its chain cannot be measured until the key is back.
+        log.warning("restore point %s deleted from %s without measuring its chain: %s",
+                    rp.id, rp.target, exc)
+        chains.hand_on(rt.db, rp.volume_id, rp.target, rp.id, apply)
+        return
+    chains.settle(rt.db, measured, rp.volume_id, rp.target,
                   chains.Change(removing=rp.id, apply=apply))
 

@@ -569,3 +569,35 @@ def _never_remeasure(real: Any) -> Any:
         return dataclasses.replace(plan, terms={k: v for k, v in plan.terms.items()
                                                 if k in keep})
     return measure
+
+
+def test_a_restore_point_deleted_without_its_targets_key_hands_its_figure_on(
+        tmp_path: Path) -> None:
+    """Its chunks stay until a collection, which needs the key: the next restore point
+    that holds data counts them from then on, and the project's total does not move."""
+    database = _fresh(tmp_path, "cairn.db")
+    try:
+        with database.session() as session:
+            session.add(Volume(id="v", project_id=PROJECT, cluster="ceph-a", pool="volumes",
+                               image="img"))
+            for n, (status, figure, basis) in enumerate([
+                    (RestorePointStatus.AVAILABLE, 10, None),
+                    (RestorePointStatus.DELETING, 5, "r0"),
+                    (RestorePointStatus.ERROR, 0, None),  # failed before it held data
+                    (RestorePointStatus.AVAILABLE, 7, "r1")]):
+                session.add(RestorePoint(
+                    id=f"r{n}", project_id=PROJECT, volume_id="v", target=OBJECT,
+                    kind=RestorePointKind.FULL, status=status, quota_bytes=figure,
+                    quota_basis_id=basis, created_at=T0 + timedelta(hours=n),
+                    completed_at=None if n == 2 else T0 + timedelta(hours=n)))
+        applied: list[int] = []
+        chains.hand_on(database, "v", OBJECT, "r1",
+                       lambda _session, growth: applied.append(growth))
+        with database.session() as session:
+            figures = {rp.id: (rp.quota_bytes, rp.quota_basis_id)
+                       for rp in session.scalars(select(RestorePoint))}
+        assert applied == [0]
+        assert figures == {"r0": (10, None), "r1": (0, "r0"), "r2": (0, None),
+                           "r3": (12, "r0")}
+    finally:
+        database.dispose()
