@@ -275,6 +275,32 @@ def test_redirects_are_never_followed(stack: Stack, receiver: Receiver,
         elsewhere.close()
 
 
+def test_webhooks_are_the_projects_own(stack: Stack, receiver: Receiver,
+                                       project: dict[str, str]) -> None:
+    """Another project's member finds none of it on any route (the same 404 as a webhook
+    that does not exist); a reader sees it and changes nothing."""
+    hook = _webhook(stack, project, receiver.url, event_types=["backup.create.error"])
+    other = {"X-Project-Id": f"someone-else-{uuid.uuid4().hex[:6]}", "X-Roles": "admin,member"}
+    path = f"/v1/webhooks/{hook['id']}"
+    assert stack.get(path, other).status_code == 404
+    assert stack.get(f"{path}/deliveries", other).status_code == 404
+    assert stack.client.patch(path, headers=other, json={"enabled": False}).status_code == 404
+    assert stack.post(f"{path}/test", {}, other).status_code == 404
+    assert stack.post(f"{path}/rotate-secret", {}, other).status_code == 404
+    assert stack.delete(path, other).status_code == 404
+    assert hook["id"] not in {h["id"] for h in stack.get("/v1/webhooks", other).json()[
+        "webhooks"]}
+    assert stack.get(path, project).json()["enabled"] is True
+    reader = {**project, "X-Roles": "reader"}
+    assert stack.get(path, reader).status_code == 200
+    assert stack.post("/v1/webhooks", {"url": receiver.url}, reader).status_code == 403
+    unknown = stack.post("/v1/webhooks", {"url": receiver.url, "event_types": ["nope"]}, project)
+    assert unknown.status_code == 422
+    assert "backup.create.end" in unknown.text
+    assert stack.delete(path, project).status_code == 204
+    assert stack.get(path, project).status_code == 404
+
+
 def test_readers_see_a_webhooks_host_not_its_url(stack: Stack, receiver: Receiver,
                                                  project: dict[str, str],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
