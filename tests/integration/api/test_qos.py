@@ -53,9 +53,10 @@ def test_lowering_the_limit_of_a_running_job_takes_effect_within_a_second(
     before = stack.get(f"/v1/jobs/{job['id']}").json()["progress"]["bytes_done"]
     time.sleep(3.0)
     after = stack.get(f"/v1/jobs/{job['id']}").json()["progress"]["bytes_done"]
-    # 3 s at 4 MiB/s is 12 MiB; one 4 MiB chunk of slack for where the samples fall
-    # (at the old 16 MiB/s it would have been 48).
-    assert after - before <= 16 * MiB, (after - before) / MiB
+    # 3 s at 4 MiB/s is 12 MiB. Progress counts whole 4 MiB chunks and is written a
+    # moment after each, so either sample may be a chunk off: 8 MiB of slack (a run of
+    # CI measured 20). At the old 16 MiB/s it would have been 48.
+    assert after - before <= 20 * MiB, (after - before) / MiB
 
     stack.client.patch(f"/v1/jobs/{job['id']}", json={"qos_bytes_per_second": None},
                        headers=HEADERS)
