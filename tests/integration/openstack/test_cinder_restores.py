@@ -71,7 +71,8 @@ def test_volume_list_pages_through_cinder(cloud: Cloud, os_cairn: OpenStackCairn
         for _ in range(500):
             page = os_cairn.call("GET", "/v1/volumes", token, params={
                 "limit": 2, **({"marker": marker} if marker else {})}).json()
-            assert 1 <= len(page["volumes"]) <= 2, page
+            # A full last page still names a marker; the page after it is empty and ends.
+            assert len(page["volumes"]) == 2 or page["next_marker"] is None, page
             paged += [v["id"] for v in page["volumes"]]
             marker = page["next_marker"]
             if marker is None:
