@@ -39,10 +39,14 @@ def test_members_extend_locks_and_only_admins_shorten_them(
 
     assert _lock(stack, rp_id, _at(1)).status_code == 200
     assert _lock(stack, rp_id, _at(2)).status_code == 200          # extend
+    # Nor may the project's own admin: a lock holds against whoever runs the project
+    # (ransomware with the tenant's admin token); only the cloud's administrator shortens.
+    project_admin = {**HEADERS, "X-Roles": "admin,member,reader"}
     for shorter in (_at(1), None):
-        refused = _lock(stack, rp_id, shorter)
-        assert refused.status_code == 403, refused.text
-        assert "only an administrator" in refused.json()["error"]["message"]
+        for headers in (HEADERS, project_admin):
+            refused = _lock(stack, rp_id, shorter, headers)
+            assert refused.status_code == 403, refused.text
+            assert "only an administrator" in refused.json()["error"]["message"]
     locked_until = restore_point(stack, rp_id)["locked_until"]
 
     deleted = stack.delete(f"/v1/restore-points/{rp_id}")
