@@ -20,6 +20,7 @@ import rados
 import rbd
 from kombu import Connection
 
+from services.webhooks.delivery import RESEND_AFTER
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import start_failing_backup
@@ -96,7 +97,9 @@ def test_backups_notify_in_cinders_shape(notifying: Stack, topic: str,
     failed = notifying.wait_job(failing, headers=project)
     assert failed["status"] == "failed", failed
 
-    info = _drain(topic, "info", want=4)
+    # The worker is stopped and started again inside `start_failing_backup`: a notification
+    # its senders had taken then is sent again once its claim lapses (RESEND_AFTER, 60 s).
+    info = _drain(topic, "info", want=4, timeout=RESEND_AFTER.total_seconds() + 30)
     error = _drain(topic, "error", want=1)
     assert sorted(n["event_type"] for n in info) == [
         "backup.create.end", "backup.create.start", "backup.create.start", "plan.create.end"]
