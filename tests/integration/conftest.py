@@ -22,6 +22,7 @@ import rados
 
 from tests.support import ceph
 from tests.support.databases import migrated_database
+from tests.support.openstack import keystone_tests_alone
 from tests.support.stack import Stack, start_stack, stop_stack
 from tests.support.workers import RedisDb, redis_db
 
@@ -73,6 +74,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group("openstack"))
         elif "stack" in names and _backend(item) == "sqlite":
             item.add_marker(pytest.mark.xdist_group("sqlite"))
+
+
+@pytest.fixture(autouse=True)
+def _one_keystone_test_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]:
+    if "cloud" not in request.fixturenames:
+        yield
+        return
+    # The `openstack` group above should keep these tests on one worker; runs showed
+    # workers making Keystone's test projects at once (409s) and one test's volumes in
+    # another's listing. The lock makes that impossible whatever the scheduling.
+    with keystone_tests_alone():
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -4,10 +4,12 @@ Cairn (API, worker, scheduler) that authenticates with that Keystone."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -91,7 +93,27 @@ class Cloud:
         return self.users[name]
 
 
+KEYSTONE_LOCK = Path(tempfile.gettempdir()) / (
+    f"cairn-tests-keystone-{os.environ.get('CAIRN_TEST_REDIS_DB_OFFSET', '0')}.lock")
+"""One process at a time uses (or makes) the real Keystone's test projects."""
+
+
+@contextmanager
+def keystone_tests_alone() -> Iterator[None]:
+    with KEYSTONE_LOCK.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+
+
 def make_cloud(directory: Path) -> Cloud:
+    with keystone_tests_alone():  # workers making the same projects at once: 409s
+        return _make_cloud(directory)
+
+
+def _make_cloud(directory: Path) -> Cloud:
     ident = admin()
     ident.ensure_region(REGION)
     # Cairn's service user (stack.sh makes it too): validates tokens, acts on Cinder.
