@@ -24,6 +24,7 @@ repo=$(cd "$here/../.." && pwd)
 state=${CAIRN_STATE_DIR:-$repo/.state}
 venv=${CAIRN_VENV:-$repo/.venv}
 . "$here/lib.sh"
+. "$here/limited.sh"
 
 mode=${1:-all}
 shift || true
@@ -91,11 +92,20 @@ portal() {
     (cd portal && PATH="$venv/bin:$PATH" npm test --silent)
 }
 
+# How pytest-xdist hands out the integration tests. `load`, not `loadgroup`: with pytest
+# 9.2 loadgroup's grouping silently does nothing (pytest-xdist#1386), and its scheduler
+# (loadscope's) hangs the whole run once a worker dies (the watchdog's way of ending a
+# test blocked in C): it queues the dead worker's finished tests again, which never
+# report. Tests that must not overlap take a lock instead (tests/integration/conftest.py).
+XDIST_DIST=load
+INTEGRATION_LIMIT=${CAIRN_TEST_INTEGRATION_LIMIT:-2700}
+SERIAL_LIMIT=${CAIRN_TEST_SERIAL_LIMIT:-1200}
+
 integration() {
     # The parallel phase: most tests wait (on the mon's proposals, Keystone, Cinder, a
-    # worker's poll), so more workers than cores pay; tests that share Keystone's test
-    # projects, or the SQLite stack, stay on one worker each (tests/integration/conftest.py).
-    pytest_ integration -q -n "$workers" --dist loadgroup -m "not serial" tests/integration
+    # worker's poll), so more workers than cores pay.
+    limited "$INTEGRATION_LIMIT" \
+        pytest_ integration -q -n "$workers" --dist "$XDIST_DIST" -m "not serial" tests/integration
 }
 
 serial() {
@@ -103,12 +113,32 @@ serial() {
     # pause), after the parallel phase, alone. On one xdist worker, so a test the watchdog
     # ends (tests/support/watchdog.py) is reported and the rest still run.
     local rc=0
-    pytest_ serial -q -n 1 -m serial tests/integration || rc=$?
+    limited "$SERIAL_LIMIT" pytest_ serial -q -n 1 -m serial tests/integration || rc=$?
     [ "$rc" = 5 ] && rc=0  # none selected (e.g. no serial test in ARGS' files)
     return "$rc"
 }
 
+# ceph_client_asserts: an assertion librados or librbd failed in a test or a Cairn process
+# ends that process with only "Aborted" on the terminal; Ceph writes the assertion itself
+# to the clients' log. What this run added to those logs (`prepare` notes where they
+# ended) is searched and printed.
+ceph_client_asserts() {
+    local log offset found=0 pattern="FAILED ceph_assert|Caught signal|terminate called"
+    for log in "$state"/ceph-*/log/client.*.log; do
+        [ -f "$log" ] || continue
+        offset=$(grep -F "$log " "$run/ceph-client-logs" 2>/dev/null | awk '{ print $2 }')
+        if tail -c "+$(( ${offset:-0} + 1 ))" "$log" | grep -q -E "$pattern"; then
+            [ "$found" = 1 ] || echo "=== a Ceph client failed an assertion or was aborted (from its log)"
+            found=1
+            echo "--- $log"
+            tail -c "+$(( ${offset:-0} + 1 ))" "$log" | grep -E -B 2 -A 25 "$pattern" | tail -n 120
+        fi
+    done
+    return 0
+}
+
 summary() {
+    ceph_client_asserts
     echo
     echo "=== where the time went"
     local entry name took rc
@@ -136,6 +166,10 @@ summary() {
 prepare() {
     rm -rf "$run"
     mkdir -p "$run"
+    local log
+    for log in "$state"/ceph-*/log/client.*.log; do
+        if [ -f "$log" ]; then echo "$log $(stat -c %s "$log")"; fi
+    done >"$run/ceph-client-logs"
     if [ "$coverage" = 1 ]; then
         # Every process measured (xdist workers, the stack's subprocesses) writes a file
         # of its own there (pyproject.toml: parallel); `summary` combines them.

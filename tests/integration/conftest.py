@@ -10,7 +10,7 @@ fresh, migrated database and its own worker, scheduler and Redis database.
 tests/conftest.py checks once per run that the servers are up and the clusters can take
 the tests' data. Under pytest-xdist each worker is a session of its own, with its own
 databases, Redis databases (tests/support/workers.py) and Cairn processes. Tests that
-share the real Keystone's projects go to one worker (`xdist_group`), as do the SQLite stack's."""
+share the real Keystone's projects take a lock, one process at a time."""
 
 from __future__ import annotations
 
@@ -57,33 +57,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize(name, _backends(metafunc.definition), indirect=True)
 
 
-def _backend(item: pytest.Item) -> str | None:
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    found = params.get("database_url", params.get("fresh_database_url"))
-    return str(found) if found is not None else None
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups (--dist loadgroup)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist, keep on one worker what must not be spread: the tests on the real
-    Keystone and Cinder (they share its test projects, and count what those hold), and
-    the tests on the SQLite stack (one worker starts it, not every one)."""
-    for item in items:
-        names = getattr(item, "fixturenames", ())
-        if "cloud" in names:
-            item.add_marker(pytest.mark.xdist_group("openstack"))
-        elif "stack" in names and _backend(item) == "sqlite":
-            item.add_marker(pytest.mark.xdist_group("sqlite"))
-
-
 @pytest.fixture(autouse=True)
 def _one_keystone_test_at_a_time(request: pytest.FixtureRequest) -> Iterator[None]:
     if "cloud" not in request.fixturenames:
         yield
         return
-    # The `openstack` group above should keep these tests on one worker; runs showed
-    # workers making Keystone's test projects at once (409s) and one test's volumes in
-    # another's listing. The lock makes that impossible whatever the scheduling.
+    # They share Keystone's test projects and count what those hold: on two workers at
+    # once they made the projects together (409s) and saw each other's volumes.
+    # (pytest-xdist's `xdist_group` cannot keep them on one worker: deploy/local/test.sh.)
     with keystone_tests_alone():
         yield
 

@@ -14,13 +14,19 @@ watchdogs take over from it, neither of which needs the main thread:
   holding the GIL: it dumps the stacks (the test is in them) and ends the process.
 
 Under pytest-xdist the ended process is one worker: xdist reports the test as failed
-("worker crashed while running ...") and starts a new worker for the tests that remain.
-Without xdist the run ends there, with the test named and exit status 1."""
+("worker crashed while running ...") and starts a new worker for the tests that remain
+(with `--dist load`; deploy/local/test.sh says why not `loadgroup`). Without xdist the
+run ends there, with the test named and exit status 1.
+
+Every pytest process also writes every thread's stack on SIGUSR1: `make test` sends it to
+a tier that outlives its limit, hung where no test's watchdog looks (the xdist
+controller, a fixture between tests), before it ends the tier."""
 
 from __future__ import annotations
 
 import faulthandler
 import os
+import signal
 import threading
 import time
 
@@ -52,6 +58,7 @@ class Watchdog:
         # Between tests pytest captures nothing: fd 2 is the run's real stderr here, and a
         # copy of it stays valid while a test's output is captured.
         self._out = os.dup(2)
+        faulthandler.register(signal.SIGUSR1, file=self._out, all_threads=True)
         self._lock = threading.Condition()
         self._nodeid: str | None = None
         self._deadline = 0.0

@@ -6,6 +6,7 @@ with the GIL let go (as python-rbd waits on a stalled OSD) and once with it held
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -45,6 +46,10 @@ LEAN = ("-p", "no:schemathesis", "-p", "no:hypothesispytest", "-p", "no:anyio")
 
 def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     (tmp_path / "test_blocked.py").write_text(BLOCKED)
+    return _run_module(tmp_path, *args)
+
+
+def _run_module(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "CAIRN_TEST_WATCHDOG_GRACE": "0.5",
            "CAIRN_TEST_WATCHDOG_LAST_RESORT": "1"}
     started = time.monotonic()
@@ -69,3 +74,47 @@ def test_blocked_tests_are_ended_named_and_the_run_goes_on(tmp_path: Path) -> No
     for test in ("test_blocked_in_c_without_the_gil", "test_blocked_in_c_holding_the_gil"):
         assert f"crashed while running 'test_blocked.py::{test}'" in out, out
     assert "2 failed, 1 passed" in out, out
+
+
+MANY = '''
+import ctypes
+import time
+
+import pytest
+
+
+@pytest.mark.parametrize("n", range(12))
+def test_quick(n):
+    time.sleep(0.2)
+
+
+@pytest.mark.timeout(1)
+def test_blocked_in_c():
+    mutex = ctypes.create_string_buffer(64)
+    ctypes.CDLL(None).pthread_mutex_lock(mutex)
+    ctypes.CDLL(None).pthread_mutex_lock(mutex)
+
+
+@pytest.mark.parametrize("n", range(12))
+def test_quick_after(n):
+    time.sleep(0.2)
+'''
+
+
+def _suite_distribution() -> str:
+    """How `make test` hands out the integration tests (deploy/local/test.sh)."""
+    script = (REPO / "deploy" / "local" / "test.sh").read_text()
+    found = re.search(r"^XDIST_DIST=(\w+)$", script, re.MULTILINE)
+    assert found is not None, "deploy/local/test.sh no longer sets XDIST_DIST"
+    return found.group(1)
+
+
+def test_the_suites_distribution_goes_on_after_a_worker_is_ended(tmp_path: Path) -> None:
+    # pytest-xdist's loadgroup (loadscope) queued a dead worker's finished tests again, and
+    # the run then waited for them until CI's limit.
+    (tmp_path / "test_blocked.py").write_text(MANY)
+    done, took = _run_module(tmp_path, "-n", "3", "--dist", _suite_distribution())
+    out = done.stdout + done.stderr
+    assert took < 60, took
+    assert "crashed while running 'test_blocked.py::test_blocked_in_c'" in out, out
+    assert "1 failed, 24 passed" in out, out

@@ -1,0 +1,57 @@
+"""deploy/local/limited.sh: `make test` ends a tier that outlives its limit, with the stacks
+of its Python processes printed first (the watchdog's SIGUSR1), and lets a tier that ends
+in time keep its own exit status, leaving nothing of the guard behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+LIMITED = REPO / "deploy" / "local" / "limited.sh"
+
+HANGS = '''
+import time
+
+
+def test_hangs_between_where_the_watchdog_looks():
+    time.sleep(600)
+'''
+
+
+def _limited(limit: float, *command: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str],
+                                                                  float]:
+    script = f'set -euo pipefail; . "{LIMITED}"; limited {limit} "$@"'
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CAIRN_LIMITED_DUMP_SECONDS": "1",
+           "CAIRN_LIMITED_TERM_SECONDS": "2"}
+    started = time.monotonic()
+    done = subprocess.run(["bash", "-c", script, "limited", *command], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    return done, time.monotonic() - started
+
+
+def test_a_tier_past_its_limit_prints_its_stacks_and_is_ended(tmp_path: Path) -> None:
+    (tmp_path / "test_hangs.py").write_text(HANGS)
+    # timeout 0: the test's own watchdog never acts, as for a hang outside any test.
+    done, took = _limited(
+        8, sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p",
+        "tests.support.watchdog", "-q", "--timeout", "0", "--rootdir", str(tmp_path),
+        "test_hangs.py", cwd=tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert took < 30, took
+    assert "this tier still runs after 8 s" in out, out
+    # The stacks came from the pytest process, with the test's own frame in them.
+    assert "in test_hangs_between_where_the_watchdog_looks" in out, out
+
+
+def test_a_tier_in_time_keeps_its_status_and_leaves_no_guard(tmp_path: Path) -> None:
+    done, took = _limited(300, "bash", "-c", "exit 3", cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert took < 10, took  # bash -c returns once the guard and its sleep are gone
+    sleeping = subprocess.run(["pgrep", "-f", "^sleep 300$"], capture_output=True, text=True,
+                              check=False)
+    assert sleeping.stdout == "", sleeping.stdout
