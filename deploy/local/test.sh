@@ -25,6 +25,7 @@ state=${CAIRN_STATE_DIR:-$repo/.state}
 venv=${CAIRN_VENV:-$repo/.venv}
 . "$here/lib.sh"
 . "$here/limited.sh"
+. "$here/ceph_client_asserts.sh"
 
 mode=${1:-all}
 shift || true
@@ -118,27 +119,8 @@ serial() {
     return "$rc"
 }
 
-# ceph_client_asserts: an assertion librados or librbd failed in a test or a Cairn process
-# ends that process with only "Aborted" on the terminal; Ceph writes the assertion itself
-# to the clients' log. What this run added to those logs (`prepare` notes where they
-# ended) is searched and printed.
-ceph_client_asserts() {
-    local log offset found=0 pattern="FAILED ceph_assert|Caught signal|terminate called"
-    for log in "$state"/ceph-*/log/client.*.log; do
-        [ -f "$log" ] || continue
-        offset=$(grep -F "$log " "$run/ceph-client-logs" 2>/dev/null | awk '{ print $2 }')
-        if tail -c "+$(( ${offset:-0} + 1 ))" "$log" | grep -q -E "$pattern"; then
-            [ "$found" = 1 ] || echo "=== a Ceph client failed an assertion or was aborted (from its log)"
-            found=1
-            echo "--- $log"
-            tail -c "+$(( ${offset:-0} + 1 ))" "$log" | grep -E -B 2 -A 25 "$pattern" | tail -n 120
-        fi
-    done
-    return 0
-}
-
 summary() {
-    ceph_client_asserts
+    ceph_client_asserts "$state" "$run/ceph-client-logs"
     echo
     echo "=== where the time went"
     local entry name took rc
@@ -166,10 +148,7 @@ summary() {
 prepare() {
     rm -rf "$run"
     mkdir -p "$run"
-    local log
-    for log in "$state"/ceph-*/log/client.*.log; do
-        if [ -f "$log" ]; then echo "$log $(stat -c %s "$log")"; fi
-    done >"$run/ceph-client-logs"
+    ceph_client_logs_mark "$state" "$run/ceph-client-logs"
     if [ "$coverage" = 1 ]; then
         # Every process measured (xdist workers, the stack's subprocesses) writes a file
         # of its own there (pyproject.toml: parallel); `summary` combines them.
