@@ -99,7 +99,7 @@ def _stale(session: Session, covering: dict[str, list[Plan]],
         select(RestorePoint.volume_id, func.max(RestorePoint.created_at))
         .where(RestorePoint.volume_id.in_(covering),
                RestorePoint.status == RestorePointStatus.AVAILABLE)
-        .group_by(RestorePoint.volume_id)).tuples().all())
+        .group_by(RestorePoint.volume_id)).all())
     volumes = {v.id: v for v in session.scalars(select(Volume).where(
         Volume.id.in_(covering)))}
     out: list[StaleVolume] = []

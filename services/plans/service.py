@@ -394,7 +394,7 @@ def volumes_in_other_group_plans(session: Session, plan_id: str,
         .join(Volume, Volume.id == PlanVolume.volume_id)
         .where(Plan.consistency == Consistency.GROUP, Plan.id != plan_id,
                Volume.id.in_(list(volume_ids))))
-    return {str(volume_id): str(name) for volume_id, name in rows.tuples()}
+    return {str(volume_id): str(name) for volume_id, name in rows}
 
 
 def _check_consistency(session: Session, plan: Plan) -> None:

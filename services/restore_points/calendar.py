@@ -48,7 +48,7 @@ def calendar(session: Session, ctx: RequestContext, volume_id: str, timezone: st
         per_date = _per_day_in_postgresql(session, counted, timezone)
     if per_date is None:
         per_date = per_day(session.execute(
-            select(RestorePoint.created_at, RestorePoint.kind).where(*counted)).tuples(), tz)
+            select(RestorePoint.created_at, RestorePoint.kind).where(*counted)).all(), tz)
     return RestorePointCalendar(timezone=timezone, since=since, days=per_date)
 
 

@@ -192,7 +192,7 @@ def _newest_restore_points(session: Session, volume_ids: list[str], now: datetim
     counts = dict(session.execute(
         select(RestorePoint.volume_id, func.count())
         .where(RestorePoint.volume_id.in_(volume_ids), available)
-        .group_by(RestorePoint.volume_id)).tuples().all())
+        .group_by(RestorePoint.volume_id)).all())
     point_ids = _newest_ids(session, RestorePoint, available,
                             [v for v in volume_ids if v in counts])
     out: dict[str, tuple[int, NewestRestorePoint]] = {}
