@@ -82,6 +82,17 @@ class RestorePointKind(enum.StrEnum):
     INCREMENTAL = "incremental"
 
 
+class DeliveryStatus(enum.StrEnum):
+    """Where an event's delivery to a webhook, or to the cloud's notification bus, stands."""
+
+    PENDING = "pending"
+    """An attempt is due at `next_attempt_at`, or in flight."""
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    """For good: its last attempt failed, its webhook was disabled before it went out, or
+    Cairn could not sign it within a delivery's whole retry span."""
+
+
 S = TypeVar("S", bound=enum.StrEnum)
 
 ACTIVE_JOB_STATUSES = (JobStatus.QUEUED, JobStatus.RUNNING)
@@ -117,6 +128,16 @@ RESTORE_POINT_TRANSITIONS: Mapping[RestorePointStatus, frozenset[RestorePointSta
     RestorePointStatus.DELETING: frozenset({RestorePointStatus.DELETED, RestorePointStatus.ERROR,
                                             RestorePointStatus.AVAILABLE}),
     RestorePointStatus.DELETED: frozenset(),
+}
+
+
+DELIVERY_TRANSITIONS: Mapping[DeliveryStatus, frozenset[DeliveryStatus]] = {
+    # A failed attempt that will be retried is no transition: the delivery stays pending
+    # and only its next attempt's time moves. Nothing ended is sent again: a new event is
+    # a new delivery.
+    DeliveryStatus.PENDING: frozenset({DeliveryStatus.SUCCEEDED, DeliveryStatus.FAILED}),
+    DeliveryStatus.SUCCEEDED: frozenset(),
+    DeliveryStatus.FAILED: frozenset(),
 }
 
 

@@ -29,7 +29,7 @@ from services.records.jobs import Job
 from services.records.plans import Plan, PlanVolume
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
-from services.settings import Settings
+from services.settings import Settings, target_job_limit, target_names
 from services.status import (
     JobKind,
     JobStatus,
@@ -159,8 +159,9 @@ class FleetCollector(Collector):
             used.add_metric([target or "", project], n)
         limit = GaugeMetricFamily("cairn_target_slots", "Concurrency slots of each backup "
                                   "target (jobs over it wait, queued).", labels=["target"])
-        for name, configured in self.settings.backup_targets.items():
-            limit.add_metric([name], configured.max_jobs or self.settings.max_jobs_per_target)
+        # Every kind of target, with the limit the leases enforce (services/limits/leases.py).
+        for name in target_names(self.settings):
+            limit.add_metric([name], target_job_limit(self.settings, name))
         yield used
         yield limit
 

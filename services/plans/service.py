@@ -40,6 +40,7 @@ from services.records.plans import Plan, PlanVolume, Retention
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import copies
+from services.restore_points import repository as restore_points
 from services.settings import Settings, resolve_target
 from services.status import (
     ACTIVE_JOB_STATUSES,
@@ -308,7 +309,7 @@ def plan_restore_points(session: Session, plan_id: str, volume_id: str | None = 
             Job.restore_point_id.in_([r.id for r in rows]),
             Job.kind.in_([JobKind.RESTORE, JobKind.VERIFY]),
             Job.status.in_(ACTIVE_JOB_STATUSES)))) if rows else set()
-    in_use |= set(copies.copying_from(session, [r.id for r in rows]))
+    in_use |= set(restore_points.copying_from(session, [r.id for r in rows]))
     groups: dict[tuple[str, str], list[tuple[Point, RestorePoint]]] = {}
     for rp in rows:
         point = Point(rp.id, rp.created_at, rp.locked_until, rp.id in in_use)

@@ -11,6 +11,7 @@ from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from services.base import ID, Base, UTCDateTime, new_id, utcnow
+from services.status import DeliveryStatus
 
 CURRENT_KEY = "current"
 """The name of `webhook_sealing_key`'s one row."""
@@ -56,8 +57,7 @@ class EventDelivery(Base):
     body: Mapped[str] = mapped_column(Text)
     """What is sent, so every attempt sends the same: a webhook's CloudEvent, or a
     notification's {"priority", "payload"}."""
-    status: Mapped[str] = mapped_column(String(16), default="pending")
-    """pending (an attempt is due at `next_attempt_at`), succeeded or failed (for good)."""
+    status: Mapped[DeliveryStatus] = mapped_column(String(16), default=DeliveryStatus.PENDING)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -15,11 +15,10 @@ from services.quotas import service as quotas
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
 from services.restore_points import repository as restore_points
+from services.restore_points.preconditions import require_target
 from services.restore_points.schemas import CopyCreate
-from services.restore_points.service import require_target
 from services.settings import Settings, is_object_target, resolve_target
 from services.status import (
-    ACTIVE_JOB_STATUSES,
     JobKind,
     RestorePointKind,
     RestorePointStatus,
@@ -96,15 +95,3 @@ def copy_of(session: Session, source_id: str, target: str) -> RestorePoint | Non
         RestorePoint.copied_from_restore_point_id == source_id, RestorePoint.target == target,
         RestorePoint.status.in_([RestorePointStatus.CREATING, RestorePointStatus.AVAILABLE,
                                  RestorePointStatus.DELETING]))).first()
-
-
-def copying_from(session: Session, source_ids: list[str]) -> dict[str, Job]:
-    """Of these restore points, those a queued or running copy reads: source id -> job."""
-    if not source_ids:
-        return {}
-    rows = session.execute(
-        select(RestorePoint.copied_from_restore_point_id, Job)
-        .join(Job, Job.restore_point_id == RestorePoint.id)
-        .where(RestorePoint.copied_from_restore_point_id.in_(source_ids),
-               Job.kind == JobKind.COPY, Job.status.in_(ACTIVE_JOB_STATUSES))).all()
-    return {source_id: job for source_id, job in rows if source_id is not None}

@@ -6,9 +6,10 @@ from sqlalchemy.orm import Session
 from services.base import AnyRow
 from services.context import RequestContext
 from services.errors import InvalidMarker, RestorePointNotFound
+from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
 from services.records.volumes import VOLUME_REF, Volume
-from services.status import RestorePointStatus
+from services.status import ACTIVE_JOB_STATUSES, JobKind, RestorePointStatus
 
 
 def get(session: Session, ctx: RequestContext, rp_id: str) -> RestorePoint:
@@ -88,3 +89,15 @@ def owners_of(session: Session, rp_ids: list[str]) -> dict[str, RestorePoint]:
         return {}
     return {rp.id: rp for rp in session.scalars(
         select(RestorePoint).where(RestorePoint.id.in_(rp_ids)))}
+
+
+def copying_from(session: Session, source_ids: list[str]) -> dict[str, Job]:
+    """Of these restore points, those a queued or running copy reads: source id -> job."""
+    if not source_ids:
+        return {}
+    rows = session.execute(
+        select(RestorePoint.copied_from_restore_point_id, Job)
+        .join(Job, Job.restore_point_id == RestorePoint.id)
+        .where(RestorePoint.copied_from_restore_point_id.in_(source_ids),
+               Job.kind == JobKind.COPY, Job.status.in_(ACTIVE_JOB_STATUSES))).all()
+    return {source_id: job for source_id, job in rows if source_id is not None}

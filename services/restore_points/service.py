@@ -17,18 +17,18 @@ from services.errors import (
     InvalidInput,
     InvalidStatusTransition,
     RestorePointBusy,
-    TargetNotConfigured,
 )
 from services.jobs import factory
 from services.jobs import repository as jobs
 from services.openstack.cinder import CinderGateway
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
-from services.restore_points import cinder_restores, copies
+from services.restore_points import cinder_restores
 from services.restore_points import repository as restore_points
 from services.restore_points.instant import instant_image_name, pinned_by_instant_restore
+from services.restore_points.preconditions import require_target
 from services.restore_points.schemas import RestoreCreate, VerifyCreate
-from services.settings import Settings, rbd_target, target_names
+from services.settings import Settings, rbd_target
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobKind,
@@ -130,7 +130,7 @@ def delete_restore_point(session: Session, ctx: RequestContext, settings: Settin
                          rp_id: str, now: datetime) -> Job:
     rp = restore_points.get(session, ctx, rp_id)
     require_target(settings, rp)
-    copier = copies.copying_from(session, [rp.id]).get(rp.id)
+    copier = restore_points.copying_from(session, [rp.id]).get(rp.id)
     if copier is not None:
         raise RestorePointBusy(f"restore point {rp.id} is being copied to target "
                                f"{copier.target!r} by job {copier.id}; delete it after that "
@@ -178,17 +178,6 @@ def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_i
     session.flush()
     dispatch.enqueue(session, job.id, JobKind.VERIFY)
     return job
-
-
-def require_target(settings: Settings, rp: RestorePoint) -> None:
-    """A restore point whose target this service no longer configures cannot be read or
-    removed here (say, an object target dropped from the settings): refused before any job
-    is queued, not by a worker that cannot find it."""
-    if rp.target not in target_names(settings):
-        raise TargetNotConfigured(
-            f"restore point {rp.id} is kept on target {rp.target!r}, which this service does "
-            "not configure (any more): ask the operator to configure it again",
-            restore_point_id=rp.id, target=rp.target)
 
 
 def _available(session: Session, ctx: RequestContext, rp_id: str, to_be: str) -> RestorePoint:

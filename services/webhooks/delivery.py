@@ -53,6 +53,7 @@ from services.errors import InvalidInput
 from services.metrics import events as metrics
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
+from services.status import DELIVERY_TRANSITIONS, DeliveryStatus, guarded_update
 from services.webhooks import addresses, keys, openstack, signing, transport
 from services.webhooks.sealing import WebhookKeyUnavailable
 from services.webhooks.secrets import active_secrets
@@ -136,7 +137,7 @@ def take_due(db: Database, settings: Settings, *, room: int,
         taken = set(session.scalars(
             update(EventDelivery)
             .where(EventDelivery.id.in_([d for d, _ in picked]),
-                   EventDelivery.status == "pending",
+                   EventDelivery.status == DeliveryStatus.PENDING,
                    or_(EventDelivery.sent_at.is_(None), EventDelivery.sent_at <= cutoff))
             .values(sent_at=now).returning(EventDelivery.id)
             .execution_options(synchronize_session=False)))
@@ -149,11 +150,11 @@ def _due(session: Session, settings: Settings, now: datetime,
     and none of a webhook that has a delivery taken or in flight. Every key's oldest comes
     first, then every key's second..., each round oldest first: projects with many due
     deliveries cannot push another project's out of the CANDIDATES looked at."""
-    due = (EventDelivery.status == "pending", EventDelivery.next_attempt_at <= now,
+    due = (EventDelivery.status == DeliveryStatus.PENDING, EventDelivery.next_attempt_at <= now,
            EventDelivery.attempts < settings.webhook_max_attempts,
            or_(EventDelivery.sent_at.is_(None), EventDelivery.sent_at <= cutoff))
     out = select(EventDelivery.webhook_id).where(
-        EventDelivery.webhook_id.is_not(None), EventDelivery.status == "pending",
+        EventDelivery.webhook_id.is_not(None), EventDelivery.status == DeliveryStatus.PENDING,
         EventDelivery.sent_at > cutoff)
     busy = select(Webhook.id).where(Webhook.attempt_until > now)
     oldest = (
@@ -187,7 +188,7 @@ def _fail_exhausted(session: Session, settings: Settings, now: datetime) -> None
     for good: taken again, they would go past `webhook_max_attempts`."""
     for row in session.scalars(
             select(EventDelivery).where(
-                EventDelivery.status == "pending",
+                EventDelivery.status == DeliveryStatus.PENDING,
                 EventDelivery.attempts >= settings.webhook_max_attempts,
                 EventDelivery.next_attempt_at <= now).with_for_update(skip_locked=True)
     ).all():
@@ -200,7 +201,7 @@ def purge(db: Database, before: datetime) -> int:
     delivery log keeps `event_delivery_log_days`, the outbox only what is still due."""
     with db.session() as session:
         result = session.execute(
-            delete(EventDelivery).where(EventDelivery.status != "pending",
+            delete(EventDelivery).where(EventDelivery.status != DeliveryStatus.PENDING,
                                         EventDelivery.created_at < before))
         return int(getattr(result, "rowcount", 0) or 0)
 
@@ -256,7 +257,7 @@ def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None
         hold = now + timedelta(seconds=settings.webhook_timeout_seconds) + CLAIM_MARGIN
         claimed = session.execute(
             update(EventDelivery)
-            .where(EventDelivery.id == delivery_id, EventDelivery.status == "pending",
+            .where(EventDelivery.id == delivery_id, EventDelivery.status == DeliveryStatus.PENDING,
                    EventDelivery.next_attempt_at <= now,
                    EventDelivery.attempts < settings.webhook_max_attempts)
             .values(attempts=EventDelivery.attempts + 1, next_attempt_at=hold))
@@ -271,8 +272,10 @@ def _claim(db: Database, settings: Settings, delivery_id: str) -> Attempt | None
                            None, [])
         hook = session.get(Webhook, row.webhook_id)
         if hook is None or (not hook.enabled and row.event_type != "webhook.test"):
-            row.status = "failed"
-            row.last_error = "the webhook was disabled before this event went out"
+            guarded_update(session, EventDelivery, row.id, DELIVERY_TRANSITIONS,
+                           DeliveryStatus.FAILED, expect=DeliveryStatus.PENDING,
+                           extra={"last_error": "the webhook was disabled before this "
+                                                "event went out"})
             return None
         took = session.execute(
             update(Webhook)
@@ -317,11 +320,13 @@ def _cannot_sign(session: Session, settings: Settings, delivery_id: str, webhook
         log.error("webhook %s delivery %s cannot be signed", webhook_id, delivery_id,
                   exc_info=exc)
     row = session.get(EventDelivery, delivery_id, with_for_update=True)
-    if row is None or row.status != "pending":
+    if row is None or row.status != DeliveryStatus.PENDING:
         return
     age = now - row.created_at
     if age >= retry_span(settings):
-        row.status, row.last_error = "failed", UNSIGNED_GAVE_UP
+        guarded_update(session, EventDelivery, row.id, DELIVERY_TRANSITIONS,
+                       DeliveryStatus.FAILED, expect=DeliveryStatus.PENDING,
+                       extra={"last_error": UNSIGNED_GAVE_UP})
         return
     pause = max(timedelta(seconds=settings.webhook_retry_base_seconds), age)
     row.last_error = UNSIGNED
@@ -350,15 +355,19 @@ def _record(db: Database, settings: Settings, attempt: Attempt, code: int | None
                                                   Webhook.attempt_key == attempt.key)
                             .values(attempt_key=None, attempt_until=None))
         row = session.get(EventDelivery, attempt.delivery_id, with_for_update=True)
-        if row is None or row.attempts != attempt.number or row.status != "pending":
+        if row is None or row.attempts != attempt.number \
+                or row.status != DeliveryStatus.PENDING:
             return  # deleted with its webhook, or a later attempt owns it
-        row.last_status_code, row.last_error = code, error
         if error is None:
-            row.status, row.delivered_at = "succeeded", now
+            delivered = guarded_update(
+                session, EventDelivery, row.id, DELIVERY_TRANSITIONS, DeliveryStatus.SUCCEEDED,
+                expect=DeliveryStatus.PENDING, where=(EventDelivery.attempts == attempt.number,),
+                extra={"delivered_at": now, "last_status_code": code, "last_error": None})
             hook = session.get(Webhook, row.webhook_id) if row.webhook_id else None
-            if hook is not None:
+            if delivered and hook is not None:
                 hook.failed_deliveries = 0
             return
+        row.last_status_code, row.last_error = code, error
         if row.attempts < settings.webhook_max_attempts:
             backoff = settings.webhook_retry_base_seconds * 2 ** (row.attempts - 1)
             row.next_attempt_at = now + timedelta(seconds=min(backoff, 3600.0))
@@ -371,14 +380,12 @@ def _give_up(session: Session, settings: Settings, row: EventDelivery, error: st
              now: datetime) -> None:
     # Guarded: of processes racing to give up one delivery (SQLite takes no row locks),
     # one counts it against the webhook.
-    gave_up = session.execute(
-        update(EventDelivery)
-        .where(EventDelivery.id == row.id, EventDelivery.status == "pending",
-               EventDelivery.attempts == row.attempts)
-        .values(status="failed", last_error=error)
-        .execution_options(synchronize_session=False))
+    gave_up = guarded_update(session, EventDelivery, row.id, DELIVERY_TRANSITIONS,
+                             DeliveryStatus.FAILED, expect=DeliveryStatus.PENDING,
+                             extra={"last_error": error},
+                             where=(EventDelivery.attempts == row.attempts,))
     session.refresh(row)
-    if getattr(gave_up, "rowcount", 0) != 1:
+    if not gave_up:
         return
     hook = session.get(Webhook, row.webhook_id) if row.webhook_id else None
     if hook is None:

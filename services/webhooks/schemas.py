@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from services.formats import PRINTABLE
+from services.status import DeliveryStatus
 from services.webhooks.events import EVENT_TYPES
 
 
@@ -82,7 +83,8 @@ class WebhookList(BaseModel):
 class DeliveryPublic(BaseModel):
     id: str = Field(description="Also the event's id and its webhook-id header")
     event_type: str
-    status: str = Field(description="pending, succeeded or failed (for good)")
+    status: DeliveryStatus = Field(description="pending (an attempt is due or in flight), "
+                                   "succeeded, or failed for good")
     attempts: int
     next_attempt_at: datetime | None = Field(description="When pending: the next attempt")
     last_status_code: int | None

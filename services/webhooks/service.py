@@ -17,6 +17,7 @@ from services.db import Database
 from services.errors import Conflict, TooManyWebhooks, WebhookNotFound
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
+from services.status import DeliveryStatus
 from services.webhooks import addresses, events, keys, secrets
 from services.webhooks.schemas import (
     DeliveryPublic,
@@ -138,8 +139,8 @@ def deliveries(session: Session, ctx: RequestContext, webhook_id: str,
 def delivery_public(row: EventDelivery) -> DeliveryPublic:
     return DeliveryPublic(id=row.id, event_type=row.event_type, status=row.status,
                           attempts=row.attempts,
-                          next_attempt_at=row.next_attempt_at if row.status == "pending"
-                          else None,
+                          next_attempt_at=(row.next_attempt_at
+                                           if row.status == DeliveryStatus.PENDING else None),
                           last_status_code=row.last_status_code, last_error=row.last_error,
                           created_at=row.created_at, delivered_at=row.delivered_at,
                           event=json.loads(row.body))

@@ -940,12 +940,15 @@ export interface components {
              * @description When pending: the next attempt
              */
             next_attempt_at: string | null;
-            /**
-             * Status
-             * @description pending, succeeded or failed (for good)
-             */
-            status: string;
+            /** @description pending (an attempt is due or in flight), succeeded, or failed for good */
+            status: components["schemas"]["DeliveryStatus"];
         };
+        /**
+         * DeliveryStatus
+         * @description Where an event's delivery to a webhook, or to the cloud's notification bus, stands.
+         * @enum {string}
+         */
+        DeliveryStatus: "pending" | "succeeded" | "failed";
         /** DraftPreview */
         DraftPreview: {
             /** @description With `plan_id`: the plan's restore points under the draft */

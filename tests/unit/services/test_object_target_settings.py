@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from services.errors import StorageUnavailable, UnknownTarget
 from services.records.restore_points import RestorePoint
-from services.restore_points.service import require_target
+from services.restore_points.preconditions import require_target
 from services.settings import (
     Settings,
     is_object_target,

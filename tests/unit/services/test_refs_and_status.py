@@ -4,11 +4,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from services.db import Database
-from services.errors import InvalidInput
-from services.records import Base, Job
+from services.errors import InvalidInput, InvalidStatusTransition
+from services.records import Base, EventDelivery, Job
 from services.records.groups import group_name, group_snapshot_name
 from services.records.restore_points import (
     backup_image_name,
@@ -17,7 +17,15 @@ from services.records.restore_points import (
     snapshot_name,
 )
 from services.restore_points.instant import instant_image_name
-from services.status import JOB_TRANSITIONS, JobKind, JobStatus, guarded_update, sources_of
+from services.status import (
+    DELIVERY_TRANSITIONS,
+    JOB_TRANSITIONS,
+    DeliveryStatus,
+    JobKind,
+    JobStatus,
+    guarded_update,
+    sources_of,
+)
 from services.storage.refs import ImageRef, parse_image_ref, require_unreserved
 
 
@@ -63,6 +71,36 @@ def test_guarded_update_lets_only_one_caller_win(tmp_path: Path) -> None:
     with db.session() as session:
         assert session.scalars(select(Job.status)).one() == JobStatus.SUCCEEDED
     db.dispose()
+
+
+def test_a_delivery_ends_once_and_stays_ended(db: Database) -> None:
+    assert set(sources_of(DELIVERY_TRANSITIONS, DeliveryStatus.SUCCEEDED)) == {
+        DeliveryStatus.PENDING}
+    assert set(sources_of(DELIVERY_TRANSITIONS, DeliveryStatus.FAILED)) == {
+        DeliveryStatus.PENDING}
+    assert sources_of(DELIVERY_TRANSITIONS, DeliveryStatus.PENDING) == []
+    with db.session() as session:
+        session.add_all([EventDelivery(id=name, webhook_id=None, event_type="webhook.test",
+                                       body="{}") for name in ("sent", "given-up")])
+    with db.session() as session:
+        assert guarded_update(session, EventDelivery, "sent", DELIVERY_TRANSITIONS,
+                              DeliveryStatus.SUCCEEDED, expect=DeliveryStatus.PENDING)
+        assert guarded_update(session, EventDelivery, "given-up", DELIVERY_TRANSITIONS,
+                              DeliveryStatus.FAILED)
+    with db.session() as session:
+        # A late attempt's answer, a give-up racing a success, a retry: nothing moves an
+        # ended delivery, and asking for such a move by name is a programming error.
+        for delivery_id in ("sent", "given-up"):
+            for to in DeliveryStatus:
+                assert not guarded_update(session, EventDelivery, delivery_id,
+                                          DELIVERY_TRANSITIONS, to)
+        with pytest.raises(InvalidStatusTransition):
+            guarded_update(session, EventDelivery, "sent", DELIVERY_TRANSITIONS,
+                           DeliveryStatus.FAILED, expect=DeliveryStatus.SUCCEEDED)
+    with db.session() as session:
+        # The column holds the same strings as before the enum: no migration.
+        stored = dict(session.execute(text("SELECT id, status FROM event_deliveries")).all())
+    assert stored == {"sent": "succeeded", "given-up": "failed"}
 
 
 def test_every_name_cairn_gives_its_own_objects_is_reserved() -> None:

@@ -24,10 +24,12 @@ from services.status import (
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)  # a Monday
 DAY = timedelta(days=1)
+S3 = {"endpoint": "http://127.0.0.1:1", "bucket": "b", "credentials_file": "/nonexistent"}
 SETTINGS = Settings(auth_strategy="noauth", environment="development",
                     clusters={"ceph-a": {"conf": "/etc/ceph/ceph.conf"}},
                     backup_targets={"local": {"cluster": "ceph-a", "pool": "backups"},
                                     "slow": {"cluster": "ceph-a", "pool": "b2", "max_jobs": 1}},
+                    object_targets={"s3": {**S3, "max_jobs": 3}, "s3-idle": S3},
                     max_jobs_per_target=4)
 
 
@@ -117,6 +119,7 @@ def test_jobs_slots_restore_points_and_storage(db: Database) -> None:
             Job(project_id="p1", kind=JobKind.BACKUP, status=JobStatus.RUNNING, target="local"),
             Job(project_id="p1", kind=JobKind.BACKUP, status=JobStatus.RUNNING, target="local"),
             Job(project_id="p2", kind=JobKind.RESTORE, status=JobStatus.RUNNING, target="slow"),
+            Job(project_id="p2", kind=JobKind.COPY, status=JobStatus.RUNNING, target="s3"),
             Job(project_id="p2", kind=JobKind.BACKUP, status=JobStatus.QUEUED, target="local"),
             Job(project_id="p2", kind=JobKind.BACKUP, status=JobStatus.SUCCEEDED,
                 target="local"),
@@ -132,8 +135,13 @@ def test_jobs_slots_restore_points_and_storage(db: Database) -> None:
     assert jobs[(("kind", "restore"), ("status", "running"))] == 1
     assert jobs[(("kind", "verify"), ("status", "queued"))] == 0  # every kind, even idle
     assert found["cairn_target_slots_in_use"] == {
-        (("project", "p1"), ("target", "local")): 2, (("project", "p2"), ("target", "slow")): 1}
-    assert found["cairn_target_slots"] == {(("target", "local"),): 4, (("target", "slow"),): 1}
+        (("project", "p1"), ("target", "local")): 2, (("project", "p2"), ("target", "slow")): 1,
+        (("project", "p2"), ("target", "s3")): 1}
+    # Every configured target has its slots, whatever its kind and whether it is busy: an
+    # object target's own limit, or the service-wide one.
+    assert found["cairn_target_slots"] == {
+        (("target", "local"),): 4, (("target", "slow"),): 1,
+        (("target", "s3"),): 3, (("target", "s3-idle"),): 4}
     assert found["cairn_restore_points"] == {
         (("project", "p1"), ("status", "available")): 2,
         (("project", "p2"), ("status", "error")): 1}

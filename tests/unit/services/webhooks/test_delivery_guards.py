@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from services.db import Database
 from services.metrics import events as metrics
@@ -46,9 +46,9 @@ def _hook(db: Database, settings: Settings, hook_id: str, project: str = "p1") -
 
 
 def _delivery(db: Database, delivery_id: str, hook_id: str | None, *, age: int = 0,
-              attempts: int = 0) -> None:
+              attempts: int = 0, event_type: str = "webhook.test") -> None:
     with db.session() as session:
-        session.add(EventDelivery(id=delivery_id, webhook_id=hook_id, event_type="webhook.test",
+        session.add(EventDelivery(id=delivery_id, webhook_id=hook_id, event_type=event_type,
                                   body="{}", status="pending", attempts=attempts,
                                   next_attempt_at=NOW - timedelta(seconds=age),
                                   created_at=NOW - timedelta(seconds=age)))
@@ -114,6 +114,9 @@ def test_a_second_attempt_to_a_busy_webhook_waits_and_costs_nothing(
     assert _row(db, "b").sent_at is None  # taken again once the webhook is free
     assert _take(db, settings) == []  # busy
     delivery._record(db, settings, first, 200, None)
+    done = _row(db, "a")
+    assert (done.status, done.last_status_code, done.last_error) == ("succeeded", 200, None)
+    assert done.delivered_at is not None
     assert _take(db, settings) == [("b", "p1")]
     assert delivery._claim(db, settings, "b") is not None
 
@@ -129,6 +132,23 @@ def test_attempts_never_pass_the_maximum(db: Database, settings: Settings) -> No
     assert "did not finish" in (row.last_error or "")
     with db.session() as session:
         assert session.scalars(select(Webhook.failed_deliveries)).one() == 1
+
+
+def test_an_event_for_a_webhook_disabled_since_fails_unsent_and_without_blame(
+        db: Database, settings: Settings) -> None:
+    _hook(db, settings, "w1")
+    _delivery(db, "event", "w1", age=2, event_type="backup.create.end")
+    _delivery(db, "test", "w1", age=1)
+    with db.session() as session:
+        session.execute(update(Webhook).values(enabled=False))
+    assert delivery._claim(db, settings, "event") is None
+    row = _row(db, "event")
+    assert (row.status, row.last_error) == ("failed", "the webhook was disabled before this "
+                                                      "event went out")
+    assert _take(db, settings) == [("test", "p1")]  # its owner's test event still goes
+    assert delivery._claim(db, settings, "test") is not None
+    with db.session() as session:
+        assert session.scalars(select(Webhook.failed_deliveries)).one() == 0
 
 
 def test_a_stale_attempt_does_not_free_the_webhook_for_a_later_one(
