@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 BLOCKED = '''
 import ctypes
+import time
 
 import pytest
 
@@ -36,69 +37,13 @@ def test_blocked_in_c_holding_the_gil():
     _deadlock(ctypes.PyDLL(None))
 
 
-def test_after_them():
-    pass
+@pytest.mark.parametrize("n", range(12))
+def test_quick(n):
+    time.sleep(0.1)
 '''
 
 LEAN = ("-p", "no:schemathesis", "-p", "no:hypothesispytest", "-p", "no:anyio")
 """Plugins the blocked tests do not need: each xdist worker starts faster without them."""
-
-
-def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    (tmp_path / "test_blocked.py").write_text(BLOCKED)
-    return _run_module(tmp_path, *args)
-
-
-def _run_module(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CAIRN_TEST_WATCHDOG_GRACE": "0.5",
-           "CAIRN_TEST_WATCHDOG_LAST_RESORT": "1"}
-    started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *LEAN, "-p",
-         "tests.support.watchdog", "-q", "--rootdir", str(tmp_path), *args,
-         str(tmp_path / "test_blocked.py")],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
-    return done, time.monotonic() - started
-
-
-def test_blocked_tests_are_ended_named_and_the_run_goes_on(tmp_path: Path) -> None:
-    # One xdist worker: the process each blocked test ends is that worker, and xdist
-    # replaces it (without xdist the run would end at the first, with the same report).
-    done, took = _run(tmp_path, "-n", "1")
-    out = done.stdout + done.stderr
-    assert done.returncode == 1, out
-    assert took < 60, took
-    assert "cairn test watchdog: test_blocked.py::test_blocked_in_c_without_the_gil still " \
-           "runs" in out, out
-    assert "in _deadlock" in out, out  # every thread's stack, the blocked one's included
-    for test in ("test_blocked_in_c_without_the_gil", "test_blocked_in_c_holding_the_gil"):
-        assert f"crashed while running 'test_blocked.py::{test}'" in out, out
-    assert "2 failed, 1 passed" in out, out
-
-
-MANY = '''
-import ctypes
-import time
-
-import pytest
-
-
-@pytest.mark.parametrize("n", range(12))
-def test_quick(n):
-    time.sleep(0.2)
-
-
-@pytest.mark.timeout(1)
-def test_blocked_in_c():
-    mutex = ctypes.create_string_buffer(64)
-    ctypes.CDLL(None).pthread_mutex_lock(mutex)
-    ctypes.CDLL(None).pthread_mutex_lock(mutex)
-
-
-@pytest.mark.parametrize("n", range(12))
-def test_quick_after(n):
-    time.sleep(0.2)
-'''
 
 
 def _suite_distribution() -> str:
@@ -109,12 +54,27 @@ def _suite_distribution() -> str:
     return found.group(1)
 
 
-def test_the_suites_distribution_goes_on_after_a_worker_is_ended(tmp_path: Path) -> None:
-    # pytest-xdist's loadgroup (loadscope) queued a dead worker's finished tests again, and
-    # the run then waited for them until CI's limit.
-    (tmp_path / "test_blocked.py").write_text(MANY)
-    done, took = _run_module(tmp_path, "-n", "3", "--dist", _suite_distribution())
+def test_blocked_tests_are_ended_named_and_the_run_goes_on(tmp_path: Path) -> None:
+    # Under the suite's distribution: the process each blocked test ends is an xdist
+    # worker, which xdist replaces, and the rest still run. (pytest-xdist's loadgroup
+    # queued a dead worker's finished tests again and then waited for them until CI's
+    # limit.) Without xdist the run would end at the first, with the same report.
+    (tmp_path / "test_blocked.py").write_text(BLOCKED)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CAIRN_TEST_WATCHDOG_GRACE": "0.5",
+           "CAIRN_TEST_WATCHDOG_LAST_RESORT": "1"}
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *LEAN, "-p",
+         "tests.support.watchdog", "-q", "--rootdir", str(tmp_path), "-n", "2", "--dist",
+         _suite_distribution(), str(tmp_path / "test_blocked.py")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    took = time.monotonic() - started
     out = done.stdout + done.stderr
+    assert done.returncode == 1, out
     assert took < 60, took
-    assert "crashed while running 'test_blocked.py::test_blocked_in_c'" in out, out
-    assert "1 failed, 24 passed" in out, out
+    assert "cairn test watchdog: test_blocked.py::test_blocked_in_c_without_the_gil still " \
+           "runs" in out, out
+    assert "in _deadlock" in out, out  # every thread's stack, the blocked one's included
+    for test in ("test_blocked_in_c_without_the_gil", "test_blocked_in_c_holding_the_gil"):
+        assert f"crashed while running 'test_blocked.py::{test}'" in out, out
+    assert "2 failed, 12 passed" in out, out
