@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import gc
 import ipaddress
 import logging
@@ -63,6 +64,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # What is loaded by now lives as long as the process: keep it out of the collector's
         # full passes. The list benchmark's worst latencies went from 150-220 ms to 50-140 ms.
         build_routes(app)
+        # An abort inside librados (a failed assertion, "terminate called ...") leaves
+        # every thread's stack in the log, in each uvicorn worker process.
+        faulthandler.enable(all_threads=True)
         gc.collect()
         gc.freeze()
         # Webhooks' secrets are sealed under a key file: without the deployment's key (or

@@ -32,6 +32,10 @@ def main() -> None:
     # can run (a thread holding the GIL while it waits in librbd): how an operator (or a
     # test that timed out) sees what a stuck worker is doing. SIGUSR1 is Celery's own.
     faulthandler.register(signal.SIGUSR2, all_threads=True)
+    # And when librbd or librados aborts the process (a failed assertion, an uncaught C++
+    # exception: "terminate called ..."), every thread's stack is in the log beside the C++
+    # message, saying which job and call were in C at the time.
+    faulthandler.enable(all_threads=True)
 
     _check_webhook_key(settings)
     for reason in ("key", "internal"):  # at 0 from the start, for the alert's increase()

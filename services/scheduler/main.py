@@ -170,6 +170,7 @@ def main() -> None:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     # As cairn-worker: `kill -USR2` writes every thread's stack to the log.
     faulthandler.register(signal.SIGUSR2, all_threads=True)
+    faulthandler.enable(all_threads=True)  # an abort in librados: every stack in the log
     log.info("cairn-scheduler started (tick %.1f s, reconcile every %.1f s)",
              settings.scheduler_tick_seconds, settings.reconcile_interval_seconds)
     while not stop.is_set():
