@@ -32,7 +32,8 @@ export function PlanEditor({ plan, volumeIds = [], onDone }: { plan?: Plan; volu
   const listed = volumes.data?.pages.flatMap((page) => page.volumes) ?? [];
   const [name, setName] = useState(plan?.name ?? "");
   const [rules, setRules] = useState<RuleRow[]>(
-    plan ? plan.rules.map((r) => ({ kind: r.kind, spec: specOf(r), timezone: r.timezone, start: r.start })) : NEW_PLAN_RULES,
+    // A rule without a kind makes incremental backups: the API's default for the field.
+    plan ? plan.rules.map((r) => ({ kind: r.kind ?? "incremental", spec: specOf(r), timezone: r.timezone, start: r.start })) : NEW_PLAN_RULES,
   );
   const [timezone, setTimezone] = useState(plan?.timezone ?? ZONE);
   const [windowStart, setWindowStart] = useState(plan?.window?.start ?? "");
