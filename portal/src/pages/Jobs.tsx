@@ -1,25 +1,12 @@
-import { useInfiniteQuery } from "@tanstack/react-query";
 import { useState } from "react";
-import { api, type Job, type Schemas } from "../api/client";
+import type { Job } from "../api/client";
+import { useJobs, useOlderJobs, type JobFilter } from "../api/jobs";
 import { ErrorNote } from "../components/ErrorNote";
 import { Progress } from "../components/Progress";
 import { bytes, duration, when } from "../format";
-import { useJobs } from "../jobs";
 import { Link } from "../router";
 
-/** Jobs older than `anchor` (the newest page's last job when the user first asked), a page
- * at a time; they have ended, so they are read once and not polled. The anchor stays put
- * while new jobs push the newest page along, so the older pages do not jump. */
-function useOlderJobs(anchor: string | null, params: Record<string, string>) {
-  return useInfiniteQuery({
-    queryKey: ["jobs", "older", params, anchor],
-    queryFn: ({ pageParam }) =>
-      api<Schemas["JobList"]>("GET", `/v1/jobs?${new URLSearchParams({ limit: "100", ...params, marker: pageParam })}`),
-    initialPageParam: anchor ?? "",
-    getNextPageParam: (last) => last.next_marker ?? undefined,
-    enabled: anchor !== null,
-  });
-}
+const NO_FILTER: JobFilter = {};
 
 export function Jobs() {
   return (
@@ -32,13 +19,13 @@ export function Jobs() {
   );
 }
 
-/** The newest jobs matching `params` (`limit` among them sets the page), polled while any
+/** The newest jobs matching `filter` (`limit` among them sets the page), polled while any
  * runs, then older pages on "Show more". */
-export function JobList({ params = {} }: { params?: Record<string, string> }) {
+export function JobList({ filter = NO_FILTER }: { filter?: JobFilter }) {
   // The newest page is polled (running jobs move); older ones are read when asked for.
-  const jobs = useJobs(params);
+  const jobs = useJobs(filter);
   const [anchor, setAnchor] = useState<string | null>(null);
-  const older = useOlderJobs(anchor, params);
+  const older = useOlderJobs(anchor, filter);
   const newest = jobs.data?.jobs ?? [];
   const seen = new Set(newest.map((j) => j.id));
   const shown = [...newest, ...(older.data?.pages.flatMap((page) => page.jobs) ?? []).filter((j) => !seen.has(j.id))];
