@@ -2,11 +2,11 @@ import { useJobs } from "../api/jobs";
 import { useOverview } from "../api/overview";
 import { useUsage } from "../api/quotas";
 import { ErrorNote } from "../components/ErrorNote";
+import { JobTable } from "../components/JobTable";
+import { Meter } from "../components/Meter";
 import { ago, duration, when } from "../format";
 import { ACTIVE } from "../jobs";
 import { Link } from "../router";
-import { JobTable } from "./Jobs";
-import { Meter } from "./Usage";
 
 const DAY_MS = 86_400_000;
 

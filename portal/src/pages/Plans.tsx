@@ -3,9 +3,9 @@ import type { Schemas } from "../api/client";
 import { usePlanAction, usePlans, type Plan } from "../api/plans";
 import { can, useSession } from "../api/session";
 import { ErrorNote } from "../components/ErrorNote";
+import { PlanEditor } from "../components/PlanEditor";
 import { confirmed } from "../confirm";
 import { when } from "../format";
-import { PlanEditor } from "./PlanEditor";
 
 export function Plans() {
   const { data: session } = useSession();

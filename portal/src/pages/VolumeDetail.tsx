@@ -5,17 +5,17 @@ import { useChangeRestorePoint, useRestorePoints, type PointChange, type Restore
 import { can, useSession } from "../api/session";
 import { useVolume } from "../api/volumes";
 import { ErrorNote } from "../components/ErrorNote";
+import { JobList } from "../components/JobList";
 import { PerPage } from "../components/PerPage";
 import { PointCalendar } from "../components/PointCalendar";
 import { Progress } from "../components/Progress";
+import { RestoreWizard } from "../components/RestoreWizard";
+import { ShowMore } from "../components/ShowMore";
 import { confirmed } from "../confirm";
 import { bytes, when } from "../format";
 import { ACTIVE } from "../jobs";
 import { perPage, withParam } from "../paging";
 import { Link, useRoute } from "../router";
-import { JobList } from "./Jobs";
-import { RestoreWizard } from "./RestoreWizard";
-import { ShowMore } from "./Volumes";
 
 /** Restore points per page unless the address asks otherwise. */
 const PAGE = 100;

@@ -8,6 +8,7 @@ import { useBackUp, useVolumePages, VOLUME_PAGE } from "../api/volumes";
 import { ErrorNote } from "../components/ErrorNote";
 import { PerPage } from "../components/PerPage";
 import { Progress } from "../components/Progress";
+import { ShowMore } from "../components/ShowMore";
 import { ago, when } from "../format";
 import { ACTIVE } from "../jobs";
 import { perPage, withParam } from "../paging";
@@ -15,22 +16,6 @@ import { Link, useRoute } from "../router";
 
 const NO_JOBS: Job[] = [];
 const BACKUPS = { kind: "backup" } as const;
-
-/** "Show more" of one list; `what` names the list for a screen reader (a page may hold two). */
-export function ShowMore({ pages, what }: { pages: { hasNextPage: boolean; isFetchingNextPage: boolean; fetchNextPage: () => unknown }; what: string }) {
-  if (!pages.hasNextPage) return null;
-  return (
-    <button
-      type="button"
-      className="show-more"
-      aria-label={`Show more ${what}`}
-      disabled={pages.isFetchingNextPage}
-      onClick={() => pages.fetchNextPage()}
-    >
-      {pages.isFetchingNextPage ? "Loading…" : "Show more"}
-    </button>
-  );
-}
 
 /** The job of this Cinder volume still queued or running, if any (a job names the
  * volume's RBD image, `volume-<id>`). */

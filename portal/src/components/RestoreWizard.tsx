@@ -3,9 +3,9 @@ import type { Schemas, Volume } from "../api/client";
 import { useJob } from "../api/jobs";
 import { useRestore, type RestorePoint } from "../api/restore-points";
 import { useSession } from "../api/session";
-import { ErrorNote } from "../components/ErrorNote";
-import { Progress } from "../components/Progress";
 import { bytes, when } from "../format";
+import { ErrorNote } from "./ErrorNote";
+import { Progress } from "./Progress";
 
 type Where = "new_volume" | "image" | "in_place";
 const GiB = 1024 ** 3;

@@ -2,11 +2,11 @@ import { useDeferredValue, useState, type FormEvent } from "react";
 import type { Schemas } from "../api/client";
 import { usePlanPreview, useSavePlan, type Plan } from "../api/plans";
 import { useVolumePages } from "../api/volumes";
-import { ErrorNote } from "../components/ErrorNote";
-import { RetentionStrip } from "../components/RetentionStrip";
 import { when } from "../format";
 import { blankSpec, ruleOf, specOf, WEEKDAYS, type Repeats, type Spec } from "../schedule";
-import { ShowMore } from "./Volumes";
+import { ErrorNote } from "./ErrorNote";
+import { RetentionStrip } from "./RetentionStrip";
+import { ShowMore } from "./ShowMore";
 
 type Draft = Schemas["PlanDraft"];
 type Kind = "incremental" | "full";
