@@ -83,7 +83,7 @@ PROJECT = "cairn-bench-portal"
 MEMBER = "portal-bench-member"
 VOLUME_PAGE = 50
 POINT_PAGE = 100
-"""The portal's default page sizes (portal/src/pages/Volumes.tsx, VolumeDetail.tsx)."""
+"""The portal's default page sizes (portal/src/api/volumes.ts, pages/VolumeDetail.tsx)."""
 BUDGET_SCRIPT_KIB = 300
 BUDGET_FIRST_PAINT_MS = 1000
 BUDGET_PAGE_MS = 300

@@ -1,3 +1,4 @@
+import { useSession, useSignOut, useSwitchProject } from "./api/session";
 import { ErrorNote } from "./components/ErrorNote";
 import { JobDetail } from "./pages/JobDetail";
 import { Jobs } from "./pages/Jobs";
@@ -8,7 +9,6 @@ import { VolumeDetail } from "./pages/VolumeDetail";
 import { SignIn } from "./pages/SignIn";
 import { Volumes } from "./pages/Volumes";
 import { Link, useRoute } from "./router";
-import { useSession, useSignOut, useSwitchProject } from "./session";
 
 export function App() {
   const session = useSession();

@@ -3,8 +3,8 @@ import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { App } from "./App";
 import { ApiError, setCsrf, whenSignedOut } from "./api/client";
+import { keys } from "./api/keys";
 import { Router } from "./router";
-import { SESSION_KEY } from "./session";
 import "./styles.css";
 
 const client = new QueryClient({
@@ -19,7 +19,7 @@ const client = new QueryClient({
 
 whenSignedOut(() => {
   setCsrf(null);
-  client.setQueryData(SESSION_KEY, null);
+  client.setQueryData(keys.session, null);
 });
 
 const root = document.getElementById("root");

@@ -808,7 +808,7 @@ export interface components {
              * @description `incremental` copies only what changed since the volume's newest restore point on the target (a full copy when there is none: the restore point's `full_reason` says why); `full` copies everything
              * @default incremental
              */
-            kind: components["schemas"]["RestorePointKind"];
+            kind?: components["schemas"]["RestorePointKind"];
             /**
              * Qos Bytes Per Second
              * @description Upper bound on the backup's read rate
@@ -891,7 +891,7 @@ export interface components {
              * @default week
              * @enum {string}
              */
-            every: "backup" | "day" | "week" | "month";
+            every?: "backup" | "day" | "week" | "month";
             /** @description How long the copies are kept; the plan's retention when null */
             retention?: components["schemas"]["Retention"] | null;
             /**
@@ -1024,9 +1024,9 @@ export interface components {
              * @description Over the Cinder volumes themselves; all must be detached
              * @default false
              */
-            in_place: boolean;
+            in_place?: boolean;
             /** @default copy */
-            mode: components["schemas"]["RestoreMethod"];
+            mode?: components["schemas"]["RestoreMethod"];
             /**
              * Name Prefix
              * @description New Cinder volumes named <prefix><the volume's id>
@@ -1417,7 +1417,7 @@ export interface components {
              * Enabled
              * @default true
              */
-            enabled: boolean;
+            enabled?: boolean;
             /**
              * Name
              * @example nightly
@@ -1442,7 +1442,7 @@ export interface components {
              * @default UTC
              * @example Europe/Berlin
              */
-            timezone: string;
+            timezone?: string;
             verify?: components["schemas"]["VerifyPolicy"];
             /**
              * Volumes
@@ -1461,7 +1461,7 @@ export interface components {
              * @description Next runs to list
              * @default 10
              */
-            count: number;
+            count?: number;
             /**
              * Plan Id
              * @description The plan this draft edits: its restore points are then judged by the draft's retention and timezone, as the first prune after saving would
@@ -1475,7 +1475,7 @@ export interface components {
              * @default UTC
              * @example Europe/Berlin
              */
-            timezone: string;
+            timezone?: string;
             window?: components["schemas"]["BackupWindow"] | null;
         };
         /** PlanList */
@@ -1662,7 +1662,7 @@ export interface components {
              * @description `copy` (the default): every byte is copied before the volume is handed over. `instant`: the new volume or image is a clone of the backup snapshot, usable within seconds whatever its size (the job's `timings.ready_at`), then flattened in the background (`finished_at`); until the flatten ends the restore point cannot be deleted or pruned. Needs the backup target on the destination's Ceph cluster; a restore in place is always a copy
              * @default copy
              */
-            mode: components["schemas"]["RestoreMethod"];
+            mode?: components["schemas"]["RestoreMethod"];
             /** @description Create a new Cinder volume and restore into it */
             new_volume?: components["schemas"]["NewVolume"] | null;
             /**
@@ -1879,27 +1879,27 @@ export interface components {
              * Daily
              * @default 0
              */
-            daily: number;
+            daily?: number;
             /**
              * Keep Last
              * @default 0
              */
-            keep_last: number;
+            keep_last?: number;
             /**
              * Monthly
              * @default 0
              */
-            monthly: number;
+            monthly?: number;
             /**
              * Weekly
              * @default 0
              */
-            weekly: number;
+            weekly?: number;
             /**
              * Yearly
              * @default 0
              */
-            yearly: number;
+            yearly?: number;
         };
         /** RetentionItem */
         RetentionItem: {
@@ -1959,7 +1959,7 @@ export interface components {
         /** RunNow */
         RunNow: {
             /** @default incremental */
-            kind: components["schemas"]["RestorePointKind"];
+            kind?: components["schemas"]["RestorePointKind"];
         };
         /** RunNowResult */
         RunNowResult: {
@@ -1989,7 +1989,7 @@ export interface components {
              * @description What a slot of this rule makes; when two rules hit one slot, full wins
              * @default incremental
              */
-            kind: components["schemas"]["RestorePointKind"];
+            kind?: components["schemas"]["RestorePointKind"];
             /**
              * Rrule
              * @description RFC 5545 recurrence rule (FREQ is required)
@@ -2051,7 +2051,7 @@ export interface components {
              * @description Keystone domain of the user (auth_strategy keystone)
              * @default Default
              */
-            domain: string;
+            domain?: string;
             /** Password */
             password?: string | null;
             /**
@@ -2240,18 +2240,18 @@ export interface components {
              * Full Every Days
              * @default 30
              */
-            full_every_days: number | null;
+            full_every_days?: number | null;
             /**
              * Sample Fraction
              * @description Fraction of the objects a sampled verify reads
              * @default 0.05
              */
-            sample_fraction: number;
+            sample_fraction?: number;
             /**
              * Sampled Every Days
              * @default 7
              */
-            sampled_every_days: number | null;
+            sampled_every_days?: number | null;
         };
         /**
          * VerifyStatus

@@ -1,5 +1,4 @@
-import { useQuery } from "@tanstack/react-query";
-import { api, type Schemas } from "../api/client";
+import { useRestorePointDays } from "../api/restore-points";
 import { calendarCells, localToday } from "../calendar";
 import { ErrorNote } from "./ErrorNote";
 
@@ -17,15 +16,7 @@ function words(full: number, incremental: number): string {
 /** The volume's restore points of the last 13 weeks on a calendar of the user's days: a
  * gap in the backups shows as a gap in the squares, a full backup as a darker one. */
 export function PointCalendar({ volumeId }: { volumeId: string }) {
-  const days = useQuery({
-    queryKey: ["restore-points", "days", volumeId],
-    queryFn: () =>
-      api<Schemas["RestorePointCalendar"]>(
-        "GET",
-        `/v1/restore-points/days?${new URLSearchParams({ volume: volumeId, timezone: ZONE, days: String(WEEKS * 7) })}`,
-      ),
-    refetchInterval: 30_000,
-  });
+  const days = useRestorePointDays(volumeId, ZONE, WEEKS * 7);
   if (days.error) return <ErrorNote error={days.error} />;
   if (!days.data) return null;
   const cells = calendarCells(days.data.days, localToday(ZONE), WEEKS);

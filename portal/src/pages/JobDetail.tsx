@@ -1,20 +1,18 @@
-import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
-import { api, type Job } from "../api/client";
+import { useCancelJob, useJob, useLimitJob } from "../api/jobs";
+import { can, useSession } from "../api/session";
 import { ErrorNote } from "../components/ErrorNote";
 import { Progress } from "../components/Progress";
 import { RateChart } from "../components/RateChart";
 import { confirmed } from "../confirm";
 import { bytes, duration, rate, when } from "../format";
-import { ACTIVE, eta, useJob } from "../jobs";
+import { ACTIVE, eta } from "../jobs";
 import { Link } from "../router";
-import { can, useSession } from "../session";
 
 const MiB = 1024 * 1024;
 
 export function JobDetail({ jobId }: { jobId: string }) {
   const { data: session } = useSession();
-  const client = useQueryClient();
   const job = useJob(jobId);
   const [samples, setSamples] = useState<{ t: number; rate: number }[]>([]);
   const [limit, setLimit] = useState("");
@@ -25,16 +23,8 @@ export function JobDetail({ jobId }: { jobId: string }) {
       setSamples((old) => [...old.slice(-300), { t: Date.now(), rate: value }]);
     }
   }, [data]);
-  const refresh = (updated: Job) => client.setQueryData(["job", jobId], updated);
-  const cancel = useMutation({
-    mutationFn: () => api<Job>("POST", `/v1/jobs/${jobId}/cancel`),
-    onSuccess: refresh,
-  });
-  const qos = useMutation({
-    mutationFn: () =>
-      api<Job>("PATCH", `/v1/jobs/${jobId}`, { qos_bytes_per_second: limit ? Math.round(Number(limit) * MiB) : null }),
-    onSuccess: refresh,
-  });
+  const cancel = useCancelJob(jobId);
+  const qos = useLimitJob(jobId);
   if (!data) return <ErrorNote error={job.error} />;
   const left = eta(data);
   const active = ACTIVE.has(data.status);
@@ -97,7 +87,7 @@ export function JobDetail({ jobId }: { jobId: string }) {
                 value={limit}
                 onChange={(e) => setLimit(e.target.value)}
               />
-              <button type="button" disabled={qos.isPending} onClick={() => qos.mutate()}>
+              <button type="button" disabled={qos.isPending} onClick={() => qos.mutate(limit ? Math.round(Number(limit) * MiB) : null)}>
                 {limit ? "Limit" : "Remove limit"}
               </button>
             </>

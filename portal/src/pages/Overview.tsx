@@ -1,21 +1,14 @@
-import { useQuery } from "@tanstack/react-query";
-import { api, type Schemas } from "../api/client";
+import { useJobs } from "../api/jobs";
+import { useOverview } from "../api/overview";
+import { useUsage } from "../api/quotas";
 import { ErrorNote } from "../components/ErrorNote";
+import { JobTable } from "../components/JobTable";
+import { Meter } from "../components/Meter";
 import { ago, duration, when } from "../format";
-import { ACTIVE, useJobs } from "../jobs";
+import { ACTIVE } from "../jobs";
 import { Link } from "../router";
-import { JobTable } from "./Jobs";
-import { Meter, useUsage } from "./Usage";
 
 const DAY_MS = 86_400_000;
-
-function useOverview() {
-  return useQuery({
-    queryKey: ["overview"],
-    queryFn: () => api<Schemas["ProtectionOverview"]>("GET", "/v1/overview"),
-    refetchInterval: 30_000,
-  });
-}
 
 /** What needs attention first: unprotected volumes, volumes behind their plan, failures;
  * then what runs now and next, and the storage used against the quota. */

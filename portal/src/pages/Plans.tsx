@@ -1,23 +1,11 @@
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { api, type Schemas } from "../api/client";
+import type { Schemas } from "../api/client";
+import { usePlanAction, usePlans, type Plan } from "../api/plans";
+import { can, useSession } from "../api/session";
 import { ErrorNote } from "../components/ErrorNote";
+import { PlanEditor } from "../components/PlanEditor";
 import { confirmed } from "../confirm";
 import { when } from "../format";
-import { can, useSession } from "../session";
-import { PlanEditor } from "./PlanEditor";
-
-type Plan = Schemas["PlanPublic"];
-
-/** The project's plans; `enabled: false` until they are needed (the volume list asks only
- * once volumes are selected to be added to one). */
-export function usePlans(enabled = true) {
-  return useQuery({
-    queryKey: ["plans"],
-    queryFn: () => api<Schemas["PlanList"]>("GET", "/v1/plans?limit=1000"),
-    enabled,
-  });
-}
 
 export function Plans() {
   const { data: session } = useSession();
@@ -76,18 +64,7 @@ export function retentionText(r: Schemas["Retention"]): string {
 
 function PlanRow({ plan, onEdit }: { plan: Plan; onEdit: () => void }) {
   const { data: session } = useSession();
-  const client = useQueryClient();
-  const act = useMutation({
-    mutationFn: ({ method, path, body }: { method: string; path: string; body?: unknown }) =>
-      api<unknown>(method, path, body),
-    onSuccess: () => {
-      client.invalidateQueries({ queryKey: ["plans"] });
-      client.invalidateQueries({ queryKey: ["jobs"] });
-      client.invalidateQueries({ queryKey: ["volumes"] });
-      client.invalidateQueries({ queryKey: ["overview"] });
-    },
-  });
-  const base = `/v1/plans/${plan.id}`;
+  const act = usePlanAction();
   return (
     <tr data-plan={plan.name}>
       <td>
@@ -105,7 +82,7 @@ function PlanRow({ plan, onEdit }: { plan: Plan; onEdit: () => void }) {
       <td>{retentionText(plan.retention)}</td>
       <td className="actions">
         {can(session, "plan:run") && (
-          <button type="button" disabled={act.isPending} onClick={() => act.mutate({ method: "POST", path: `${base}/run`, body: {} })}>
+          <button type="button" disabled={act.isPending} onClick={() => act.mutate({ plan, action: "run" })}>
             Run now
           </button>
         )}
@@ -118,7 +95,7 @@ function PlanRow({ plan, onEdit }: { plan: Plan; onEdit: () => void }) {
           <button
             type="button"
             disabled={act.isPending}
-            onClick={() => act.mutate({ method: "POST", path: `${base}/${plan.status === "paused" ? "resume" : "pause"}` })}
+            onClick={() => act.mutate({ plan, action: plan.status === "paused" ? "resume" : "pause" })}
           >
             {plan.status === "paused" ? "Resume" : "Pause"}
           </button>
@@ -130,7 +107,7 @@ function PlanRow({ plan, onEdit }: { plan: Plan; onEdit: () => void }) {
             disabled={act.isPending}
             onClick={() =>
               confirmed(`Delete plan ${plan.name}? Its restore points stay.`) &&
-              act.mutate({ method: "DELETE", path: base })
+              act.mutate({ plan, action: "delete" })
             }
           >
             Delete

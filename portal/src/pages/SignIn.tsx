@@ -1,18 +1,13 @@
-import { useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { api, type Schemas } from "../api/client";
+import { useSignedOutNote, useSignIn, useSignInOptions } from "../api/session";
 import { ErrorNote } from "../components/ErrorNote";
-import { SIGNED_OUT_NOTE_KEY, useSignIn } from "../session";
 
 /** Keystone's domain, user name and password, as OpenStack's own consoles ask; under
  * noauth (development) only the project. */
 export function SignIn() {
-  const options = useQuery({
-    queryKey: ["sign-in-options"],
-    queryFn: () => api<Schemas["SignInOptions"]>("GET", "/v1/session/options"),
-  });
+  const options = useSignInOptions();
   const signIn = useSignIn();
-  const signedOutNote = useQueryClient().getQueryData<string | null>(SIGNED_OUT_NOTE_KEY);
+  const signedOutNote = useSignedOutNote();
   const noauth = options.data?.auth_strategy === "noauth";
   const [domain, setDomain] = useState("Default");
   const [username, setUsername] = useState("");

@@ -1,28 +1,8 @@
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
-import { api, type Schemas } from "../api/client";
+import { useQuota, useSetQuota, useUsage, type Quota } from "../api/quotas";
+import { can, useSession } from "../api/session";
 import { ErrorNote } from "../components/ErrorNote";
-import { can, useSession } from "../session";
-
-type Quota = Schemas["ProjectQuotaPublic"];
-
-export function Meter({ used, limit, unit }: { used: number; limit: number | null | undefined; unit: string }) {
-  const share = limit ? Math.min(100, (used / limit) * 100) : 0;
-  return (
-    <div className="meter-cell">
-      <div className="progress" role="meter" aria-valuemin={0} aria-valuemax={limit ?? undefined} aria-valuenow={used} aria-label={unit}>
-        <div className={`bar ${share >= 90 ? "full" : ""}`} style={{ width: `${share}%` }} />
-      </div>
-      <span className="small">
-        {Number.isInteger(used) ? used : used.toFixed(2)} {unit} of {limit ?? "no limit"}
-      </span>
-    </div>
-  );
-}
-
-export function useUsage() {
-  return useQuery({ queryKey: ["usage"], queryFn: () => api<Quota>("GET", "/v1/usage") });
-}
+import { Meter } from "../components/Meter";
 
 /** The project's restore points and stored gigabytes against its quota; the cloud's
  * administrators look up any project and set its quota. */
@@ -67,26 +47,11 @@ function QuotaTable({ quota }: { quota: Quota }) {
 }
 
 function AdminQuota() {
-  const client = useQueryClient();
   const [project, setProject] = useState("");
   const [asked, setAsked] = useState("");
   const [limits, setLimits] = useState({ restore_points: "", gigabytes: "" });
-  const quota = useQuery({
-    queryKey: ["quota", asked],
-    queryFn: () => api<Quota>("GET", `/v1/quotas/${encodeURIComponent(asked)}`),
-    enabled: !!asked,
-  });
-  const save = useMutation({
-    mutationFn: () =>
-      api<Quota>("PUT", `/v1/quotas/${encodeURIComponent(asked)}`, {
-        restore_points: limits.restore_points === "" ? null : Number(limits.restore_points),
-        gigabytes: limits.gigabytes === "" ? null : Number(limits.gigabytes),
-      }),
-    onSuccess: (saved) => {
-      client.setQueryData(["quota", asked], saved);
-      client.invalidateQueries({ queryKey: ["usage"] });
-    },
-  });
+  const quota = useQuota(asked);
+  const save = useSetQuota(asked);
   const look = (event: FormEvent) => {
     event.preventDefault();
     setAsked(project.trim());
@@ -106,7 +71,10 @@ function AdminQuota() {
             className="row"
             onSubmit={(e) => {
               e.preventDefault();
-              save.mutate();
+              save.mutate({
+                restore_points: limits.restore_points === "" ? null : Number(limits.restore_points),
+                gigabytes: limits.gigabytes === "" ? null : Number(limits.gigabytes),
+              });
             }}
           >
             <input type="number" min={0} aria-label="Restore point limit" placeholder="restore points (empty: no limit)" value={limits.restore_points} onChange={(e) => setLimits({ ...limits, restore_points: e.target.value })} />

@@ -1,44 +1,26 @@
-import { useInfiniteQuery, useMutation, useQueryClient } from "@tanstack/react-query";
 import { memo, useEffect, useMemo, useState } from "react";
-import { api, type Job, type Schemas } from "../api/client";
+import { useJob, useJobs } from "../api/jobs";
+import { keys, useInvalidate } from "../api/keys";
+import { useChangeRestorePoint, useRestorePoints, type PointChange, type RestorePoint } from "../api/restore-points";
+import { can, useSession } from "../api/session";
+import { useVolume } from "../api/volumes";
 import { ErrorNote } from "../components/ErrorNote";
+import { JobList } from "../components/JobList";
 import { PerPage } from "../components/PerPage";
 import { PointCalendar } from "../components/PointCalendar";
 import { Progress } from "../components/Progress";
+import { RestoreWizard } from "../components/RestoreWizard";
+import { ShowMore } from "../components/ShowMore";
 import { confirmed } from "../confirm";
 import { bytes, when } from "../format";
-import { ACTIVE, useJob, useJobs } from "../jobs";
+import { ACTIVE } from "../jobs";
 import { perPage, withParam } from "../paging";
 import { Link, useRoute } from "../router";
-import { can, useSession } from "../session";
-import { JobList } from "./Jobs";
-import { RestoreWizard } from "./RestoreWizard";
-import { ShowMore, useVolume } from "./Volumes";
-
-type RestorePoint = Schemas["RestorePointPublic"];
 
 /** Restore points per page unless the address asks otherwise. */
 const PAGE = 100;
 /** The volume's jobs shown at first. */
 const JOB_PAGE = 20;
-
-/** The volume's restore points a page at a time (newest first; `Show more` reads the next
- * page by its marker), so a volume with thousands of them opens as fast as one with ten. */
-export function useRestorePoints(volumeId: string, size = PAGE, live = false) {
-  return useInfiniteQuery({
-    queryKey: ["restore-points", volumeId, size],
-    queryFn: ({ pageParam }) =>
-      api<Schemas["RestorePointList"]>(
-        "GET",
-        `/v1/restore-points?${new URLSearchParams({ volume: volumeId, limit: String(size), ...(pageParam ? { marker: pageParam } : {}) })}`,
-      ),
-    initialPageParam: "",
-    getNextPageParam: (last) => last.next_marker ?? undefined,
-    // Every loaded page is read again at each refresh: often only while one of the
-    // volume's jobs runs (a backup adds one, a prune removes some).
-    refetchInterval: live ? 5_000 : 30_000,
-  });
-}
 
 export function VolumeDetail({ volumeId }: { volumeId: string }) {
   const found = useVolume(volumeId);
@@ -48,20 +30,17 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
   const size = perPage(query, PAGE);
   // The volume's newest jobs (older ones on "Show more"): enough to see its last nights and
   // whether one runs, without drawing a second table of a hundred rows beside the points.
-  const jobParams = useMemo(() => ({ volume: volumeId, limit: String(JOB_PAGE) }), [volumeId]);
-  const jobs = useJobs(jobParams);
+  const jobFilter = useMemo(() => ({ volume: volumeId, limit: JOB_PAGE }), [volumeId]);
+  const jobs = useJobs(jobFilter);
   const live = !!jobs.data?.jobs.some((j) => ACTIVE.has(j.status));
   const points = useRestorePoints(volumeId, size, live);
   // A job just ended: its restore point (or a prune's removals) shows now, not in 30 s.
-  const client = useQueryClient();
+  const invalidate = useInvalidate();
   const [wasLive, setWasLive] = useState(live);
   useEffect(() => {
-    if (wasLive && !live) {
-      client.invalidateQueries({ queryKey: ["restore-points", volumeId] });
-      client.invalidateQueries({ queryKey: ["restore-points", "days", volumeId] });
-    }
+    if (wasLive && !live) invalidate(keys.volumeRestorePoints(volumeId), keys.restorePointDays(volumeId));
     if (wasLive !== live) setWasLive(live);
-  }, [live, wasLive, client, volumeId]);
+  }, [live, wasLive, invalidate, volumeId]);
   const shown = points.data?.pages.flatMap((page) => page.restore_points) ?? [];
   const [restoring, setRestoring] = useState<RestorePoint | null>(null);
   // "Restore newest" in the volume list opens the wizard here, on that restore point.
@@ -100,19 +79,13 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
       {shown.length > 0 && <PointTable points={shown} onRestore={setRestoring} />}
       <ShowMore pages={points} what="restore points" />
       <h3>Jobs</h3>
-      <JobList params={jobParams} />
+      <JobList filter={jobFilter} />
     </section>
   );
 }
 
 /** What the user may do to a restore point (from the session, once for the table). */
 type Allowed = { restore: boolean; verify: boolean; update: boolean; remove: boolean };
-
-/** One change to a restore point, asked for from its row. */
-type PointAction =
-  | { point: RestorePoint; kind: "verify" }
-  | { point: RestorePoint; kind: "lock"; until: string | null }
-  | { point: RestorePoint; kind: "delete" };
 
 function PointTable({ points, onRestore }: { points: RestorePoint[]; onRestore: (p: RestorePoint) => void }) {
   const { data: session } = useSession();
@@ -128,31 +101,18 @@ function PointTable({ points, onRestore }: { points: RestorePoint[]; onRestore: 
   // One mutation for the table, not three per row: a page of a hundred rows drew three
   // hundred mutation observers and a hundred job queries before it showed anything.
   // Each row's own state is kept by id, so actions on two rows at once do not share it.
-  const client = useQueryClient();
   const [verifyJobs, setVerifyJobs] = useState<Record<string, string>>({});
   const [pending, setPending] = useState<Record<string, true>>({});
   const [errors, setErrors] = useState<Record<string, Error>>({});
-  const act = useMutation<unknown, Error, PointAction>({
-    mutationFn: (a) =>
-      a.kind === "verify"
-        ? api<Job>("POST", `/v1/restore-points/${a.point.id}/verify`, {})
-        : a.kind === "lock"
-          ? api<RestorePoint>("PATCH", `/v1/restore-points/${a.point.id}`, { locked_until: a.until })
-          : api<void>("DELETE", `/v1/restore-points/${a.point.id}`),
+  const act = useChangeRestorePoint({
     onMutate: ({ point }) => {
       setPending((now) => ({ ...now, [point.id]: true }));
       setErrors(({ [point.id]: _, ...rest }) => rest);
     },
     onError: (error, { point }) => setErrors((now) => ({ ...now, [point.id]: error })),
-    onSettled: (_answer, _error, { point }) => setPending(({ [point.id]: _, ...rest }) => rest),
-    onSuccess: (answer, a) => {
-      if (a.kind === "verify") {
-        // Followed from its answer on, so the button stays off until the job's first read.
-        client.setQueryData(["job", (answer as Job).id], answer);
-        setVerifyJobs((jobs) => ({ ...jobs, [a.point.id]: (answer as Job).id }));
-      }
-      client.invalidateQueries({ queryKey: ["restore-points"] });
-      client.invalidateQueries({ queryKey: ["jobs"] });
+    onSettled: ({ point }) => setPending(({ [point.id]: _, ...rest }) => rest),
+    onSuccess: (changed, { point }) => {
+      if (changed.kind === "verify") setVerifyJobs((jobs) => ({ ...jobs, [point.id]: changed.job.id }));
     },
   });
   const onAction = act.mutate;
@@ -194,7 +154,7 @@ type PointRowProps = {
   busy: boolean;
   error: Error | null;
   verifyJobId: string | undefined;
-  onAction: (a: PointAction) => void;
+  onAction: (a: PointChange) => void;
   onRestore: (p: RestorePoint) => void;
 };
 
@@ -272,7 +232,7 @@ function VerifyProgress({ jobId }: { jobId: string }) {
   return job.data && ACTIVE.has(job.data.status) ? <Progress job={job.data} /> : null;
 }
 
-type VerifyProps = { point: RestorePoint; busy: boolean; jobId: string | undefined; onAction: (a: PointAction) => void };
+type VerifyProps = { point: RestorePoint; busy: boolean; jobId: string | undefined; onAction: (a: PointChange) => void };
 
 /** Verify, off while a verify started here still runs (so nobody starts it twice). Only a
  * row with such a verify follows its job. */

@@ -1,87 +1,21 @@
-import {
-  type InfiniteData,
-  type QueryClient,
-  useInfiniteQuery,
-  useMutation,
-  useQuery,
-  useQueryClient,
-} from "@tanstack/react-query";
 import { memo, useCallback, useEffect, useState } from "react";
-import { api, type Job, type Schemas, type Volume } from "../api/client";
+import type { Job, Volume } from "../api/client";
+import { useJobs } from "../api/jobs";
+import { keys, useInvalidate } from "../api/keys";
+import { usePlans, useSetPlanVolumes } from "../api/plans";
+import { can, useSession } from "../api/session";
+import { useBackUp, useVolumePages, VOLUME_PAGE } from "../api/volumes";
 import { ErrorNote } from "../components/ErrorNote";
 import { PerPage } from "../components/PerPage";
 import { Progress } from "../components/Progress";
+import { ShowMore } from "../components/ShowMore";
 import { ago, when } from "../format";
-import { ACTIVE, useJobs } from "../jobs";
+import { ACTIVE } from "../jobs";
 import { perPage, withParam } from "../paging";
 import { Link, useRoute } from "../router";
-import { can, useSession } from "../session";
-import { usePlans } from "./Plans";
 
-/** Volumes per page unless the address asks otherwise: Cinder takes most of a page's
- * time (about 0.75 ms a volume on top of 85 ms, bench/README.md). */
-const PAGE = 50;
 const NO_JOBS: Job[] = [];
-
-/** The project's volumes a page at a time, newest first, as Cinder lists them (`Show more`
- * reads the next page by its marker); `unprotected` asks the API for those alone. */
-export function useVolumePages(unprotected = false, size = PAGE) {
-  return useInfiniteQuery({
-    queryKey: ["volumes", "pages", unprotected, size],
-    queryFn: ({ pageParam }) =>
-      api<Schemas["VolumeList"]>(
-        "GET",
-        `/v1/volumes?${new URLSearchParams({
-          limit: String(size),
-          ...(unprotected ? { unprotected: "true" } : {}),
-          ...(pageParam ? { marker: pageParam } : {}),
-        })}`,
-      ),
-    initialPageParam: "",
-    getNextPageParam: (last) => last.next_marker ?? undefined,
-    refetchInterval: 30_000,
-  });
-}
-
-/** One volume. Opened from the volume list, its row there is shown at once and Cinder is
- * not asked again until the row is as old as the list's refresh interval (each ask costs
- * Cinder a full volume show, on the same cores the restore points are read from). */
-export function useVolume(volumeId: string) {
-  const client = useQueryClient();
-  return useQuery({
-    queryKey: ["volumes", "one", volumeId],
-    queryFn: () => api<Volume>("GET", `/v1/volumes/${volumeId}`),
-    initialData: () => listedVolume(client, volumeId)?.volume,
-    initialDataUpdatedAt: () => listedVolume(client, volumeId)?.at,
-    staleTime: 30_000,
-    refetchInterval: 30_000,
-  });
-}
-
-/** The volume's row in any volume list page already read, and when that page was read. */
-export function listedVolume(client: QueryClient, volumeId: string): { volume: Volume; at: number } | undefined {
-  for (const [key, data] of client.getQueriesData<InfiniteData<Schemas["VolumeList"]>>({ queryKey: ["volumes", "pages"] })) {
-    const volume = data?.pages.flatMap((page) => page.volumes).find((v) => v.id === volumeId);
-    if (volume) return { volume, at: client.getQueryState(key)?.dataUpdatedAt ?? 0 };
-  }
-  return undefined;
-}
-
-/** "Show more" of one list; `what` names the list for a screen reader (a page may hold two). */
-export function ShowMore({ pages, what }: { pages: { hasNextPage: boolean; isFetchingNextPage: boolean; fetchNextPage: () => unknown }; what: string }) {
-  if (!pages.hasNextPage) return null;
-  return (
-    <button
-      type="button"
-      className="show-more"
-      aria-label={`Show more ${what}`}
-      disabled={pages.isFetchingNextPage}
-      onClick={() => pages.fetchNextPage()}
-    >
-      {pages.isFetchingNextPage ? "Loading…" : "Show more"}
-    </button>
-  );
-}
+const BACKUPS = { kind: "backup" } as const;
 
 /** The job of this Cinder volume still queued or running, if any (a job names the
  * volume's RBD image, `volume-<id>`). */
@@ -96,9 +30,9 @@ export function Volumes() {
   const { path, go } = useRoute();
   const query = new URLSearchParams(path.split("?")[1] ?? "");
   const unprotectedOnly = query.has("unprotected");
-  const size = perPage(query, PAGE);
+  const size = perPage(query, VOLUME_PAGE);
   const volumes = useVolumePages(unprotectedOnly, size);
-  const backups = useJobs({ kind: "backup" });
+  const backups = useJobs(BACKUPS);
   const shown = volumes.data?.pages.flatMap((page) => page.volumes) ?? [];
   const [selected, setSelected] = useState<string[]>([]);
   const onSelect = useCallback(
@@ -174,14 +108,10 @@ type RowProps = {
 // Memoised: a page appended by "Show more", a ticked box or the list's refresh draws only
 // the rows that changed (TanStack Query keeps the objects of unchanged volumes).
 const VolumeRow = memo(function VolumeRow({ volume, jobs, mayBackUp, mayRestore, selected, onSelect }: RowProps) {
-  const client = useQueryClient();
+  const invalidate = useInvalidate();
   const { go } = useRoute();
   const [kind, setKind] = useState<"incremental" | "full">("incremental");
-  const backUp = useMutation({
-    mutationFn: () =>
-      api<Job>("POST", "/v1/backups", { volume: volume.id, kind }),
-    onSuccess: () => client.invalidateQueries({ queryKey: ["jobs"] }),
-  });
+  const backUp = useBackUp();
   const newest = volume.newest_restore_point;
   // Busy from the click until the job is over, even before the next poll lists it:
   // nobody clicks Back up twice.
@@ -196,9 +126,9 @@ const VolumeRow = memo(function VolumeRow({ volume, jobs, mayBackUp, mayRestore,
     if (runningId) setWatched(runningId);
     else if (watched) {
       setWatched(undefined);
-      for (const key of ["volumes", "overview", "restore-points"]) client.invalidateQueries({ queryKey: [key] });
+      invalidate(keys.volumes, keys.overview, keys.restorePoints);
     }
-  }, [runningId, watched, client]);
+  }, [runningId, watched, invalidate]);
   return (
     <tr data-volume={volume.name}>
       {selected !== undefined && (
@@ -240,7 +170,7 @@ const VolumeRow = memo(function VolumeRow({ volume, jobs, mayBackUp, mayRestore,
               <option value="incremental">incremental</option>
               <option value="full">full</option>
             </select>
-            <button type="button" disabled={busy} onClick={() => backUp.mutate()}>
+            <button type="button" disabled={busy} onClick={() => backUp.mutate({ volume: volume.id, kind })}>
               {backUp.isPending ? "Starting…" : "Back up now"}
             </button>
           </span>
@@ -277,21 +207,14 @@ function LastBackup({ volume }: { volume: Volume }) {
 
 /** Adds the selected volumes to a plan at once (the plan keeps the ones it had). */
 function AddToPlan({ selected, onDone }: { selected: string[]; onDone: () => void }) {
-  const client = useQueryClient();
   const [planId, setPlanId] = useState("");
   const plans = usePlans(selected.length > 0);
-  const add = useMutation({
-    mutationFn: () => {
-      const plan = plans.data?.plans.find((p) => p.id === planId);
-      const volumes = [...new Set([...(plan?.volumes ?? []), ...selected])];
-      return api<Schemas["PlanPublic"]>("PATCH", `/v1/plans/${planId}`, { volumes });
-    },
-    onSuccess: () => {
-      client.invalidateQueries({ queryKey: ["plans"] });
-      client.invalidateQueries({ queryKey: ["volumes"] });
-      onDone();
-    },
-  });
+  const add = useSetPlanVolumes();
+  const addSelected = () => {
+    const plan = plans.data?.plans.find((p) => p.id === planId);
+    const volumes = [...new Set([...(plan?.volumes ?? []), ...selected])];
+    add.mutate({ planId, volumes }, { onSuccess: onDone });
+  };
   if (!selected.length) return null;
   return (
     <div className="toolbar">
@@ -304,7 +227,7 @@ function AddToPlan({ selected, onDone }: { selected: string[]; onDone: () => voi
           </option>
         ))}
       </select>
-      <button type="button" disabled={!planId || add.isPending} onClick={() => add.mutate()}>
+      <button type="button" disabled={!planId || add.isPending} onClick={addSelected}>
         Add to plan
       </button>
       <ErrorNote error={add.error} />

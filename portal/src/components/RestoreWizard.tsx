@@ -1,13 +1,12 @@
-import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { api, type Job, type Schemas, type Volume } from "../api/client";
-import { ErrorNote } from "../components/ErrorNote";
-import { Progress } from "../components/Progress";
+import type { Schemas, Volume } from "../api/client";
+import { useJob } from "../api/jobs";
+import { useRestore, type RestorePoint } from "../api/restore-points";
+import { useSession } from "../api/session";
 import { bytes, when } from "../format";
-import { useJob } from "../jobs";
-import { useSession } from "../session";
+import { ErrorNote } from "./ErrorNote";
+import { Progress } from "./Progress";
 
-type RestorePoint = Schemas["RestorePointPublic"];
 type Where = "new_volume" | "image" | "in_place";
 const GiB = 1024 ** 3;
 
@@ -16,7 +15,6 @@ const GiB = 1024 ** 3;
  * be detached and whose name the user types to confirm. */
 export function RestoreWizard({ point, volume, onClose }: { point: RestorePoint; volume: Volume; onClose: () => void }) {
   const { data: session } = useSession();
-  const client = useQueryClient();
   const minGb = Math.max(1, Math.ceil((point.size_bytes ?? GiB) / GiB));
   const [step, setStep] = useState<"where" | "review" | "follow">("where");
   const [where, setWhere] = useState<Where>("new_volume");
@@ -25,18 +23,12 @@ export function RestoreWizard({ point, volume, onClose }: { point: RestorePoint;
   const [image, setImage] = useState("");
   const [typedName, setTypedName] = useState("");
   const attached = volume.attached_to.length > 0;
-  const request = () => {
+  const request = (): Schemas["RestoreCreate"] => {
     if (where === "new_volume") return { new_volume: { name, size_gb: sizeGb } };
     if (where === "image") return { target: image };
     return { volume_id: volume.id };
   };
-  const start = useMutation({
-    mutationFn: () => api<Job>("POST", `/v1/restore-points/${point.id}/restore`, request()),
-    onSuccess: () => {
-      setStep("follow");
-      client.invalidateQueries({ queryKey: ["jobs"] });
-    },
-  });
+  const start = useRestore(point.id);
   const job = useJob(start.data?.id);
   const ready =
     where === "new_volume" ? name.trim() !== "" && sizeGb >= minGb : where === "image" ? image.trim() !== "" : !attached && typedName === (volume.name || volume.id);
@@ -108,7 +100,7 @@ export function RestoreWizard({ point, volume, onClose }: { point: RestorePoint;
             {where === "in_place" && `Over ${volume.name || volume.id}, replacing everything on it.`}
           </p>
           <div className="row">
-            <button type="button" className="primary" disabled={start.isPending} onClick={() => start.mutate()}>
+            <button type="button" className="primary" disabled={start.isPending} onClick={() => start.mutate(request(), { onSuccess: () => setStep("follow") })}>
               {start.isPending ? "Starting…" : "Restore"}
             </button>
             <button type="button" onClick={() => setStep("where")}>

@@ -1,13 +1,13 @@
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useDeferredValue, useState, type FormEvent } from "react";
-import { api, type Schemas } from "../api/client";
-import { ErrorNote } from "../components/ErrorNote";
-import { RetentionStrip } from "../components/RetentionStrip";
+import type { Schemas } from "../api/client";
+import { usePlanPreview, useSavePlan, type Plan } from "../api/plans";
+import { useVolumePages } from "../api/volumes";
 import { when } from "../format";
 import { blankSpec, ruleOf, specOf, WEEKDAYS, type Repeats, type Spec } from "../schedule";
-import { ShowMore, useVolumePages } from "./Volumes";
+import { ErrorNote } from "./ErrorNote";
+import { RetentionStrip } from "./RetentionStrip";
+import { ShowMore } from "./ShowMore";
 
-type Plan = Schemas["PlanPublic"];
 type Draft = Schemas["PlanDraft"];
 type Kind = "incremental" | "full";
 type RuleRow = { kind: Kind; spec: Spec; timezone?: string | null; start?: string | null };
@@ -27,12 +27,12 @@ const NEW_PLAN_RULES: RuleRow[] = [
  * what the retention keeps of the backups the schedule makes and, for an existing plan, which
  * of its restore points the first prune after saving would keep and which it would delete. */
 export function PlanEditor({ plan, volumeIds = [], onDone }: { plan?: Plan; volumeIds?: string[]; onDone: () => void }) {
-  const client = useQueryClient();
   const volumes = useVolumePages();
   const listed = volumes.data?.pages.flatMap((page) => page.volumes) ?? [];
   const [name, setName] = useState(plan?.name ?? "");
   const [rules, setRules] = useState<RuleRow[]>(
-    plan ? plan.rules.map((r) => ({ kind: r.kind, spec: specOf(r), timezone: r.timezone, start: r.start })) : NEW_PLAN_RULES,
+    // A rule without a kind makes incremental backups: the API's default for the field.
+    plan ? plan.rules.map((r) => ({ kind: r.kind ?? "incremental", spec: specOf(r), timezone: r.timezone, start: r.start })) : NEW_PLAN_RULES,
   );
   const [timezone, setTimezone] = useState(plan?.timezone ?? ZONE);
   const [windowStart, setWindowStart] = useState(plan?.window?.start ?? "");
@@ -61,34 +61,20 @@ export function PlanEditor({ plan, volumeIds = [], onDone }: { plan?: Plan; volu
   }));
   const draft: Draft = { rules: draftRules, timezone, window, retention, count: 5, ...(plan ? { plan_id: plan.id } : {}) };
   const typed = useDeferredValue(JSON.stringify(draft));
-  const preview = useQuery({
-    queryKey: ["plan-preview", typed],
-    queryFn: () => api<Schemas["DraftPreview"]>("POST", "/v1/plans/preview", JSON.parse(typed)),
-    retry: false,
-    placeholderData: (previous) => previous,
-  });
+  const preview = usePlanPreview(typed);
   const qos = {
     qos_bytes_per_second: qosMiB.trim() ? Math.round(Number(qosMiB) * MiB) : null,
     qos_ops_per_second: qosOps.trim() ? Math.round(Number(qosOps)) : null,
   };
-  const save = useMutation({
-    mutationFn: () => {
-      const what = followed
-        ? followed === plan?.cinder_group
-          ? {}
-          : { cinder_group: followed }
-        : { volumes: named, ...(plan?.cinder_group ? { cinder_group: null } : {}) };
-      const body = { name, ...what, rules: draftRules, timezone, window, retention, ...qos };
-      return plan ? api<Plan>("PATCH", `/v1/plans/${plan.id}`, body) : api<Plan>("POST", "/v1/plans", body);
-    },
-    onSuccess: () => {
-      for (const key of ["plans", "volumes", "overview"]) client.invalidateQueries({ queryKey: [key] });
-      onDone();
-    },
-  });
+  const save = useSavePlan(plan);
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    save.mutate();
+    const what = followed
+      ? followed === plan?.cinder_group
+        ? {}
+        : { cinder_group: followed }
+      : { volumes: named, ...(plan?.cinder_group ? { cinder_group: null } : {}) };
+    save.mutate({ name, ...what, rules: draftRules, timezone, window, retention, ...qos }, { onSuccess: onDone });
   };
   const setRule = (index: number, change: Partial<RuleRow>) =>
     setRules(rules.map((r, i) => (i === index ? { ...r, ...change } : r)));
