@@ -76,6 +76,13 @@ osd op num threads per shard = 2
 osd memory target = 939524096
 bluestore cache autotune = false
 bluestore cache size = 268435456
+
+[client]
+# No admin socket for clients. Every test, Cairn process and ceph CLI call is client.admin:
+# each new connection found the one socket path taken, pinged the process that held it
+# and logged "File exists" (thousands of cross-process pings a test run), and nothing here
+# uses a client's admin socket. The daemons keep theirs.
+admin socket =
 CONF
 }
 
