@@ -29,7 +29,10 @@ limited() {
     "$@" &
     local child=$! rc=0
     (
-        sleep "$limit"
+        # The wait holds none of the run's output: were it orphaned (the guard ended in the
+        # instant between forking it and anything that could name it), it could not keep
+        # whoever reads the run's output waiting for the whole limit.
+        sleep "$limit" </dev/null >/dev/null 2>&1
         echo
         echo "=== this tier still runs after $limit s: the stacks of its Python processes follow, then it is ended"
         pids="$child $(descendants "$child")"
@@ -44,7 +47,6 @@ limited() {
     ) &
     local guard=$!
     wait "$child" || rc=$?
-    # Its sleep too: an orphaned sleep would hold the run's output open for the whole limit.
     # shellcheck disable=SC2046
     kill $(descendants "$guard") "$guard" 2>/dev/null || true
     wait "$guard" 2>/dev/null || true
