@@ -21,6 +21,8 @@ ceph_client_asserts() {
     for log in "$1"/ceph-*/log/client.*.log; do
         [ -f "$log" ] || continue
         offset=$(awk -v path="$log" '$1 == path { print $2 }' "$2" 2>/dev/null || true)
+        # A log that shrank since the mark was made anew: all of it is this run's.
+        [ "$(stat -c %s "$log")" -ge "${offset:-0}" ] || offset=0
         if tail -c "+$(( ${offset:-0} + 1 ))" "$log" | grep -E "$CEPH_CLIENT_TROUBLE" >/dev/null; then
             [ "$found" = 1 ] || echo "=== a Ceph client failed an assertion or was aborted (from its log)"
             found=1

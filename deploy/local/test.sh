@@ -99,13 +99,16 @@ portal() {
 # test blocked in C): it queues the dead worker's finished tests again, which never
 # report. Tests that must not overlap take a lock instead (tests/integration/conftest.py).
 XDIST_DIST=load
-INTEGRATION_LIMIT=${CAIRN_TEST_INTEGRATION_LIMIT:-2700}
+# How long a tier may run before it is ended with its stacks printed (limited.sh): far
+# above what each takes on CI's two cores (integration ~10 min, serial ~3, the tiers beside
+# them ~12 while they share the cores), and together under CI's 90 minutes.
+TIER_LIMIT=${CAIRN_TEST_TIER_LIMIT:-2700}
 SERIAL_LIMIT=${CAIRN_TEST_SERIAL_LIMIT:-1200}
 
 integration() {
     # The parallel phase: most tests wait (on the mon's proposals, Keystone, Cinder, a
     # worker's poll), so more workers than cores pay.
-    limited "$INTEGRATION_LIMIT" \
+    limited "$TIER_LIMIT" \
         pytest_ integration -q -n "$workers" --dist "$XDIST_DIST" -m "not serial" tests/integration
 }
 
@@ -164,12 +167,12 @@ case "$mode" in
         prepare
         background servers env CAIRN_SECOND_CLUSTER=1 CAIRN_OPENSTACK=1 CAIRN_RGW=1 \
             bash "$here/stack.sh" up infra
-        background check check
-        background unit pytest_ unit -q tests/unit
+        background check limited "$TIER_LIMIT" check
+        background unit limited "$TIER_LIMIT" pytest_ unit -q tests/unit
         # The tools tier builds the image, which holds the portal: after the portal's build.
         background portal portal
         finish portal || { summary; exit 1; }  # summary exits 1: portal failed
-        background tools pytest_ tools -q tests/tools
+        background tools limited "$TIER_LIMIT" pytest_ tools -q tests/tools
         finish servers || { summary; exit 1; }
         foreground integration integration || true
         foreground serial serial || true
@@ -183,8 +186,8 @@ case "$mode" in
         if [ "$#" -gt 0 ]; then
             foreground pytest pytest_ pytest "$@" || true
         else
-            background unit pytest_ unit -q tests/unit
-            background tools pytest_ tools -q tests/tools
+            background unit limited "$TIER_LIMIT" pytest_ unit -q tests/unit
+            background tools limited "$TIER_LIMIT" pytest_ tools -q tests/tools
             foreground integration integration || true
             foreground serial serial || true
             finish unit || true

@@ -50,6 +50,15 @@ def test_a_log_the_run_made_is_read_from_its_start(tmp_path: Path) -> None:
     # A clean clone: no log when the run began, the clusters it started wrote one.
     log = tmp_path / "ceph-b" / "log" / "client.admin.log"
     done = _run(tmp_path, f"mkdir -p '{log.parent}'; printf '%s' '{ASSERTION}' > '{log}'; ")
+    assert done.returncode == 0, done.stderr
+    assert "FAILED ceph_assert" in done.stdout, done.stdout + done.stderr
+    assert done.stdout.endswith("went on\n"), done.stdout
+
+
+def test_a_log_made_anew_during_the_run_is_read_whole(tmp_path: Path) -> None:
+    log = _client_log(tmp_path)
+    log.write_text("an earlier run's long log\n" * 100)
+    done = _run(tmp_path, f"printf '%s' '{ASSERTION}' > '{log}'; ")
     assert "FAILED ceph_assert" in done.stdout, done.stdout + done.stderr
 
 
