@@ -134,6 +134,8 @@ summary() {
     if compgen -G "$run/*.xml" >/dev/null; then
         echo "=== the ten slowest tests (setup, call and teardown)"
         "$venv/bin/python" -m tests.support.slowest 10 "$run"/*.xml
+        local broken; broken=$("$venv/bin/python" -m tests.support.failures "$run"/*.xml)
+        [ -z "$broken" ] || printf '=== the tests that failed\n%s\n' "$broken"
     fi
     if [ "$coverage" = 1 ]; then
         "$venv/bin/python" -m coverage combine -q
