@@ -23,6 +23,7 @@ import rados
 from tests.support import ceph
 from tests.support.databases import migrated_database
 from tests.support.openstack import keystone_tests_alone
+from tests.support.reruns import ABORT_MARK
 from tests.support.stack import Stack, start_stack, stop_stack
 from tests.support.workers import RedisDb, redis_db
 
@@ -67,6 +68,24 @@ def _one_keystone_test_at_a_time(request: pytest.FixtureRequest) -> Iterator[Non
     # (pytest-xdist's `xdist_group` cannot keep them on one worker: deploy/local/test.sh.)
     with keystone_tests_alone():
         yield
+
+
+@pytest.fixture(autouse=True)
+def _stack_survives_aborts(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A stack process that librbd aborted (docs/operations.md) is started again before the
+    next test, and the test it died under fails with `ABORT_MARK`, which makes `make test`
+    run that test once more (tests/support/reruns.py)."""
+    if "stack" not in request.fixturenames:
+        yield
+        return
+    stack: Stack = request.getfixturevalue("stack")
+    stack.revive_aborted()
+    yield
+    revived = stack.revive_aborted()
+    if revived:
+        pytest.fail(f"{ABORT_MARK} {', '.join(revived)} died of SIGABRT during this test "
+                    "(librbd's abort; its stacks are at the end of its log in "
+                    f"{stack.log_dir}); started again", pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -13,24 +13,48 @@ from pathlib import Path
 REASON_CHARS = 200
 
 
+AGAIN = "-again"
+"""The report of a tier's tests run once more after a process abort (deploy/local/test.sh)."""
+
+
 def failures(files: list[Path]) -> list[tuple[str, str, str]]:
-    """(phase, test, reason) of every failed or erroring test case, in file order."""
+    """(phase, test, reason) of every failed or erroring test case, in file order; one that
+    passed when its tier ran it again says so first."""
+    reports = {file.stem: _parse(file) for file in files}
     found: list[tuple[str, str, str]] = []
-    for file in files:
-        try:
-            root = ET.parse(file).getroot()
-        except (ET.ParseError, OSError) as error:
+    for phase, cases in reports.items():
+        if isinstance(cases, str):
             # A tier killed mid-write leaves a broken file; say so rather than hide it.
-            found.append((file.stem, "(no report)", f"{file.name}: {error}"))
+            found.append((phase, "(no report)", cases))
             continue
-        for case in root.iter("testcase"):
-            for outcome in ("failure", "error"):
-                problem = case.find(outcome)
-                if problem is None:
-                    continue
-                test = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
-                found.append((file.stem, test, _first_line(problem)))
+        again = reports.get(phase + AGAIN)
+        passed_again = (
+            {test for test, problem in again if problem is None}
+            if isinstance(again, list)
+            else set()
+        )
+        for test, problem in cases:
+            if problem is None:
+                continue
+            reason = _first_line(problem)
+            if test in passed_again:
+                reason = f"passed when run again; first: {reason}"
+            found.append((phase, test, reason[:REASON_CHARS]))
     return found
+
+
+def _parse(file: Path) -> list[tuple[str, ET.Element | None]] | str:
+    """(test, its failure or error or None) of each case, or why the file cannot be read."""
+    try:
+        root = ET.parse(file).getroot()
+    except (ET.ParseError, OSError) as error:
+        return f"{file.name}: {error}"
+    cases: list[tuple[str, ET.Element | None]] = []
+    for case in root.iter("testcase"):
+        test = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
+        problem = case.find("failure")
+        cases.append((test, problem if problem is not None else case.find("error")))
+    return cases
 
 
 def _first_line(problem: ET.Element) -> str:

@@ -167,13 +167,22 @@ class Process:
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGUSR2)
 
+    def aborted(self) -> bool:
+        """Whether the process died of SIGABRT: librbd's abort (docs/operations.md), never
+        a test's own kill (SIGKILL) or stop (SIGTERM)."""
+        return self.proc is not None and self.proc.poll() == -signal.SIGABRT
+
     def tail(self, size: int) -> str:
         return self.log.read_bytes()[-size:].decode(errors="replace")
 
     def kill(self) -> None:
         """SIGKILL: the process gets no chance to clean up, as in a crash."""
+        self.end(signal.SIGKILL)
+
+    def end(self, how: signal.Signals) -> None:
+        """Send `how` and wait for the process to die of it."""
         if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
+            self.proc.send_signal(how)
             self.proc.wait(10)
 
     def stop(self) -> None:
@@ -236,6 +245,18 @@ class Stack:
         return ("active jobs:\n" + "\n".join(f"  {tuple(row)}" for row in active)
                 + "".join(f"\nend of {p.log}:\n{p.tail(8000)}"
                           for p in (self.worker, self.scheduler)))
+
+    def revive_aborted(self) -> list[str]:
+        """Start again each of the stack's processes that died of an abort, as production's
+        supervisor would (the reconciler then requeues the jobs it held); the names of
+        those started. The stack lives for a whole session: without this, one abort failed
+        every later test that used it."""
+        revived = []
+        for process, ready in ((self.worker, "ready"), (self.scheduler, "cairn-scheduler started")):
+            if process.aborted():
+                process.start(ready)
+                revived.append(process.name)
+        return revived
 
     def restart_worker(self) -> None:
         self.worker.kill()

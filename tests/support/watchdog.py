@@ -38,6 +38,9 @@ the first chance, which keeps the run going when the test is in Python."""
 LAST_RESORT = float(os.environ.get("CAIRN_TEST_WATCHDOG_LAST_RESORT", "10"))
 """Seconds after the Python watchdog that faulthandler's C thread acts."""
 EXIT_STATUS = 1
+ENDED_FILE = os.environ.get("CAIRN_TEST_WATCHDOG_ENDED")
+"""Where the watchdog appends the id of each test it ends: `make test` runs again a test
+whose process died of an abort, never one that hung (tests/support/reruns.py)."""
 
 
 def _timeout_of(item: pytest.Item) -> float:
@@ -105,6 +108,9 @@ class Watchdog:
                    "pytest-timeout's signal cannot reach it (inside C?). Every thread's "
                    "stack follows; this process ends now.\n\n")
         try:
+            if ENDED_FILE:
+                with open(ENDED_FILE, "a") as ended:
+                    ended.write(f"{nodeid}\n")
             os.write(self._out, message.encode())
             faulthandler.dump_traceback(file=self._out, all_threads=True)
             os.write(self._out, f"\ncairn test watchdog: ended {nodeid}\n".encode())

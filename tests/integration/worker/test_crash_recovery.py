@@ -4,6 +4,7 @@ are used up; the source keeps at most its newest cairn.* snapshot."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
 
@@ -33,8 +34,9 @@ def dense_volume(pools: tuple[rados.Ioctx, rados.Ioctx]) -> Iterator[str]:
         yield name
 
 
-def kill_worker_mid_copy(stack: Stack, client: TestClient, volume: str) -> dict[str, object]:
-    """Start a slow backup (8 MiB/s, ~4 s), SIGKILL the worker once data is moving."""
+def kill_worker_mid_copy(stack: Stack, client: TestClient, volume: str,
+                         how: signal.Signals = signal.SIGKILL) -> dict[str, object]:
+    """Start a slow backup (8 MiB/s, ~4 s), end the worker with `how` once data is moving."""
     response = client.post("/v1/backups", json={"volume": f"ceph-a/volumes/{volume}",
                                                   "qos_bytes_per_second": 8 * MiB},
                            headers=HEADERS)
@@ -48,7 +50,7 @@ def kill_worker_mid_copy(stack: Stack, client: TestClient, volume: str) -> dict[
         time.sleep(0.05)
     else:
         raise AssertionError(f"backup never got going: {job}")
-    stack.worker.kill()
+    stack.worker.end(how)
     job = stack.get(f"/v1/jobs/{job_id}").json()
     assert job["progress"]["bytes_done"] < job["progress"]["bytes_total"], \
         "the copy finished before the kill; the test proves nothing"
@@ -79,6 +81,27 @@ def test_killed_backup_is_retried_to_success(stack: Stack, dense_volume: str,
     assert ceph.sha256_of(backups, rp["backup_image"], rp["backup_snapshot"]) == \
         ceph.sha256_of(vols, dense_volume, f"cairn.{rp_id}")
     assert ceph.snapshots(vols, dense_volume) == [f"cairn.{rp_id}"]
+
+
+def test_a_worker_aborted_mid_backup_is_started_again_and_the_backup_succeeds(
+        stack: Stack, dense_volume: str, pools: tuple[rados.Ioctx, rados.Ioctx]) -> None:
+    """librbd's abort (docs/operations.md) as the suite meets it: the stack starts the
+    worker again, as production's supervisor does, and the retry completes the backup."""
+    vols, backups = pools
+    job = kill_worker_mid_copy(stack, stack.client, dense_volume, signal.SIGABRT)
+    assert "Fatal Python error: Aborted" in stack.worker.tail(20000)
+
+    assert stack.revive_aborted() == ["cairn-worker"]
+    assert stack.revive_aborted() == []
+
+    done = stack.wait_job(str(job["id"]), timeout=60)
+    assert done["status"] == "succeeded", done
+    assert done["attempt"] == 2
+    rp_id = str(done["restore_point_id"])
+    rp = stack.get(f"/v1/restore-points/{rp_id}").json()
+    assert rp["status"] == "available"
+    assert ceph.sha256_of(backups, rp["backup_image"], rp["backup_snapshot"]) == \
+        ceph.sha256_of(vols, dense_volume, f"cairn.{rp_id}")
 
 
 def _half_make(vols: rados.Ioctx, image: str, snapshot: str) -> None:

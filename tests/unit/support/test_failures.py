@@ -55,3 +55,25 @@ def test_a_passing_run_prints_nothing(tmp_path: Path, capsys: pytest.CaptureFixt
     main([str(tmp_path / "unit.xml")])
 
     assert capsys.readouterr().out == ""
+
+
+def test_a_test_that_passed_when_its_tier_ran_it_again_says_so(tmp_path: Path) -> None:
+    (tmp_path / "integration.xml").write_text(REPORT)
+    (tmp_path / "integration-again.xml").write_text(
+        '<testsuites><testsuite><testcase classname="tests.tools.deploy.test_image"'
+        ' name="test_runs" time="1.0"/></testsuite></testsuites>'
+    )
+
+    found = {
+        (phase, test): reason
+        for phase, test, reason in failures(
+            [tmp_path / "integration.xml", tmp_path / "integration-again.xml"]
+        )
+    }
+
+    assert found[("integration", "tests/tools/deploy/test_image.py::test_runs")] == (
+        "passed when run again; first: AssertionError: the image's user is root"
+    )
+    assert not found[
+        ("integration", "tests/integration/api/test_x.py::test_y[postgresql]")
+    ].startswith("passed")
