@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from services.base import utcnow
 from services.errors import QuotaExceeded
+from services.jobs import start_rule
 from services.limits.leases import Scope, scopes_for
 from services.metrics import events
 from services.plans import timing
@@ -89,20 +90,25 @@ class ClaimedJob:
 
 def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
     """Move the job from queued to running for this worker; None when it is not queued (a
-    duplicate delivery, or already done), not due yet, outside its plan's backup window, or
-    without a free concurrency slot: it then goes back to admission. A backup whose
-    project's quotas have no room for it any more ends `failed` here, before it starts."""
+    duplicate delivery, or already done), or when the start rule says it must wait (not
+    due, outside its plan's backup window, no free concurrency slot): it then goes back to
+    admission. A backup whose project's quotas have no room for it any more ends `failed`
+    here, before it starts."""
     now = rt.clock()
     began = time.monotonic()
     with rt.db.session() as session:
         job = session.get(Job, job_id)
         if job is None or job.status != JobStatus.QUEUED:
             return None
-        wait_until = _start_time(session, job, now)
-        if wait_until is not None:
-            log.info("job %s waits until %s (not due, or outside its backup window)",
-                     job_id, wait_until.isoformat())
-            _back_to_admission(session, job_id, not_before=wait_until)
+        # Admission sent it under the start rule; time passed since (a window may have
+        # closed), so the rule is asked again before anything is taken.
+        facts = start_rule.StartFacts.of(job)
+        window = _window(session, facts)
+        wait = start_rule.must_wait(facts, window, now)
+        if wait is not None:
+            log.info("job %s waits until %s (%s)", job_id,
+                     wait.until.isoformat() if wait.until else "-", wait.reason)
+            _back_to_admission(session, job_id, not_before=wait.until)
             return None
         scopes = scopes_for(rt.settings, JobKind(job.kind), job.project_id, job.target)
         refused_job: ClaimedJob | None = None
@@ -114,10 +120,13 @@ def claim(rt: Runtime, job_id: str) -> ClaimedJob | None:
             refused_job = _refuse(session, job, QuotaExceeded.code, refused,
                                   notify_openstack=openstack.enabled(rt.settings))
         else:
-            blocked = rt.leases.acquire(job_id, scopes)
-            if blocked is not None:
-                log.info("job %s waits for a slot on %s", job_id, blocked.label)
-                _back_to_admission(session, job_id, not_before=job.not_before)
+            # Renews the slots admission took for it; takes them again if they lapsed.
+            wait = start_rule.must_wait(facts, window, now,
+                                        full=rt.leases.acquire(job_id, scopes))
+            if wait is not None:
+                log.info("job %s waits for a slot on %s", job_id,
+                         wait.full.label if wait.full else "-")
+                _back_to_admission(session, job_id, not_before=wait.until)
                 return None
             due = max(job.queued_at, job.not_before or job.queued_at)
             try:
@@ -163,19 +172,13 @@ def _start(session: Session, job: Job, scopes: list[Scope], worker: str, *, room
     return claimed
 
 
-def _start_time(session: Session, job: Job, now: datetime) -> datetime | None:
-    """When a job that may not start now may start; None when it may start now."""
-    if job.not_before is not None and job.not_before > now:
-        return job.not_before
-    if job.plan_id is None or job.slot_at is None:
-        return None  # on-demand and run-now jobs are not bound to a window
-    if job.attempt > 0:
-        return None  # a job that started runs to its end, even its retry after a crash
-    plan = session.get(Plan, job.plan_id)
-    window = timing.window_of(plan) if plan is not None else None
-    if window is None or window.contains(now):
+def _window(session: Session, facts: start_rule.StartFacts) -> start_rule.Window | None:
+    """The backup window the start rule holds the job to, if it keeps to one."""
+    if not facts.keeps_to_window:
         return None
-    return window.next_open(now)
+    assert facts.plan_id is not None
+    plan = session.get(Plan, facts.plan_id)
+    return timing.window_of(plan) if plan is not None else None
 
 
 def _back_to_admission(session: Session, job_id: str, *, not_before: datetime | None) -> None:
