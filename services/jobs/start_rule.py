@@ -16,7 +16,8 @@ The first two are facts of the job, its plan's window and the clock. The third i
 every process shares, which only Redis can take atomically (`Leases.acquire`, all scopes
 or none): a caller takes the slots only of a job the first two let start, then gives the
 answer back here (`full`), so what each wait means, and what the job is told to wait for,
-is written once."""
+is written once. Condition 1 also has a SQL form (`due`), for the queries that look for
+candidates."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ import enum
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
+
+from sqlalchemy import ColumnElement, or_
 
 from services.limits.leases import Scope
 from services.records.jobs import Job
@@ -55,6 +58,12 @@ class StartFacts:
     def keeps_to_window(self) -> bool:
         """A plan's scheduled job that never started; only its plan's window is asked."""
         return self.plan_id is not None and self.slot_at is not None and self.attempt == 0
+
+
+def due(now: datetime) -> ColumnElement[bool]:
+    """Condition 1 as SQL, for the queries that look for candidates: a job not due is not
+    one, and must not take the place of one that is in a batch of the first N."""
+    return or_(Job.not_before.is_(None), Job.not_before <= now)
 
 
 class WaitReason(enum.StrEnum):

@@ -192,7 +192,7 @@ class Admission:
                     select(Job.target, Job.project_id).distinct().where(
                         Job.status == JobStatus.QUEUED, Job.sent_at.is_(None),
                         Job.target.is_not(None), Job.kind.in_(COPY_JOB_KINDS),
-                        or_(Job.not_before.is_(None), Job.not_before <= now))):
+                        start_rule.due(now))):
                 waiting.setdefault(str(target), set()).add(project_id)
         return waiting
 
@@ -206,7 +206,7 @@ class Admission:
         inner = select(Job.id, Job.kind, Job.project_id, Job.target, Job.queued_at,
                        Job.not_before, Job.plan_id, Job.slot_at, Job.attempt, turn).where(
             Job.status == JobStatus.QUEUED, Job.sent_at.is_(None),
-            or_(Job.not_before.is_(None), Job.not_before <= now))
+            start_rule.due(now))
         if job_ids is not None:
             inner = inner.where(Job.id.in_(job_ids))
         ranked = inner.subquery()
