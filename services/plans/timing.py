@@ -19,11 +19,15 @@ def rules_of(plan: Plan) -> list[schedule.Rule]:
 
 
 def window_of(plan: Plan) -> schedule.Window | None:
-    if not plan.window_start or not plan.window_end:
+    return window(plan.window_start, plan.window_end, plan.timezone)
+
+
+def window(start: str | None, end: str | None, timezone: str) -> schedule.Window | None:
+    """A plan's stored window (its columns) as a schedule object; None when it has none."""
+    if not start or not end:
         return None
-    return schedule.Window(schedule.parse_clock(plan.window_start, "window.start"),
-                           schedule.parse_clock(plan.window_end, "window.end"),
-                           schedule.zone(plan.timezone))
+    return schedule.Window(schedule.parse_clock(start, "window.start"),
+                           schedule.parse_clock(end, "window.end"), schedule.zone(timezone))
 
 
 def next_slot_after(plan: Plan, after: datetime) -> datetime | None:

@@ -54,14 +54,10 @@ from worker.engine.extents import (
     resized_objects,
 )
 from worker.managers import group_snapshots, quota_guard
-from worker.managers.lifecycle import (
-    Aftercare,
-    ClaimedJob,
-    JobReporter,
-    JobSteps,
-    Outcome,
-)
+from worker.managers.claim import ClaimedJob
+from worker.managers.drive import Aftercare, JobSteps, Outcome
 from worker.managers.quota_guard import QuotaGuard
+from worker.managers.reporter import JobReporter
 from worker.managers.side_by_side import side_by_side
 from worker.runtime import Runtime
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from services.settings import is_object_target
 from worker.managers.backup import BackupSteps
-from worker.managers.lifecycle import ClaimedJob, JobReporter, drive, run_job
+from worker.managers.claim import ClaimedJob
+from worker.managers.drive import drive
+from worker.managers.lifecycle import run_job
 from worker.managers.object_backup import ObjectBackupSteps
+from worker.managers.reporter import JobReporter
 from worker.runtime import Runtime
 
 

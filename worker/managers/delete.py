@@ -18,15 +18,9 @@ from services.status import RESTORE_POINT_TRANSITIONS, JobStatus, RestorePointSt
 from services.storage import rbd_images
 from worker.engine import manifest
 from worker.managers.backup import release_head
-from worker.managers.lifecycle import (
-    Aftercare,
-    ClaimedJob,
-    JobSteps,
-    Outcome,
-    drive,
-    failure_reason,
-    run_job,
-)
+from worker.managers.claim import ClaimedJob
+from worker.managers.drive import Aftercare, JobSteps, Outcome, drive, failure_reason
+from worker.managers.lifecycle import run_job
 from worker.managers.object_stores import remove_manifest
 from worker.managers.quota_guard import settle_deleted
 from worker.runtime import Runtime

@@ -44,7 +44,8 @@ from services.records.volumes import Volume
 from services.status import ACTIVE_JOB_STATUSES, RestorePointStatus
 from services.storage import rbd_images
 from services.volumes.ownership import check_owner
-from worker.managers.lifecycle import ClaimedJob, JobReporter
+from worker.managers.claim import ClaimedJob
+from worker.managers.reporter import JobReporter
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)

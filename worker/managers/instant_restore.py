@@ -34,13 +34,9 @@ from services.storage import rbd_images
 from services.storage.refs import ImageRef, parse_image_ref
 from worker.engine.copy import CopyStats
 from worker.engine.extents import allocated_objects
-from worker.managers.lifecycle import (
-    ClaimedJob,
-    JobReporter,
-    JobSteps,
-    Outcome,
-    failure_reason,
-)
+from worker.managers.claim import ClaimedJob
+from worker.managers.drive import JobSteps, Outcome, failure_reason
+from worker.managers.reporter import JobReporter
 from worker.managers.signals import JobSignal
 from worker.runtime import Runtime
 

@@ -22,7 +22,7 @@ from services.webhooks import events
 from worker.engine.copy import CopyStats
 
 if TYPE_CHECKING:
-    from worker.managers.lifecycle import ClaimedJob
+    from worker.managers.claim import ClaimedJob
 
 log = logging.getLogger(__name__)
 

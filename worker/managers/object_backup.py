@@ -40,10 +40,11 @@ from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.copy import CopyStats
 from worker.managers import quota_guard
 from worker.managers.backup import BackupSteps, SourceSnapshotRemoval, open_source
-from worker.managers.lifecycle import ClaimedJob, JobReporter
+from worker.managers.claim import ClaimedJob
 from worker.managers.object_stores import check_key, manifest_of, open_store, remove_manifest
 from worker.managers.progress import ReporterProgress
 from worker.managers.quota_guard import QuotaGuard
+from worker.managers.reporter import JobReporter
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)

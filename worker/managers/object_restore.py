@@ -19,9 +19,10 @@ from services.storage import rbd_images
 from services.storage.refs import ImageRef
 from worker.engine import object_copy
 from worker.engine.copy import CopyStats
-from worker.managers.lifecycle import ClaimedJob, JobReporter
+from worker.managers.claim import ClaimedJob
 from worker.managers.object_stores import manifest_of, open_store
 from worker.managers.progress import ReporterProgress
+from worker.managers.reporter import JobReporter
 from worker.runtime import Runtime
 
 ORDER = 22

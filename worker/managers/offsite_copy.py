@@ -24,17 +24,12 @@ from services.status import (
 from services.storage import rbd_images
 from worker.engine.chunk_store import ChunkStore
 from worker.managers.backup import settle_unfinished
-from worker.managers.lifecycle import (
-    Aftercare,
-    ClaimedJob,
-    JobReporter,
-    JobSteps,
-    Outcome,
-    drive,
-    run_job,
-)
+from worker.managers.claim import ClaimedJob
+from worker.managers.drive import Aftercare, JobSteps, Outcome, drive
+from worker.managers.lifecycle import run_job
 from worker.managers.object_backup import ObjectBase, commit, previous_manifest, send
 from worker.managers.object_stores import remove_manifest
+from worker.managers.reporter import JobReporter
 from worker.runtime import Runtime
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from worker.engine.copy import CopyStats
-from worker.managers.lifecycle import JobReporter
+from worker.managers.reporter import JobReporter
 
 
 class ReporterProgress:

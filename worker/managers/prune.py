@@ -25,8 +25,11 @@ from services.status import (
 )
 from services.volumes import locks
 from worker.managers.backup import release_head
+from worker.managers.claim import ClaimedJob
 from worker.managers.delete import delete_restore_point, settle_refused_delete
-from worker.managers.lifecycle import ClaimedJob, JobReporter, failure_reason, run_job
+from worker.managers.drive import failure_reason
+from worker.managers.lifecycle import run_job
+from worker.managers.reporter import JobReporter
 from worker.managers.signals import JobLost
 from worker.runtime import Runtime
 

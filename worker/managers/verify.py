@@ -24,7 +24,10 @@ from worker.engine import manifest
 from worker.engine.copy import CopyEngine, CopyStats
 from worker.engine.extents import Chunk, allocated_objects, plan_chunks
 from worker.managers import object_restore
-from worker.managers.lifecycle import ClaimedJob, JobReporter, JobSteps, Outcome, drive, run_job
+from worker.managers.claim import ClaimedJob
+from worker.managers.drive import JobSteps, Outcome, drive
+from worker.managers.lifecycle import run_job
+from worker.managers.reporter import JobReporter
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""The failure policy one lifecycle owns (`lifecycle.drive`), as pure logic: undo only
+"""The failure policy one function owns (`drive.drive`), as pure logic: undo only
 before the commit point, aftercare failures are warnings, a committed job is finished and
 never undone. The managers' real behaviour on Ceph is in test_restore_point_integrity.py."""
 
@@ -10,7 +10,8 @@ import pytest
 
 from services.errors import StorageError
 from services.status import JobStatus
-from worker.managers.lifecycle import Aftercare, ClaimedJob, JobSteps, Outcome, drive
+from worker.managers.claim import ClaimedJob
+from worker.managers.drive import Aftercare, JobSteps, Outcome, drive
 from worker.managers.phases import Phases
 from worker.managers.signals import JobCancelled, JobLost
 
