@@ -19,7 +19,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.errors import StorageUnavailable, TargetNotConfigured, UnknownTarget
+from services.errors import StorageUnavailable
 
 
 class ClusterSettings(BaseModel):
@@ -541,10 +541,11 @@ class Settings(BaseSettings):
         if both := sorted(set(self.backup_targets) & set(self.object_targets)):
             raise ValueError(f"targets {both} are named both in CAIRN_BACKUP_TARGETS and in "
                              "CAIRN_OBJECT_TARGETS; a target's name must say which one it is")
-        if self.default_backup_target and self.default_backup_target not in target_names(self):
+        configured = sorted([*self.backup_targets, *self.object_targets])
+        if self.default_backup_target and self.default_backup_target not in configured:
             raise ValueError(
                 f"CAIRN_DEFAULT_BACKUP_TARGET {self.default_backup_target!r} is not a "
-                f"configured backup target ({target_names(self)})"
+                f"configured backup target ({configured})"
             )
         if self.notification_driver in ("messaging", "messagingv2") \
                 and self.notification_transport_url is None:
@@ -626,46 +627,6 @@ def database_url_from_environment() -> str:
     return _DatabaseOnly().database_url
 
 
-def target_names(settings: Settings) -> list[str]:
-    """Every configured target, RBD pools and object stores."""
-    return sorted([*settings.backup_targets, *settings.object_targets])
-
-
-def is_object_target(settings: Settings, name: str) -> bool:
-    return name in settings.object_targets
-
-
-def rbd_target(settings: Settings, name: str) -> BackupTargetSettings:
-    """The RBD pool target of this name, refused with the reason when the service does not
-    configure it (any more): its restore points wait until the operator configures it
-    again."""
-    configured = settings.backup_targets.get(name)
-    if configured is None:
-        raise _not_configured(name)
-    return configured
-
-
-def object_target(settings: Settings, name: str) -> ObjectTargetSettings:
-    """The object-store target of this name, refused like `rbd_target`."""
-    configured = settings.object_targets.get(name)
-    if configured is None:
-        raise _not_configured(name)
-    return configured
-
-
-def _not_configured(name: str) -> TargetNotConfigured:
-    return TargetNotConfigured(
-        f"target {name!r} is not configured in this service (any more); its restore points "
-        "stay until the operator configures it again", target=name)
-
-
-def target_job_limit(settings: Settings, target: str) -> int:
-    configured = settings.backup_targets.get(target) or settings.object_targets.get(target)
-    if configured is not None and configured.max_jobs is not None:
-        return configured.max_jobs
-    return settings.max_jobs_per_target
-
-
 def operator_key(settings: Settings) -> bytes | None:
     """The operator's key of the object targets, or None when none is configured."""
     if settings.object_key_file is None:
@@ -717,14 +678,3 @@ def read_keys(path: Path, what: str) -> list[bytes]:
         raise StorageUnavailable(f"{what} {path} holds no key: write 64 hex digits "
                                  f"({MAKE_KEY})")
     return keys
-
-
-def resolve_target(settings: Settings, name: str | None) -> str:
-    """The backup target a request means: the one it names, or the default; refused with
-    the configured ones listed when it is unknown."""
-    target = name or settings.default_backup_target
-    if target is None or target not in target_names(settings):
-        known = ", ".join(target_names(settings)) or "none"
-        what = f"unknown backup target {target!r}" if target else "no backup target given"
-        raise UnknownTarget(f"{what}; configured targets: {known}", field="target")
-    return target

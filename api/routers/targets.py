@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 
 from api.deps import SettingsDep, allowed
 from api.errors import error_responses
-from services.settings import is_object_target, target_job_limit, target_names
+from services import targets
 
 router = APIRouter(prefix="/v1/targets", tags=["targets"])
 
@@ -31,8 +31,10 @@ class TargetList(BaseModel):
 def list_targets(settings: SettingsDep) -> TargetList:
     """Targets are configured by the operator (`CAIRN_BACKUP_TARGETS`,
     `CAIRN_OBJECT_TARGETS`)."""
+    # `kind` is validated against the schema's Literal: the API's promise of which kinds
+    # exist, which a new kind extends (with the portal's label for it).
     return TargetList(targets=[
-        TargetPublic(name=name, kind="s3" if is_object_target(settings, name) else "rbd",
-                     default=name == settings.default_backup_target,
-                     max_jobs=target_job_limit(settings, name))
-        for name in target_names(settings)])
+        TargetPublic(name=target.name, kind=target.kind,
+                     default=target.name == settings.default_backup_target,
+                     max_jobs=target.max_jobs)
+        for target in targets.every(settings)])

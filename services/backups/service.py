@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from services import dispatch
+from services import dispatch, targets
 from services.backups.schemas import BackupCreate
 from services.context import RequestContext
 from services.errors import BackupAlreadyRunning
@@ -15,14 +15,14 @@ from services.jobs import repository as jobs
 from services.quotas import service as quotas
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
-from services.settings import Settings, resolve_target
+from services.settings import Settings
 from services.status import JobKind
 from services.volumes.resolve import VolumeResolver
 
 
 def create_backup(session: Session, ctx: RequestContext, settings: Settings,
                   volumes_from: VolumeResolver, request: BackupCreate) -> Job:
-    target = resolve_target(settings, request.target)
+    target = targets.resolve(settings, request.target).name
     volume = volumes_from.resolve(session, ctx, request.volume, field="volume")
     ref = volume.ref
     # The volume's project owns the backup, whoever asked for it (an administrator).

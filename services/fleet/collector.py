@@ -21,6 +21,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from services import targets
 from services.clock import Clock
 from services.db import Database
 from services.plans import schedule, timing
@@ -29,7 +30,7 @@ from services.records.jobs import Job
 from services.records.plans import Plan, PlanVolume
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
-from services.settings import Settings, target_job_limit, target_names
+from services.settings import Settings
 from services.status import (
     JobKind,
     JobStatus,
@@ -160,8 +161,8 @@ class FleetCollector(Collector):
         limit = GaugeMetricFamily("cairn_target_slots", "Concurrency slots of each backup "
                                   "target (jobs over it wait, queued).", labels=["target"])
         # Every kind of target, with the limit the leases enforce (services/limits/leases.py).
-        for name in target_names(self.settings):
-            limit.add_metric([name], target_job_limit(self.settings, name))
+        for configured in targets.every(self.settings):
+            limit.add_metric([configured.name], configured.max_jobs)
         yield used
         yield limit
 

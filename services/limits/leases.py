@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from redis import Redis
 
-from services.settings import Settings, target_job_limit
+from services import targets
+from services.settings import Settings
 from services.status import COPY_JOB_KINDS, JobKind
 
 _PREFIX = "cairn:slots:"
@@ -54,7 +55,7 @@ def scopes_for(settings: Settings, kind: JobKind, project_id: str,
         return []
     scopes = []
     if target is not None:
-        slots = target_job_limit(settings, target)
+        slots = targets.job_limit(settings, target)
         scopes.append(Scope(f"{_PREFIX}target:{target}", slots, f"target {target!r}"))
         scopes.append(Scope(f"{_PREFIX}share:{target}:{project_id}",
                             project_share(settings, slots, contended=contended),

@@ -11,13 +11,14 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from services import targets
 from services.jobs import factory
 from services.plans import schedule
 from services.records.jobs import Job
 from services.records.plans import Plan
 from services.records.restore_points import RestorePoint
 from services.restore_points import copies
-from services.settings import Settings, is_object_target
+from services.settings import Settings
 from services.status import RestorePointStatus
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,8 @@ def copy_after_backup(session: Session, settings: Settings, plan_id: str,
     rp = session.get(RestorePoint, rp_id)
     if rp is None or rp.status != RestorePointStatus.AVAILABLE or rp.target != plan.target:
         return None
-    if not is_object_target(settings, policy.target) or is_object_target(settings, rp.target):
+    to, source = targets.find(settings, policy.target), targets.find(settings, rp.target)
+    if to is None or not to.receives_copies or (source is not None and not source.sends_copies):
         log.warning("plan %s: copy target %r is not an object target of this service (or "
                     "the plan backs up to one); no copy made", plan.id, policy.target)
         return None

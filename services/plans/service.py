@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from services import dispatch
+from services import dispatch, targets
 from services.context import RequestContext
 from services.errors import Conflict, InvalidInput, PlanNameTaken, ServiceUnavailable
 from services.jobs import factory
@@ -41,7 +41,7 @@ from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import copies
 from services.restore_points import repository as restore_points
-from services.settings import Settings, resolve_target
+from services.settings import Settings
 from services.status import (
     ACTIVE_JOB_STATUSES,
     JOB_TRANSITIONS,
@@ -62,7 +62,7 @@ log = logging.getLogger(__name__)
 
 def create_plan(session: Session, ctx: RequestContext, settings: Settings,
                 volumes_from: VolumeResolver, request: PlanCreate, now: datetime) -> Plan:
-    target = resolve_target(settings, request.target)
+    target = targets.resolve(settings, request.target).name
     schedule.zone(request.timezone)
     rules = stored_rules(request.rules, request.timezone, now, settings)
     plan = Plan(project_id=ctx.project_id, name=request.name, description=request.description,
@@ -100,7 +100,7 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
     if given & {"cinder_group", "volumes"}:
         lock_membership(session, plan)  # before any change: it reads the row afresh
     if "target" in given:
-        plan.target = resolve_target(settings, change.target)
+        plan.target = targets.resolve(settings, change.target).name
     if "timezone" in given and change.timezone is not None:
         schedule.zone(change.timezone)
         plan.timezone = change.timezone
@@ -155,7 +155,8 @@ def _check_copy_policy(settings: Settings, plan: Plan) -> None:
     policy = plan.copy_policy
     if policy is None:
         return
-    copies.check_copy_route(settings, plan.target, resolve_target(settings, policy.target),
+    copies.check_copy_route(settings, plan.target,
+                            targets.resolve(settings, policy.target).name,
                             source="the plan's backup", field="offsite.target")
 
 

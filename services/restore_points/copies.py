@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services import dispatch
+from services import dispatch, targets
 from services.context import RequestContext
 from services.errors import Conflict, InvalidInput, RestorePointBusy
 from services.jobs import factory
@@ -15,9 +15,8 @@ from services.quotas import service as quotas
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
 from services.restore_points import repository as restore_points
-from services.restore_points.preconditions import require_target
 from services.restore_points.schemas import CopyCreate
-from services.settings import Settings, is_object_target, resolve_target
+from services.settings import Settings
 from services.status import (
     JobKind,
     RestorePointKind,
@@ -29,8 +28,8 @@ from services.status import (
 def start_copy(session: Session, ctx: RequestContext, settings: Settings, rp_id: str,
                request: CopyCreate) -> Job:
     source = restore_points.get(session, ctx, rp_id)
-    require_target(settings, source)
-    target = resolve_target(settings, request.target)
+    targets.holding(settings, source)
+    target = targets.resolve(settings, request.target).name
     check_copyable(settings, source, target)
     existing = copy_of(session, source.id, target)
     if existing is not None:
@@ -43,14 +42,18 @@ def start_copy(session: Session, ctx: RequestContext, settings: Settings, rp_id:
 
 def check_copy_route(settings: Settings, source_target: str, target: str, *, source: str,
                      field: str) -> None:
-    """Copies go from an RBD target's backup pool to an object target, the one route
-    built: refused with the reason for a copy request and an off-site plan alike."""
-    if not is_object_target(settings, target):
-        raise InvalidInput(f"{field} {target!r} is an RBD pool; copies go to an object "
-                           "target (off site): " + (", ".join(sorted(settings.object_targets))
-                                                    or "none is configured"), field=field)
-    if is_object_target(settings, source_target):
-        raise InvalidInput(f"{source} is kept on object target {source_target!r}; only "
+    """Copies go from a target that sends them (an RBD target's backup pool) to one that
+    receives them (an object target), the one route built: refused with the reason for a
+    copy request and an off-site plan alike. `target` is configured (resolved)."""
+    to = targets.get(settings, target)
+    if not to.receives_copies:
+        receivers = [t.name for t in targets.every(settings) if t.receives_copies]
+        raise InvalidInput(f"{field} {target!r} ({to.noun}) receives no copies; copies go to "
+                           "an object target (off site): "
+                           + (", ".join(receivers) or "none is configured"), field=field)
+    source_kind = targets.find(settings, source_target)
+    if source_kind is not None and not source_kind.sends_copies:
+        raise InvalidInput(f"{source} is kept on {source_kind.noun} {source_target!r}; only "
                            "restore points of an RBD target are copied", field=field)
 
 

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from services import dispatch
+from services import dispatch, targets
 from services.clock import require_aware
 from services.context import RequestContext
 from services.errors import (
@@ -26,9 +26,8 @@ from services.records.restore_points import RestorePoint
 from services.restore_points import cinder_restores
 from services.restore_points import repository as restore_points
 from services.restore_points.instant import instant_image_name, pinned_by_instant_restore
-from services.restore_points.preconditions import require_target
 from services.restore_points.schemas import RestoreCreate, VerifyCreate
-from services.settings import Settings, rbd_target
+from services.settings import Settings
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobKind,
@@ -47,7 +46,7 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
                   clusters: CephClusters, cinder: CinderGateway | None, rp_id: str,
                   request: RestoreCreate) -> Job:
     rp = _available(session, ctx, rp_id, "restored")
-    require_target(settings, rp)
+    targets.holding(settings, rp)
     if rp.verify_status == VerifyStatus.CORRUPT:
         raise RestorePointBusy(
             f"restore point {rp.id} failed verification ({rp.corrupt_object_count} corrupt "
@@ -112,12 +111,14 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
 
 
 def _check_same_cluster(settings: Settings, rp: RestorePoint, dest_cluster: str) -> None:
-    if rp.target not in settings.backup_targets:
+    target = targets.get(settings, rp.target)
+    held_on = target.instant_restore_cluster
+    if held_on is None:
         raise Conflict(
-            f"restore point {rp.id} is kept on object target {rp.target!r}: an instant "
-            "restore clones an RBD snapshot, which an object store does not hold; use a "
-            "normal restore (mode copy)", restore_point_id=rp.id, target=rp.target)
-    held_on = rbd_target(settings, rp.target).cluster
+            f"restore point {rp.id} is kept on {target.noun} "
+            f"{rp.target!r}: an instant restore clones an RBD snapshot, which it does not "
+            "hold; use a normal restore (mode copy)", restore_point_id=rp.id,
+            target=rp.target)
     if held_on != dest_cluster:
         raise Conflict(
             f"restore point {rp.id} is kept on cluster {held_on!r} (target {rp.target!r}) and "
@@ -129,7 +130,7 @@ def _check_same_cluster(settings: Settings, rp: RestorePoint, dest_cluster: str)
 def delete_restore_point(session: Session, ctx: RequestContext, settings: Settings,
                          rp_id: str, now: datetime) -> Job:
     rp = restore_points.get(session, ctx, rp_id)
-    require_target(settings, rp)
+    targets.holding(settings, rp)
     copier = restore_points.copying_from(session, [rp.id]).get(rp.id)
     if copier is not None:
         raise RestorePointBusy(f"restore point {rp.id} is being copied to target "
@@ -167,7 +168,7 @@ def delete_restore_point(session: Session, ctx: RequestContext, settings: Settin
 def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_id: str,
                  request: VerifyCreate) -> Job:
     rp = _available(session, ctx, rp_id, "verified")
-    require_target(settings, rp)
+    targets.holding(settings, rp)
     running = jobs.active_for_restore_point(session, rp.id, JobKind.VERIFY)
     if running is not None:
         return running  # verifying twice at once would only read everything twice

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from services import targets
 from services.base import utcnow
 from services.clock import clock_for
 from services.db import Database
@@ -137,8 +138,9 @@ class Scheduler:
         if time.monotonic() - self._last_collect < self.settings.object_gc_interval_seconds:
             return
         self._last_collect = time.monotonic()
-        for target in sorted(self.settings.object_targets):
-            self.dispatcher.send_collect(target)
+        for target in targets.every(self.settings):
+            if target.collects_garbage:
+                self.dispatcher.send_collect(target.name)
 
     def _follow_groups(self, now: datetime) -> None:
         if self.cinder is None \

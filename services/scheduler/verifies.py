@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from services import targets
 from services.db import Database
 from services.jobs import factory
 from services.jobs.inserts import insert_ignoring_conflicts
@@ -19,7 +20,7 @@ from services.plans.schemas import verify_policy_of
 from services.records.jobs import Job
 from services.records.plans import Plan, VerifyPolicy
 from services.records.restore_points import RestorePoint
-from services.settings import Settings, target_names
+from services.settings import Settings
 from services.status import ACTIVE_JOB_STATUSES, JobKind, RestorePointStatus
 
 PER_ROUND = 500
@@ -53,7 +54,7 @@ def request_verifies(db: Database, settings: Settings, now: datetime,
         plans = select(Plan) if plan_ids is None else select(Plan).where(Plan.id.in_(plan_ids))
         for plan in session.scalars(plans):
             policy = verify_policy_of(plan)
-            for rp in _candidates(session, plan.id, policy, target_names(settings), now,
+            for rp in _candidates(session, plan.id, policy, targets.names(settings), now,
                                   PER_ROUND - len(rows)):
                 due, fraction = due_fraction(policy, rp, now)
                 if due:

@@ -34,7 +34,6 @@ from services.plans.prunes import request_prune
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import repository as restore_points
-from services.settings import rbd_target
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobStatus,
@@ -43,6 +42,7 @@ from services.status import (
     guarded_update,
 )
 from services.storage import rbd_images
+from services.targets import rbd_pool
 from services.volumes import locks
 from services.volumes.ownership import check_owner
 from worker.engine import checkpoint, manifest
@@ -56,6 +56,7 @@ from worker.engine.extents import (
 from worker.managers import group_snapshots, quota_guard
 from worker.managers.claim import ClaimedJob
 from worker.managers.drive import Aftercare, JobSteps, Outcome
+from worker.managers.measure_rbd import RbdHeld
 from worker.managers.quota_guard import QuotaGuard
 from worker.managers.reporter import JobReporter
 from worker.managers.side_by_side import side_by_side
@@ -219,7 +220,7 @@ class _TargetSide:
 def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
           volume: Volume, owner: Callable[[], bool | None],
           ) -> tuple[CopyStats, SourceSnapshotRemoval]:
-    target = rbd_target(rt.settings, rp.target)
+    target = rbd_pool.named(rt.settings, rp.target)
     phases = reporter.phases
     guard = QuotaGuard(rt, rp)
     reporter.quota = guard.progress
@@ -254,7 +255,7 @@ def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         phases.lap("plan")  # the diff, then the copy the engine timed itself
         phases.move("plan", "copy", stats.elapsed)
         # What the restore point will count, measured on the head its snapshot freezes.
-        measure = quota_guard.measure_of(rt, rp)
+        measure = RbdHeld(rt, rp.target, rp.volume_id, head_of=rp.id)
         guard.settle(measure)
         start = base.manifest if base else manifest.Manifest(1 << order, size)
         final = start.updated(record, size)
@@ -332,7 +333,7 @@ def _open_target(rt: Runtime, job: ClaimedJob, rp: RestorePoint, dst_io: rados.I
 
 
 def _remove_checkpoint(rt: Runtime, rp: RestorePoint) -> None:
-    target = rbd_target(rt.settings, rp.target)
+    target = rbd_pool.named(rt.settings, rp.target)
     with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
         checkpoint.remove(dst_io, rp.checkpoint_object)
 
@@ -572,7 +573,7 @@ def release_head(rt: Runtime, rp: RestorePoint, volume: Volume, job_id: str, *,
                 RestorePoint.status == RestorePointStatus.CREATING).limit(1))
         if busy is not None:
             return
-        target = rbd_target(rt.settings, rp.target)
+        target = rbd_pool.named(rt.settings, rp.target)
         with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
             try:
                 with rbd_images.open_image(dst_io, rp.backup_image) as backup:
@@ -592,7 +593,7 @@ def _clean_up(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
     and the backup image when it holds no restore point. Only ever called before the
     restore point is available (the lifecycle's rule); whatever it cannot remove carries
     the restore point's id in its name, for the orphan reconciler."""
-    target = rbd_target(rt.settings, rp.target)
+    target = rbd_pool.named(rt.settings, rp.target)
     with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
         _remove_unfinished_snapshot(dst_io, rp)
         checkpoint.remove(dst_io, rp.checkpoint_object)

@@ -32,15 +32,16 @@ from services.limits import target_leases
 from services.quotas import chains
 from services.records.restore_points import RestorePoint
 from services.restore_points import repository as restore_points
-from services.settings import object_target
 from services.status import RestorePointKind, RestorePointStatus
 from services.storage import rbd_images
+from services.targets import object_store
 from worker.engine import object_copy
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.copy import CopyStats
 from worker.managers import quota_guard
 from worker.managers.backup import BackupSteps, SourceSnapshotRemoval, open_source
 from worker.managers.claim import ClaimedJob
+from worker.managers.measure_object import ObjectHeld
 from worker.managers.object_stores import check_key, manifest_of, open_store, remove_manifest
 from worker.managers.progress import ReporterProgress
 from worker.managers.quota_guard import QuotaGuard
@@ -91,7 +92,7 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
     """Send `source` (an image open at the instant `rp` holds) to `rp`'s object target and
     store its manifest, under the target's shared lease (ADR 0007)."""
     phases = reporter.phases
-    settings = object_target(rt.settings, rp.target)
+    settings = object_store.named(rt.settings, rp.target).config
     transfer = object_copy.TransferStats()
     # What the quota counts of an object target: the data of the chunks new to the chain,
     # before compression, whether sent now or found stored (not the sealed bytes sent).
@@ -115,7 +116,9 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         finished = time.monotonic()
         phases.lap("copy")
         reporter.check()
-        measure = quota_guard.measure_of(rt, rp, unstored=manifest)
+        # What the chain holds with this manifest, before it is stored.
+        measure = ObjectHeld(open_store(rt.settings, rt.db, rp.target), rp.project_id,
+                             unstored={rp.id: manifest})
         guard.settle(measure)
         lease.check()  # no sweep ran meanwhile: every chunk named is stored
         record_image_size(rt, rp, manifest.image_size)
@@ -140,7 +143,7 @@ def record_image_size(rt: Runtime, rp: RestorePoint, size: int) -> None:
 def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> CopyStats:
     """The restore point turns `available`: its manifest is stored and every chunk it
     names with it."""
-    settings = object_target(rt.settings, rp.target)
+    settings = object_store.named(rt.settings, rp.target).config
     transfer, base = sent.transfer, sent.base
     stats = CopyStats(window=settings.uploads_in_flight, bytes_total=transfer.bytes_read,
                       bytes_done=transfer.bytes_read, bytes_read=transfer.bytes_read,

@@ -19,10 +19,11 @@ import threading
 
 from services.db import Database
 from services.records.restore_points import RestorePoint
-from services.settings import Settings, object_target, operator_key
+from services.settings import Settings, operator_key
 from services.storage import data_keys, key_records
 from services.storage.object_layout import manifest_key
 from services.storage.s3 import Bucket
+from services.targets import object_store
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 
 _lock = threading.Lock()
@@ -35,7 +36,7 @@ def target_bucket(settings: Settings, target: str) -> Bucket:
     with _lock:
         bucket = _buckets.get(key)
         if bucket is None:
-            bucket = _buckets[key] = Bucket(object_target(settings, target))
+            bucket = _buckets[key] = object_store.named(settings, target).bucket()
     return bucket
 
 

@@ -16,12 +16,12 @@ from sqlalchemy import select
 from services.errors import NotFound, RestorePointBusy
 from services.plans.prunes import request_prune
 from services.records.restore_points import RestorePoint, backup_image_name, snapshot_name
-from services.settings import rbd_target
 from services.status import (
     JobStatus,
     RestorePointStatus,
 )
 from services.storage import rbd_images
+from services.targets import rbd_pool
 from worker.engine.chunk_store import ChunkStore
 from worker.managers.backup import settle_unfinished
 from worker.managers.claim import ClaimedJob
@@ -67,7 +67,7 @@ class CopySteps(JobSteps):
                 f"restore point {rp.copied_from_restore_point_id} is "
                 f"{source.status if source else 'gone'}: there is nothing to copy",
                 restore_point_id=rp.copied_from_restore_point_id)
-        pool = rbd_target(rt.settings, source.target)
+        pool = rbd_pool.named(rt.settings, source.target)
         self.reporter.phases.restart()
         with rt.clusters.ioctx(pool.cluster, pool.pool) as backup_io, ExitStack() as stack:
             try:

@@ -10,13 +10,13 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
+from services import targets
 from services.errors import CairnError
 from services.plans import schedule, service
 from services.plans.retention import evaluate
 from services.plans.schemas import policy_of, retention_for
 from services.records.plans import Plan
 from services.records.restore_points import RestorePoint, unlocked
-from services.settings import is_object_target, target_names
 from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobStatus,
@@ -24,7 +24,6 @@ from services.status import (
     guarded_update,
 )
 from services.volumes import locks
-from worker.managers.backup import release_head
 from worker.managers.claim import ClaimedJob
 from worker.managers.delete import delete_restore_point, settle_refused_delete
 from worker.managers.drive import failure_reason
@@ -32,6 +31,7 @@ from worker.managers.lifecycle import run_job
 from worker.managers.reporter import JobReporter
 from worker.managers.signals import JobLost
 from worker.runtime import Runtime
+from worker.targets import data_path_of
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def _run(rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
         if plan is None:
             reporter.finish(JobStatus.SUCCEEDED, summary="the plan was deleted; nothing pruned")
             return
-        volume_ids = _volumes_to_prune(session, plan, target_names(rt.settings), rt.clock())
+        volume_ids = _volumes_to_prune(session, plan, targets.names(rt.settings), rt.clock())
     pruned: list[str] = []
     busy: list[str] = []
     failed: list[str] = []
@@ -102,7 +102,7 @@ def _prune_volume(rt: Runtime, job: ClaimedJob, volume_id: str, pruned: list[str
         tz = schedule.zone(plan.timezone)
         unkept: list[RestorePoint] = []
         for group in service.plan_restore_points(session, plan_id, volume_id,
-                                                 target_names(rt.settings)):
+                                                 targets.names(rt.settings)):
             rows = {point.id: rp for point, rp in group}
             policy = policy_of(retention_for(plan, group[0][1].target))
             unkept += [rows[v.point.id] for v in evaluate([p for p, _ in group], policy, tz, now)
@@ -127,10 +127,11 @@ def _prune_volume(rt: Runtime, job: ClaimedJob, volume_id: str, pruned: list[str
                                       f"prune could not delete it ({code}): {message}; delete "
                                       "it again to retry")
     for rp in {rp.target: rp for rp in doomed if rp.id in pruned}.values():
-        if is_object_target(rt.settings, rp.target):
-            continue
-        try:  # best effort: the head is no restore point's data
-            release_head(rt, rp, rp.volume, job.id, locked=True)
-        except Exception:
-            log.warning("could not free what the head of %s held beyond its newest restore "
-                        "point", rp.backup_image, exc_info=True)
+        # Best effort: what the target holds beyond its restore points is no one's data.
+        for what, step in data_path_of(rt.settings, rp.target).after_delete(
+                rt, rp, rp.volume, job.id, locked=True):
+            try:
+                step()
+            except Exception:
+                log.warning("prune of plan %s: %s of restore point %s failed", plan_id, what,
+                            rp.id, exc_info=True)

@@ -19,13 +19,8 @@ from services.errors import TargetKeyChanged, TargetKeyMissing, TargetKeyUnavail
 from services.quotas import chains
 from services.quotas import service as quotas
 from services.records.restore_points import RestorePoint
-from services.settings import is_object_target
 from services.status import RESTORE_POINT_TRANSITIONS, RestorePointStatus, guarded_update
-from worker.engine.chunk_store import ObjectManifest
 from worker.engine.copy import CopyStats
-from worker.managers.measure_object import ObjectHeld
-from worker.managers.measure_rbd import RbdHeld
-from worker.managers.object_stores import open_store
 from worker.managers.signals import JobLost
 from worker.runtime import Runtime
 
@@ -66,16 +61,6 @@ class QuotaGuard:
         self.reserved = held
 
 
-def measure_of(rt: Runtime, rp: RestorePoint, *,
-               unstored: ObjectManifest | None = None) -> chains.Measure:
-    """What `rp`'s chain holds on its target; `rp` itself measured before its data is
-    final (on the backup image's head, or on its manifest `unstored`)."""
-    if is_object_target(rt.settings, rp.target):
-        return ObjectHeld(open_store(rt.settings, rt.db, rp.target), rp.project_id,
-                          unstored={rp.id: unstored} if unstored is not None else None)
-    return RbdHeld(rt, rp.target, rp.volume_id, head_of=rp.id)
-
-
 def commit(rt: Runtime, rp: RestorePoint, measure: chains.Measure,
            values: dict[str, Any]) -> None:
     """`creating -> available` with `values`, and the chain's figures with it, admitted
@@ -93,9 +78,9 @@ def commit(rt: Runtime, rp: RestorePoint, measure: chains.Measure,
 
 
 def settle_deleted(rt: Runtime, rp: RestorePoint, values: dict[str, Any],
-                   measure: chains.Measure | None = None) -> None:
+                   measure: Callable[[], chains.Measure]) -> None:
     """`deleting -> deleted` with `values` once `rp`'s data is gone, and its chain's
-    figures with it."""
+    figures with it, as `measure()` finds them on the target (`DataPath.measure`)."""
 
     def apply(session: Any, _growth: int) -> None:
         if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
@@ -104,7 +89,7 @@ def settle_deleted(rt: Runtime, rp: RestorePoint, values: dict[str, Any],
             raise JobLost(f"restore point {rp.id} is no longer being deleted")
 
     try:
-        measured = measure or measure_of(rt, rp)
+        measured = measure()
     except (TargetKeyMissing, TargetKeyChanged, TargetKeyUnavailable) as exc:
         # A restore point is deleted even from a target whose key is lost (its manifest
         # goes without a key); its chain cannot be measured until the key is back.

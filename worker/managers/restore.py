@@ -10,7 +10,6 @@ so nobody attaches it by mistake, and the job's reason says so."""
 from __future__ import annotations
 
 import logging
-from contextlib import ExitStack
 
 import rbd
 
@@ -18,33 +17,26 @@ from services.base import utcnow
 from services.errors import (
     CairnError,
     InvalidInput,
-    NotFound,
     VolumeInUse,
     VolumeNotOwned,
 )
 from services.records.restore_points import RestorePoint
 from services.restore_points.marks import (
-    CHECKPOINT_KEY,
     JOB_KEY,
     RESTORE_POINT_KEY,
     checkpoint_of,
     remove_if_written_by,
-    resume_point,
 )
-from services.settings import is_object_target, rbd_target
 from services.status import RestoreMethod, RestoreMode
 from services.storage import rbd_images
 from services.storage.refs import ImageRef, parse_image_ref
-from worker.engine import manifest
-from worker.engine.copy import CopyEngine, CopyStats
-from worker.engine.extents import allocated_objects, plan_chunks
-from worker.managers import object_restore
 from worker.managers.claim import ClaimedJob
 from worker.managers.drive import JobSteps, Outcome, drive, failure_reason
 from worker.managers.instant_restore import InstantRestoreSteps
 from worker.managers.lifecycle import run_job
 from worker.managers.reporter import JobReporter
 from worker.runtime import Runtime
+from worker.targets import data_path_of
 
 log = logging.getLogger(__name__)
 
@@ -80,15 +72,10 @@ class RestoreSteps(JobSteps):
     def work(self) -> Outcome:
         if self.cinder is not None:
             self.cinder.prepare()
-        if is_object_target(self.rt.settings, self.rp.target):
-            stats = object_restore.restore(
-                self.rt, self.job, self.reporter, self.rp, self.dest,
-                create=self.cinder is None,
-                claim=lambda image, size: _claim_existing(image, self.dest, self.job, self.rp,
-                                                          size))
-        else:
-            stats = _restore(self.rt, self.job, self.reporter, self.rp, self.dest,
-                             create=self.cinder is None)
+        stats = data_path_of(self.rt.settings, self.rp.target).restore(
+            self.rt, self.job, self.reporter, self.rp, self.dest, create=self.cinder is None,
+            claim=lambda image, size: _claim_existing(image, self.dest, self.job, self.rp,
+                                                      size))
         if self.cinder is not None:
             self.cinder.finish(bootable=bool(self.rp.source_bootable))
         self.reporter.record(ready_at=utcnow())
@@ -98,64 +85,6 @@ class RestoreSteps(JobSteps):
         if self.cinder is not None:
             return self.cinder.undo()
         return _remove_own_image(self.rt, self.dest, self.job.id)
-
-
-def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
-             dest: ImageRef, *, create: bool) -> CopyStats:
-    target = rbd_target(rt.settings, rp.target)
-    phases = reporter.phases
-    phases.restart()
-    with ExitStack() as stack:
-        backup_io = stack.enter_context(rt.clusters.ioctx(target.cluster, target.pool))
-        dest_io = stack.enter_context(rt.clusters.ioctx(dest.cluster, dest.pool))
-        recorded = manifest.load(backup_io, rp.manifest_object)
-        try:
-            source = stack.enter_context(rbd_images.open_image(
-                backup_io, rp.backup_image, snapshot=rp.snapshot, read_only=True))
-        except NotFound:
-            raise NotFound(f"the backup snapshot of restore point {rp.id} is missing from "
-                           f"the backup pool {target.pool!r}") from None
-        size = source.size()
-        order = source.stat()["order"]
-        object_size = 1 << order
-        recorded.check_shape(size, object_size)
-        fresh = False
-        if create:
-            start = resume_point(dest_io, dest.image, job.id) if job.attempt > 1 else None
-            if start is None:
-                start = 0
-                rbd_images.create_image(dest_io, dest.image, size, order=order,
-                                        metadata={JOB_KEY: job.id, RESTORE_POINT_KEY: rp.id},
-                                        replace_remnant=job.attempt > 1)
-                fresh = True
-            restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
-        else:
-            restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
-            start = _claim_existing(restored, dest, job, rp, size)
-        # A fresh image holds nothing, and diffing it would load its object map into this
-        # handle before the engine could mark the objects it writes (as in a backup).
-        # Every object the manifest names is read and checked, also one the backup
-        # image's allocation map omits (lost, or a damaged map): it must fail the restore,
-        # not come back as zeros.
-        plan = plan_chunks(size, object_size,
-                           allocated_objects(source, size, object_size) | set(recorded.digests),
-                           set() if fresh else allocated_objects(restored, size, object_size))
-        phases.lap("open")  # with the listing of what to copy
-        chunks = [c for c in plan if c.index >= start]
-        resumed = sum(c.length for c in plan if c.index < start and c.in_source)
-        engine = CopyEngine(window=rt.settings.copy_window, pacer=reporter.pacer,
-                            on_progress=reporter.progress)
-        reporter.on_persist = lambda stats: restored.metadata_set(
-            CHECKPOINT_KEY, str(stats.resume_index))
-        reporter.start_copy(resumed + sum(c.length for c in chunks if c.in_source), resumed,
-                            engine.window)
-        stats = engine.run(source, restored, chunks, verify=recorded, resumed_bytes=resumed,
-                           new_target_pool=dest_io if fresh else None)
-        restored.flush()
-        if rbd_images.metadata(restored, CHECKPOINT_KEY) is not None:
-            restored.metadata_remove(CHECKPOINT_KEY)
-    phases.lap("copy")
-    return stats
 
 
 def _claim_existing(image: rbd.Image, dest: ImageRef, job: ClaimedJob, rp: RestorePoint,

@@ -17,8 +17,8 @@ import pytest
 import rados
 import sqlalchemy
 
+from services import targets
 from services.limits.leases import project_share
-from services.settings import target_job_limit
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.stack import Stack
@@ -126,7 +126,7 @@ def wait_until(check: Any, what: str, timeout: float = 30) -> None:
 
 def test_a_project_runs_its_share_of_a_target_beside_another_even_across_a_worker_kill(
         stack: Stack, volumes: list[str], database_url: str) -> None:
-    slots = target_job_limit(stack.settings, TARGET)
+    slots = targets.job_limit(stack.settings, TARGET)
     share = project_share(stack.settings, slots)
     assert (slots, share, stack.settings.max_jobs_per_project) == (3, 2, 2)
     big, small = ceph.unique_name("tenant-big"), ceph.unique_name("tenant-small")

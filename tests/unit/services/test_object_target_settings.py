@@ -1,5 +1,6 @@
 """Object targets in the settings: one namespace with the RBD targets, the operator's key
-read strictly from its file, and the window bounded by the connections."""
+read strictly from its file, and the window bounded by the connections. (Finding targets
+by name, and refusing unknown ones, is the registry's: tests/unit/services/targets/.)"""
 
 from __future__ import annotations
 
@@ -8,17 +9,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from services.errors import StorageUnavailable, UnknownTarget
-from services.records.restore_points import RestorePoint
-from services.restore_points.preconditions import require_target
-from services.settings import (
-    Settings,
-    is_object_target,
-    operator_key,
-    resolve_target,
-    target_job_limit,
-    target_names,
-)
+from services.errors import StorageUnavailable
+from services.settings import Settings, operator_key
 
 S3 = {"endpoint": "http://127.0.0.1:1", "bucket": "b", "credentials_file": "/nonexistent"}
 CLUSTERS = {"ceph-a": {"conf": "/etc/ceph/ceph.conf"}}
@@ -27,20 +19,6 @@ CLUSTERS = {"ceph-a": {"conf": "/etc/ceph/ceph.conf"}}
 def _settings(**values: object) -> Settings:
     return Settings(auth_strategy="noauth", environment="development",
                     **values)  # type: ignore[arg-type]
-
-
-def test_targets_of_both_kinds_resolve_and_an_unknown_one_lists_them() -> None:
-    settings = _settings(clusters=CLUSTERS,
-                         backup_targets={"local": {"cluster": "ceph-a", "pool": "backups"}},
-                         object_targets={"s3": {**S3, "max_jobs": 2}},
-                         default_backup_target="s3")
-    assert target_names(settings) == ["local", "s3"]
-    assert resolve_target(settings, None) == "s3"
-    assert is_object_target(settings, "s3")
-    assert not is_object_target(settings, "local")
-    assert target_job_limit(settings, "s3") == 2
-    with pytest.raises(UnknownTarget, match="configured targets: local, s3"):
-        resolve_target(settings, "elsewhere")
 
 
 def test_a_name_used_by_both_kinds_is_refused() -> None:
@@ -66,13 +44,3 @@ def test_the_operator_key_is_64_hex_digits_or_nothing_is_read(tmp_path: Path) ->
             operator_key(_settings(object_key_file=key))
     with pytest.raises(StorageUnavailable, match="cannot read"):
         operator_key(_settings(object_key_file=tmp_path / "missing"))
-
-
-def test_a_restore_point_on_a_target_no_longer_configured_is_refused_with_the_reason() -> None:
-    settings = _settings(clusters=CLUSTERS,
-                         backup_targets={"local": {"cluster": "ceph-a", "pool": "backups"}})
-    kept = RestorePoint(id="rp-1", project_id="p", volume_id="v", target="local")
-    require_target(settings, kept)
-    dropped = RestorePoint(id="rp-2", project_id="p", volume_id="v", target="s3")
-    with pytest.raises(StorageUnavailable, match="target 's3', which this service does not"):
-        require_target(settings, dropped)

@@ -275,7 +275,7 @@ class Program:
             if self.rng.random() < 0.3:
                 measure.meanwhile = self.meanwhile(rp)
             quota_guard.settle_deleted(self.rt, rp, {"deleted_at": self.now()},  # type: ignore[arg-type]
-                                       measure)
+                                       lambda measure=measure: measure)
             self.touched.add((rp.volume_id, rp.target))
             self.release_head(rp)
 
@@ -295,7 +295,7 @@ class Program:
                 self.remove_data(victim)
                 quota_guard.settle_deleted(  # type: ignore[arg-type]
                     self.rt, victim, {"deleted_at": self.now()},
-                    ModelMeasure(self.world, victim.target, victim.volume_id))
+                    lambda: ModelMeasure(self.world, victim.target, victim.volume_id))
                 self.release_head(victim)
 
         return run
