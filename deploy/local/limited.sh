@@ -1,5 +1,5 @@
 # `limited`: a command ended, with the stacks of its Python processes printed, once it
-# outlives a limit (sourced by test.sh; tests/unit/deploy/test_limited.py runs it).
+# outlives a limit (sourced by test.sh; tests/tools/deploy/test_limited.py runs it).
 
 # descendants PID: every process below PID.
 descendants() {

@@ -8,7 +8,9 @@ either an xdist worker ("worker 'gw1' crashed while running ...") or a stack's c
 test says nothing about Cairn's code, so it runs again, once, alone; a second failure fails
 the run. Not run again:
 - a test the suite's watchdog ended (blocked past its timeout: a hang is a finding, not
-  bad luck; tests/support/watchdog.py records the ids in WATCHDOG_ENDED);
+  bad luck; tests/support/watchdog.py records the ids in WATCHDOG_ENDED). Only its Python
+  thread can write one down: a test that blocks inside C holding the GIL is ended by
+  faulthandler's last resort, looks like an abort, runs once more and fails again;
 - any test when more than `MOST` failed that way: that many aborts is a new problem to
   look at, not noise to hide."""
 

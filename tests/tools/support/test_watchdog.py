@@ -61,7 +61,8 @@ def test_blocked_tests_are_ended_named_and_the_run_goes_on(tmp_path: Path) -> No
     # limit.) Without xdist the run would end at the first, with the same report.
     (tmp_path / "test_blocked.py").write_text(BLOCKED)
     env = {**os.environ, "PYTHONPATH": str(REPO), "CAIRN_TEST_WATCHDOG_GRACE": "0.5",
-           "CAIRN_TEST_WATCHDOG_LAST_RESORT": "1"}
+           "CAIRN_TEST_WATCHDOG_LAST_RESORT": "1",
+           "CAIRN_TEST_WATCHDOG_ENDED": str(tmp_path / "ended")}
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *LEAN, "-p",
@@ -78,3 +79,7 @@ def test_blocked_tests_are_ended_named_and_the_run_goes_on(tmp_path: Path) -> No
     for test in ("test_blocked_in_c_without_the_gil", "test_blocked_in_c_holding_the_gil"):
         assert f"crashed while running 'test_blocked.py::{test}'" in out, out
     assert "2 failed, 12 passed" in out, out
+    # What `make test` must not run again as if an abort had failed it (only the Python
+    # watchdog can write it down: the last resort ends a process holding the GIL).
+    assert (tmp_path / "ended").read_text().split() == [
+        "test_blocked.py::test_blocked_in_c_without_the_gil"]
