@@ -22,7 +22,6 @@ from services.base import utcnow
 from services.errors import (
     DataCorrupt,
     NotFound,
-    QuotaExceeded,
     SnapshotsLeft,
     StorageError,
     VolumeBusy,
@@ -35,11 +34,8 @@ from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import repository as restore_points
 from services.status import (
-    RESTORE_POINT_TRANSITIONS,
-    JobStatus,
     RestorePointKind,
     RestorePointStatus,
-    guarded_update,
 )
 from services.storage import rbd_images
 from services.targets import rbd_pool
@@ -55,10 +51,11 @@ from worker.engine.extents import (
 )
 from worker.managers import group_snapshots, quota_guard
 from worker.managers.claim import ClaimedJob
-from worker.managers.drive import Aftercare, JobSteps, Outcome
+from worker.managers.drive import Aftercare, Outcome
 from worker.managers.measure_rbd import RbdHeld
 from worker.managers.quota_guard import QuotaGuard
 from worker.managers.reporter import JobReporter
+from worker.managers.restore_point_steps import RestorePointSteps
 from worker.managers.side_by_side import side_by_side
 from worker.runtime import Runtime
 
@@ -77,30 +74,20 @@ class Base:
     manifest: manifest.Manifest
 
 
-class BackupSteps(JobSteps):
-    """Commit point: the restore point turns `available`. Before it, a failure removes
-    what the attempt made; after it, nothing of the restore point is ever removed here."""
+class BackupSteps(RestorePointSteps):
+    """A backup: under the volume's lock, everything up to the commit point (`copy`: here
+    onto the volume's backup image in an RBD pool; `ObjectBackupSteps` sends chunks
+    instead), then the aftercare every backup shares (its checkpoint, the older source
+    snapshots, the run's group snapshot, the plan's prune and off-site copy)."""
 
     noun = "backup"
 
     def __init__(self, rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
-        with rt.db.session() as session:
-            rp = session.get(RestorePoint, job.restore_point_id)
-            assert rp is not None
-            self.volume = rp.volume
-            session.expunge_all()
-        self.rt, self.job, self.reporter, self.rp = rt, job, reporter, rp
+        super().__init__(rt, job, reporter)
+        self.volume = self.rp.volume
         self.removal: SourceSnapshotRemoval | None = None
-        self.cleaned = False
-        """Whether the undo removed everything the job made."""
         self.disowned = False
         """Cinder refused: the volume is another project's now, or gone."""
-
-    def committed(self) -> bool:
-        with self.rt.db.session() as session:
-            status = session.scalar(select(RestorePoint.status)
-                                    .where(RestorePoint.id == self.rp.id))
-        return status == RestorePointStatus.AVAILABLE
 
     def work(self) -> Outcome:
         lock_volume(self.rt, self.job, self.reporter, self.volume)
@@ -132,21 +119,17 @@ class BackupSteps(JobSteps):
     def remove_checkpoint(self) -> None:
         _remove_checkpoint(self.rt, self.rp)
 
-    def undo(self) -> str:
+    def remove_partial(self) -> str:
         self.clean_up()
         if self.disowned:  # nothing of this run stays on a volume that is not the project's
             group_snapshots.leave(self.rt, self.job, self.volume)
         group_snapshots.release(self.rt, self.job)
-        self.cleaned = True
         return "the partial copy was removed"
 
     def _remove_older_source_snapshots(self) -> None:
         # Done beside the target snapshot already, unless an earlier attempt committed.
         removal = self.removal or SourceSnapshotRemoval.run(self.rt, self.volume, self.rp)
         removal.report()
-
-    def record_failure(self, status: JobStatus, code: str, message: str) -> None:
-        settle_unfinished(self.rt, self.rp.id, status, code, message, cleaned=self.cleaned)
 
     def aftercare(self, outcome: Outcome) -> Aftercare:
         rt, rp, job = self.rt, self.rp, self.job
@@ -175,22 +158,6 @@ class BackupSteps(JobSteps):
 
             steps.append(("queueing the plan's off-site copy", copy_off_site))
         return steps
-
-
-def settle_unfinished(rt: Runtime, rp_id: str, status: JobStatus, code: str,
-                      message: str, *, cleaned: bool) -> None:
-    """A restore point whose making failed is `error` with the reason; a cancelled one, or
-    one the project's quota had no room for, is gone too once the undo removed what it
-    made (`cleaned`; it would count against the very quota that refused it). When the undo
-    could not, it stays `error`, saying so, for the orphan reconciler to finish. Either way
-    it holds none of the quota: what it wrote is removed or left to the reconciler."""
-    gone = cleaned and (status == JobStatus.CANCELLED or code == QuotaExceeded.code)
-    to = RestorePointStatus.DELETED if gone else RestorePointStatus.ERROR
-    with rt.db.session() as session:
-        guarded_update(session, RestorePoint, rp_id, RESTORE_POINT_TRANSITIONS, to,
-                       expect=RestorePointStatus.CREATING,
-                       extra={"status_reason": message, "quota_bytes": 0, "deleted_at": utcnow()
-                              if to == RestorePointStatus.DELETED else None})
 
 
 def lock_volume(rt: Runtime, job: ClaimedJob, reporter: JobReporter, volume: Volume) -> None:

@@ -18,6 +18,7 @@ from worker.managers.claim import ClaimedJob
 from worker.managers.drive import Aftercare, JobSteps, Outcome, drive, failure_reason
 from worker.managers.lifecycle import run_job
 from worker.managers.quota_guard import settle_deleted
+from worker.managers.restore_point_steps import load_restore_point
 from worker.runtime import Runtime
 from worker.targets import DataPath, data_path_of
 
@@ -37,12 +38,9 @@ class DeleteSteps(JobSteps):
     noun = "delete"
 
     def __init__(self, rt: Runtime, job: ClaimedJob) -> None:
-        with rt.db.session() as session:
-            rp = session.get(RestorePoint, job.restore_point_id)
-            assert rp is not None
-            self.volume = rp.volume
-            session.expunge_all()
-        self.rt, self.rp, self.job = rt, rp, job
+        self.rt, self.job = rt, job
+        self.rp = load_restore_point(rt, job.restore_point_id)
+        self.volume = self.rp.volume
 
     def work(self) -> Outcome:
         delete_restore_point(self.rt, self.rp, self.volume)

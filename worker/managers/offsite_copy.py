@@ -16,20 +16,17 @@ from sqlalchemy import select
 from services.errors import NotFound, RestorePointBusy
 from services.plans.prunes import request_prune
 from services.records.restore_points import RestorePoint, backup_image_name, snapshot_name
-from services.status import (
-    JobStatus,
-    RestorePointStatus,
-)
+from services.status import RestorePointStatus
 from services.storage import rbd_images
 from services.targets import rbd_pool
 from worker.engine.chunk_store import ChunkStore
-from worker.managers.backup import settle_unfinished
 from worker.managers.claim import ClaimedJob
-from worker.managers.drive import Aftercare, JobSteps, Outcome, drive
+from worker.managers.drive import Aftercare, Outcome, drive
 from worker.managers.lifecycle import run_job
 from worker.managers.object_backup import ObjectBase, commit, previous_manifest, send
 from worker.managers.object_stores import remove_manifest
 from worker.managers.reporter import JobReporter
+from worker.managers.restore_point_steps import RestorePointSteps
 from worker.runtime import Runtime
 
 
@@ -38,27 +35,17 @@ def run_copy(rt: Runtime, job_id: str) -> None:
             lambda job, reporter: drive(job, reporter, CopySteps(rt, job, reporter)))
 
 
-class CopySteps(JobSteps):
-    """Commit point: the copy's restore point turns `available`."""
+class CopySteps(RestorePointSteps):
+    """Commit point: the copy's restore point turns `available` (the base's `committed`)."""
 
     noun = "copy"
 
     def __init__(self, rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
+        super().__init__(rt, job, reporter)
+        assert self.rp.copied_from_restore_point_id is not None
         with rt.db.session() as session:
-            rp = session.get(RestorePoint, job.restore_point_id)
-            assert rp is not None
-            assert rp.copied_from_restore_point_id is not None
-            source = session.get(RestorePoint, rp.copied_from_restore_point_id)
+            self.source = session.get(RestorePoint, self.rp.copied_from_restore_point_id)
             session.expunge_all()
-        self.rt, self.job, self.reporter, self.rp, self.source = rt, job, reporter, rp, source
-        self.cleaned = False
-        """Whether the undo removed what the job made."""
-
-    def committed(self) -> bool:
-        with self.rt.db.session() as session:
-            status = session.scalar(select(RestorePoint.status)
-                                    .where(RestorePoint.id == self.rp.id))
-        return status == RestorePointStatus.AVAILABLE
 
     def work(self) -> Outcome:
         rt, rp, source = self.rt, self.rp, self.source
@@ -120,10 +107,6 @@ class CopySteps(JobSteps):
 
         return [("requesting the plan's prune", prune)]
 
-    def undo(self) -> str:
+    def remove_partial(self) -> str:
         remove_manifest(self.rt.settings, self.rp.target, self.rp.project_id, self.rp.id)
-        self.cleaned = True
         return "the partial copy's manifest was removed (its chunks stay for a retry)"
-
-    def record_failure(self, status: JobStatus, code: str, message: str) -> None:
-        settle_unfinished(self.rt, self.rp.id, status, code, message, cleaned=self.cleaned)

@@ -35,6 +35,7 @@ from worker.managers.drive import JobSteps, Outcome, drive, failure_reason
 from worker.managers.instant_restore import InstantRestoreSteps
 from worker.managers.lifecycle import run_job
 from worker.managers.reporter import JobReporter
+from worker.managers.restore_point_steps import load_restore_point
 from worker.runtime import Runtime
 from worker.targets import data_path_of
 
@@ -60,12 +61,9 @@ class RestoreSteps(JobSteps):
     noun = "restore"
 
     def __init__(self, rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
-        with rt.db.session() as session:
-            rp = session.get(RestorePoint, job.restore_point_id)
-            assert rp is not None
-            assert job.restore_target is not None
-            session.expunge_all()
-        self.rt, self.job, self.reporter, self.rp = rt, job, reporter, rp
+        assert job.restore_target is not None
+        self.rt, self.job, self.reporter = rt, job, reporter
+        self.rp = load_restore_point(rt, job.restore_point_id)
         self.dest = parse_image_ref(job.restore_target, field="target")
         self.cinder = CinderTarget(rt, job) if job.restore_mode is not None else None
 

@@ -21,6 +21,7 @@ from worker.managers.claim import ClaimedJob
 from worker.managers.drive import JobSteps, Outcome, drive
 from worker.managers.lifecycle import run_job
 from worker.managers.reporter import JobReporter
+from worker.managers.restore_point_steps import load_restore_point
 from worker.runtime import Runtime
 from worker.targets import data_path_of
 
@@ -42,11 +43,8 @@ class VerifySteps(JobSteps):
     noun = "verify"
 
     def __init__(self, rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> None:
-        with rt.db.session() as session:
-            rp = session.get(RestorePoint, job.restore_point_id)
-            assert rp is not None
-            session.expunge_all()
-        self.rt, self.job, self.reporter, self.rp = rt, job, reporter, rp
+        self.rt, self.job, self.reporter = rt, job, reporter
+        self.rp = load_restore_point(rt, job.restore_point_id)
 
     def work(self) -> Outcome:
         rt, rp = self.rt, self.rp

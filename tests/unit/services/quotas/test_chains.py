@@ -51,7 +51,7 @@ from services.status import (
     guarded_update,
 )
 from worker.managers import quota_guard
-from worker.managers.backup import settle_unfinished
+from worker.managers.restore_point_steps import settle_unfinished
 
 PROJECT = "p1"
 OBJ = 4 << 20
