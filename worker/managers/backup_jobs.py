@@ -6,11 +6,12 @@ from __future__ import annotations
 from services import targets
 from services.targets.base import not_configured
 from worker.engine.copy import CopyStats
-from worker.managers.backup import BackupSteps, SourceSnapshotRemoval
+from worker.managers.backup import BackupSteps
 from worker.managers.claim import ClaimedJob
 from worker.managers.drive import JobSteps, drive
 from worker.managers.lifecycle import run_job
 from worker.managers.reporter import JobReporter
+from worker.managers.source_snapshots import SourceSnapshotRemoval
 from worker.runtime import Runtime
 from worker.targets import data_path
 

@@ -9,16 +9,16 @@ import logging
 from sqlalchemy.orm import Session
 
 from services.base import utcnow
-from services.errors import NotFound, RestorePointBusy
+from services.errors import RestorePointBusy
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.status import RESTORE_POINT_TRANSITIONS, JobStatus, RestorePointStatus, guarded_update
-from services.storage import rbd_images
 from worker.managers.claim import ClaimedJob
 from worker.managers.drive import Aftercare, JobSteps, Outcome, drive, failure_reason
 from worker.managers.lifecycle import run_job
 from worker.managers.quota_guard import settle_deleted
 from worker.managers.restore_point_steps import load_restore_point
+from worker.managers.source_snapshots import remove_source_snapshot
 from worker.runtime import Runtime
 from worker.targets import DataPath, data_path_of
 
@@ -84,11 +84,6 @@ def delete_restore_point(rt: Runtime, rp: RestorePoint, volume: Volume) -> None:
 
 def _delete(rt: Runtime, rp: RestorePoint, volume: Volume, path: DataPath) -> None:
     path.delete(rt, rp)
-    try:
-        with rt.clusters.ioctx(volume.cluster, volume.pool) as src_io, \
-                rbd_images.open_image(src_io, volume.image) as head:
-            rbd_images.remove_snapshot(head, rp.snapshot)
-    except NotFound:
-        pass  # the source volume is gone: its snapshots went with it
+    remove_source_snapshot(rt, volume, rp)
 
 

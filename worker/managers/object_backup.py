@@ -27,25 +27,29 @@ import rbd
 from sqlalchemy import update
 
 from services.base import utcnow
-from services.errors import DataCorrupt, NotFound
+from services.errors import DataCorrupt
 from services.limits import target_leases
 from services.quotas import chains
 from services.records.restore_points import RestorePoint
 from services.restore_points import repository as restore_points
 from services.status import RestorePointKind, RestorePointStatus
-from services.storage import rbd_images
 from services.targets import object_store
 from worker.engine import object_copy
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.copy import CopyStats
 from worker.managers import quota_guard
-from worker.managers.backup import BackupSteps, SourceSnapshotRemoval, open_source
+from worker.managers.backup import BackupSteps
 from worker.managers.claim import ClaimedJob
 from worker.managers.measure_object import ObjectHeld
 from worker.managers.object_stores import check_key, manifest_of, open_store, remove_manifest
 from worker.managers.progress import ReporterProgress
 from worker.managers.quota_guard import QuotaGuard
 from worker.managers.reporter import JobReporter
+from worker.managers.source_snapshots import (
+    SourceSnapshotRemoval,
+    open_source,
+    remove_source_snapshot,
+)
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -237,12 +241,7 @@ class ObjectBackupSteps(BackupSteps):
         find, until a garbage collection finds no manifest naming them."""
         rp = self.rp
         remove_manifest(self.rt.settings, rp.target, rp.project_id, rp.id)
-        with self.rt.clusters.ioctx(self.volume.cluster, self.volume.pool) as src_io:
-            try:
-                with rbd_images.open_image(src_io, self.volume.image) as head:
-                    rbd_images.remove_snapshot(head, rp.snapshot)
-            except NotFound:
-                pass  # the volume is gone: its snapshots went with it
+        remove_source_snapshot(self.rt, self.volume, rp)
 
     def remove_checkpoint(self) -> None:
         """No checkpoint object: a retry looks each chunk up and sends only the missing."""

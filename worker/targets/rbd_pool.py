@@ -3,7 +3,8 @@ copies the source snapshot onto the volume's backup image and snapshots it
 (`worker/managers/backup.py`); a restore and a verify read that snapshot with the copy
 engine, checking every object against the RADOS manifest; a delete removes the snapshot,
 the manifest and, once no restore point is left on it, the backup image, and afterwards
-frees what the image's head still held of the newest one."""
+frees what the image's head still held of the newest one
+(`worker/managers/backup_image.py`)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ from services.targets.rbd_pool import named
 from worker.engine import manifest
 from worker.engine.copy import CopyEngine, CopyStats
 from worker.engine.extents import Chunk, allocated_objects, plan_chunks
-from worker.managers.backup import BackupSteps, release_head
+from worker.managers.backup import BackupSteps
+from worker.managers.backup_image import release_head
 from worker.managers.claim import ClaimedJob
 from worker.managers.drive import Aftercare, JobSteps
 from worker.managers.measure_rbd import RbdHeld

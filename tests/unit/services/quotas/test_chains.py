@@ -312,7 +312,7 @@ class Program:
             image.head.clear()  # the image goes with its last restore point
 
     def release_head(self, rp: RestorePoint) -> None:
-        """`backup.release_head`: unless a backup of the chain is under way."""
+        """`backup_image.release_head`: unless a backup of the chain is under way."""
         if rp.target != RBD:
             return
         busy = self.rows(volume_id=rp.volume_id, target=RBD,
@@ -509,7 +509,7 @@ class Pending:
 
     def fail(self, status: JobStatus, *, code: str = "failed") -> None:
         """The undo, then the restore point settled: a failed attempt's writes leave the
-        head (`backup._clean_up`), an object target's partial manifest is never stored."""
+        head (`backup_image.clean_up`), an object target's partial manifest is never stored."""
         if self.target == RBD:
             image = self.program.world.image(self.volume)
             if image.snaps:
