@@ -26,6 +26,7 @@ from services.storage import rbd_images
 from worker.engine.extents import Chunk
 from worker.engine.manifest import Manifest, digest
 from worker.engine.qos import Pacer
+from worker.engine.resume import ResumeMark
 from worker.engine.zeros import data_runs, gaps
 
 READ_HINTS = rados.LIBRADOS_OP_FLAG_FADVISE_SEQUENTIAL | rados.LIBRADOS_OP_FLAG_FADVISE_NOCACHE
@@ -144,19 +145,17 @@ class CopyEngine:
     def _run(self, source: rbd.Image, target: rbd.Image | None, chunks: Sequence[Chunk],
              record: Digests | None, verify: Manifest | None, corrupt: list[int] | None,
              resumed_bytes: int) -> CopyStats:
+        mark = ResumeMark(len(chunks), lambda position: chunks[position].index)
         stats = CopyStats(window=self.window, bytes_resumed=resumed_bytes,
                           bytes_done=resumed_bytes,
                           bytes_total=resumed_bytes + sum(c.length for c in chunks if c.in_source),
-                          resume_index=chunks[0].index if chunks else 0)
+                          resume_index=mark.index)
         inflight: dict[Future[None], int] = {}
-        done = bytearray(len(chunks))
-        low = 0  # position of the first chunk not done
 
         def drain(block_until: int) -> None:
             """Reap every finished chunk (progress, checkpoint and errors are then current
             even when QoS keeps the window from filling), blocking only while more than
             `block_until` chunks are in flight."""
-            nonlocal low
             while True:
                 finished: set[Future[None]] = {f for f in inflight if f.done()}
                 if not finished:
@@ -166,11 +165,7 @@ class CopyEngine:
                 for future in finished:
                     position = inflight.pop(future)
                     future.result()  # re-raises a failed chunk's error here
-                    done[position] = 1
-                while low < len(chunks) and done[low]:
-                    low += 1
-                stats.resume_index = chunks[low].index if low < len(chunks) else (
-                    chunks[-1].index + 1)
+                    stats.resume_index = mark.done(position)
                 if self.on_progress:
                     self.on_progress(stats)
 

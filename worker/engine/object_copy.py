@@ -26,6 +26,7 @@ from worker.engine.chunks import ChunkCodec
 from worker.engine.copy import READ_HINTS, CopyStats, write
 from worker.engine.extents import allocated_objects, changed_objects, resized_objects
 from worker.engine.qos import Pacer
+from worker.engine.resume import ResumeMark
 from worker.engine.zeros import data_runs
 
 DEFAULT_CHUNK = 4 << 20
@@ -200,8 +201,9 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
     return manifest
 
 
-def _begin(progress: Progress | None, window: int, total: int) -> CopyStats:
-    moved = CopyStats(window=window, bytes_total=total)
+def _begin(progress: Progress | None, window: int, total: int, resumed: int = 0) -> CopyStats:
+    moved = CopyStats(window=window, bytes_total=total, bytes_done=resumed,
+                      bytes_resumed=resumed)
     if progress is not None:
         progress.begin(moved)
     return moved
@@ -220,23 +222,38 @@ def _ticker(progress: Progress | None, moved: CopyStats,
 
 
 def download(store: ChunkStore, project_id: str, manifest: ObjectManifest, target: rbd.Image,
-             *, target_is_new: bool, window: int = 10, pacer: Pacer | None = None,
-             stats: TransferStats | None = None, progress: Progress | None = None) -> CopyStats:
+             *, target_is_new: bool, start: int = 0, window: int = 10,
+             pacer: Pacer | None = None, stats: TransferStats | None = None,
+             progress: Progress | None = None) -> CopyStats:
     """Writes the manifest's data into `target` (at least the manifest's size). A target
-    that is not new (a restore in place) has every hole the manifest leaves zeroed."""
+    that is not new (a restore in place, or resumed) has every hole the manifest leaves
+    zeroed. `start`: the chunk index before which an earlier attempt wrote everything
+    (its checkpoint); the chunks from it on are written. The figures' `resume_index` is the
+    checkpoint to keep: every chunk before it is written."""
     stats = stats if stats is not None else TransferStats()
     chunk_size, size = manifest.chunk_size, manifest.image_size
     lock = threading.Lock()
     transfer = _Window(store, window)
-    moved = _begin(progress, window, sum(min(chunk_size, size - i * chunk_size)
-                                         for i in manifest.chunks))
 
-    def one(index: int) -> None:
+    def length_of(index: int) -> int:
+        return min(chunk_size, size - index * chunk_size)
+
+    indexes = (range(start, (size + chunk_size - 1) // chunk_size) if not target_is_new
+               else sorted(i for i in manifest.chunks if i >= start))
+    mark = ResumeMark(len(indexes), indexes.__getitem__)
+    moved = _begin(progress, window, sum(length_of(i) for i in manifest.chunks),
+                   resumed=sum(length_of(i) for i in manifest.chunks if i < start))
+    moved.resume_index = mark.index
+
+    def one(position: int) -> None:
+        index = indexes[position]
         offset = index * chunk_size
-        length = min(chunk_size, size - offset)
+        length = length_of(index)
         name = manifest.chunks.get(index)
         if name is None:
             target.write_zeroes(offset, length)
+            with lock:
+                moved.resume_index = mark.done(position)
             return
         if pacer is not None:
             pacer.take(length)
@@ -250,10 +267,9 @@ def download(store: ChunkStore, project_id: str, manifest: ObjectManifest, targe
             moved.bytes_done += length
             moved.bytes_read += length
             moved.bytes_written += length
+            moved.resume_index = mark.done(position)
 
-    indexes = range((size + chunk_size - 1) // chunk_size) if not target_is_new \
-        else sorted(manifest.chunks)
-    transfer.run(one, indexes, _ticker(progress, moved, lock))
+    transfer.run(one, range(len(indexes)), _ticker(progress, moved, lock))
     moved.finished = time.monotonic()
     return moved
 

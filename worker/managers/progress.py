@@ -11,7 +11,7 @@ class ReporterProgress:
         self.reporter = reporter
 
     def begin(self, stats: CopyStats) -> None:
-        self.reporter.start_copy(stats.bytes_total, 0, stats.window)
+        self.reporter.start_copy(stats.bytes_total, stats.bytes_resumed, stats.window)
 
     def tick(self, stats: CopyStats) -> None:
         self.reporter.progress(stats)

@@ -1,0 +1,32 @@
+"""Where a copy stopped now would resume: its checkpoint. A copy submits its chunks in index
+order and they finish in any order, a window of them in flight; the mark is the index of
+the first chunk not yet finished, so every chunk before it is written whatever was in
+flight when the worker died. The copy engine (a backup's checkpoint, a restore's mark in
+the image it writes) and an object target's download move it the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+class ResumeMark:
+    """Over `count` chunks submitted in order, the chunk at position p having index
+    `index_at(p)` (increasing): `index` is where a resumed copy starts. Not thread-safe:
+    the caller serializes `done`."""
+
+    def __init__(self, count: int, index_at: Callable[[int], int]) -> None:
+        self._count = count
+        self._index_at = index_at
+        self._done = bytearray(count)
+        self._low = 0  # position of the first chunk not done
+        self.index = index_at(0) if count else 0
+
+    def done(self, position: int) -> int:
+        """The chunk at `position` is written; returns the mark (past the last chunk once
+        every one is)."""
+        self._done[position] = 1
+        while self._low < self._count and self._done[self._low]:
+            self._low += 1
+        self.index = (self._index_at(self._low) if self._low < self._count
+                      else self._index_at(self._count - 1) + 1)
+        return self.index
