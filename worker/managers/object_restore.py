@@ -1,25 +1,22 @@
 """Restore and verify of a restore point kept on an object-storage target: every chunk is
 fetched, authenticated and checked against its name before a byte of it is written (a
 corrupt or missing chunk fails the restore with its offset); holes and all-zero chunks
-are left sparse on a new image and zeroed on an existing one."""
+are left sparse on a new image and zeroed on an existing one. A retry after a crash
+resumes at the chunk where the last attempt stopped (`destination.py`)."""
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
 from contextlib import ExitStack
 
-import rbd
-
 from services.records.restore_points import RestorePoint
-from services.restore_points.marks import JOB_KEY, RESTORE_POINT_KEY, resume_point
-from services.storage import rbd_images
 from services.storage.refs import ImageRef
 from services.targets import object_store
 from worker.engine import object_copy
 from worker.engine.copy import CopyStats
 from worker.managers.claim import ClaimedJob
+from worker.managers.destination import prepare_destination
 from worker.managers.object_stores import manifest_of, open_store
 from worker.managers.progress import ReporterProgress
 from worker.managers.reporter import JobReporter
@@ -30,11 +27,9 @@ ORDER = 22
 
 
 def restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
-            dest: ImageRef, *, create: bool,
-            claim: Callable[[rbd.Image, int], object]) -> CopyStats:
-    """Write the restore point into `dest`: a new image when `create` (a retry finds the
-    image its earlier attempt made and writes it whole again), else the existing image
-    `claim(image, size)` accepts."""
+            dest: ImageRef, *, create: bool) -> CopyStats:
+    """Write the restore point into `dest`: a new image when `create`, else the existing
+    one (`prepare_destination`: a retry resumes at its checkpoint, in chunks)."""
     settings = object_store.named(rt.settings, rp.target).config
     store = open_store(rt.settings, rt.db, rp.target)
     manifest = manifest_of(store, rp)
@@ -42,21 +37,15 @@ def restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoin
     reporter.phases.restart()
     with ExitStack() as stack:
         dest_io = stack.enter_context(rt.clusters.ioctx(dest.cluster, dest.pool))
-        fresh = False
-        if create and (job.attempt == 1
-                       or resume_point(dest_io, dest.image, job.id) is None):
-            rbd_images.create_image(dest_io, dest.image, size, order=ORDER,
-                                    metadata={JOB_KEY: job.id, RESTORE_POINT_KEY: rp.id},
-                                    replace_remnant=job.attempt > 1)
-            fresh = True
-        restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
-        if not create:
-            claim(restored, size)
+        destination = prepare_destination(stack, dest_io, dest, job, rp.id, size, order=ORDER,
+                                          create=create)
         reporter.phases.lap("open")
-        stats = object_copy.download(store, rp.project_id, manifest, restored,
-                                     target_is_new=fresh, window=settings.uploads_in_flight,
-                                     pacer=reporter.pacer, progress=ReporterProgress(reporter))
-        restored.flush()
+        reporter.on_persist = destination.checkpoint
+        stats = object_copy.download(store, rp.project_id, manifest, destination.image,
+                                     target_is_new=destination.fresh, start=destination.start,
+                                     window=settings.uploads_in_flight, pacer=reporter.pacer,
+                                     progress=ReporterProgress(reporter))
+        destination.finish()
     reporter.phases.lap("copy")
     return stats
 

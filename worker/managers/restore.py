@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import logging
 
-import rbd
-
 from services.base import utcnow
 from services.errors import (
     CairnError,
@@ -20,15 +18,8 @@ from services.errors import (
     VolumeInUse,
     VolumeNotOwned,
 )
-from services.records.restore_points import RestorePoint
-from services.restore_points.marks import (
-    JOB_KEY,
-    RESTORE_POINT_KEY,
-    checkpoint_of,
-    remove_if_written_by,
-)
+from services.restore_points.marks import remove_if_written_by
 from services.status import RestoreMethod, RestoreMode
-from services.storage import rbd_images
 from services.storage.refs import ImageRef, parse_image_ref
 from worker.managers.claim import ClaimedJob
 from worker.managers.drive import JobSteps, Outcome, drive, failure_reason
@@ -40,7 +31,6 @@ from worker.runtime import Runtime
 from worker.targets import data_path_of
 
 log = logging.getLogger(__name__)
-
 
 
 def run_restore(rt: Runtime, job_id: str) -> None:
@@ -71,9 +61,7 @@ class RestoreSteps(JobSteps):
         if self.cinder is not None:
             self.cinder.prepare()
         stats = data_path_of(self.rt.settings, self.rp.target).restore(
-            self.rt, self.job, self.reporter, self.rp, self.dest, create=self.cinder is None,
-            claim=lambda image, size: _claim_existing(image, self.dest, self.job, self.rp,
-                                                      size))
+            self.rt, self.job, self.reporter, self.rp, self.dest, create=self.cinder is None)
         if self.cinder is not None:
             self.cinder.finish(bootable=bool(self.rp.source_bootable))
         self.reporter.record(ready_at=utcnow())
@@ -83,20 +71,6 @@ class RestoreSteps(JobSteps):
         if self.cinder is not None:
             return self.cinder.undo()
         return _remove_own_image(self.rt, self.dest, self.job.id)
-
-
-def _claim_existing(image: rbd.Image, dest: ImageRef, job: ClaimedJob, rp: RestorePoint,
-                    size: int) -> int:
-    """Restoring into an image that exists (a Cinder volume's): where to start, 0 unless an
-    earlier attempt of this job left a checkpoint in it."""
-    if image.size() < size:
-        raise InvalidInput(f"{dest} is {image.size()} bytes, smaller than restore point "
-                           f"{rp.id} ({size} bytes); extend the volume first")
-    if rbd_images.metadata(image, JOB_KEY) == job.id:
-        return checkpoint_of(image)
-    image.metadata_set(JOB_KEY, job.id)
-    image.metadata_set(RESTORE_POINT_KEY, rp.id)
-    return 0
 
 
 def _remove_own_image(rt: Runtime, dest: ImageRef, job_id: str) -> str:

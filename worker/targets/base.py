@@ -7,10 +7,7 @@ kind has a `DataPath` here, one module per kind, found by `Target.kind`
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
-
-import rbd
 
 from services.quotas import chains
 from services.records.restore_points import RestorePoint
@@ -22,19 +19,16 @@ from worker.managers.drive import Aftercare, JobSteps
 from worker.managers.reporter import JobReporter
 from worker.runtime import Runtime
 
-Claim = Callable[[rbd.Image, int], int]
-"""Accepts an existing destination image for a restore of `size` bytes (raises otherwise)
-and says where the restore starts in it (0, or an earlier attempt's checkpoint)."""
-
 
 class DataPath(Protocol):
     def backup(self, rt: Runtime, job: ClaimedJob, reporter: JobReporter) -> JobSteps:
         """The steps of a backup to the target, driven to its commit point by `drive`."""
 
     def restore(self, rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
-                dest: ImageRef, *, create: bool, claim: Claim) -> CopyStats:
+                dest: ImageRef, *, create: bool) -> CopyStats:
         """Write the restore point into `dest`, every object or chunk checked as it is
-        read: a new image when `create`, else the existing image `claim` accepts."""
+        read: a new image when `create`, else the existing one, prepared and resumed by
+        `worker/managers/destination.py`'s one rule."""
 
     def verify(self, rt: Runtime, reporter: JobReporter, rp: RestorePoint,
                fraction: float | None) -> tuple[CopyStats, list[int]]:

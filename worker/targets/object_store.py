@@ -19,7 +19,6 @@ from worker.managers.object_backup import ObjectBackupSteps
 from worker.managers.object_stores import open_store, remove_manifest
 from worker.managers.reporter import JobReporter
 from worker.runtime import Runtime
-from worker.targets.base import Claim
 
 
 class ObjectStorePath:
@@ -27,8 +26,8 @@ class ObjectStorePath:
         return ObjectBackupSteps(rt, job, reporter)
 
     def restore(self, rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
-                dest: ImageRef, *, create: bool, claim: Claim) -> CopyStats:
-        return object_restore.restore(rt, job, reporter, rp, dest, create=create, claim=claim)
+                dest: ImageRef, *, create: bool) -> CopyStats:
+        return object_restore.restore(rt, job, reporter, rp, dest, create=create)
 
     def verify(self, rt: Runtime, reporter: JobReporter, rp: RestorePoint,
                fraction: float | None) -> tuple[CopyStats, list[int]]:

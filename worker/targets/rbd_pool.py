@@ -18,12 +18,6 @@ from services.errors import DataCorrupt, NotFound, RestorePointBusy
 from services.quotas import chains
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
-from services.restore_points.marks import (
-    CHECKPOINT_KEY,
-    JOB_KEY,
-    RESTORE_POINT_KEY,
-    resume_point,
-)
 from services.status import RestorePointStatus
 from services.storage import rbd_images
 from services.storage.refs import ImageRef
@@ -34,11 +28,11 @@ from worker.engine.extents import Chunk, allocated_objects, plan_chunks
 from worker.managers.backup import BackupSteps
 from worker.managers.backup_image import release_head
 from worker.managers.claim import ClaimedJob
+from worker.managers.destination import prepare_destination
 from worker.managers.drive import Aftercare, JobSteps
 from worker.managers.measure_rbd import RbdHeld
 from worker.managers.reporter import JobReporter
 from worker.runtime import Runtime
-from worker.targets.base import Claim
 
 
 class RbdPoolPath:
@@ -46,8 +40,8 @@ class RbdPoolPath:
         return BackupSteps(rt, job, reporter)
 
     def restore(self, rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
-                dest: ImageRef, *, create: bool, claim: Claim) -> CopyStats:
-        return _restore(rt, job, reporter, rp, dest, create=create, claim=claim)
+                dest: ImageRef, *, create: bool) -> CopyStats:
+        return _restore(rt, job, reporter, rp, dest, create=create)
 
     def verify(self, rt: Runtime, reporter: JobReporter, rp: RestorePoint,
                fraction: float | None) -> tuple[CopyStats, list[int]]:
@@ -66,7 +60,7 @@ class RbdPoolPath:
 
 
 def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
-             dest: ImageRef, *, create: bool, claim: Claim) -> CopyStats:
+             dest: ImageRef, *, create: bool) -> CopyStats:
     target = named(rt.settings, rp.target)
     phases = reporter.phases
     phases.restart()
@@ -84,19 +78,9 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
         order = source.stat()["order"]
         object_size = 1 << order
         recorded.check_shape(size, object_size)
-        fresh = False
-        if create:
-            start = resume_point(dest_io, dest.image, job.id) if job.attempt > 1 else None
-            if start is None:
-                start = 0
-                rbd_images.create_image(dest_io, dest.image, size, order=order,
-                                        metadata={JOB_KEY: job.id, RESTORE_POINT_KEY: rp.id},
-                                        replace_remnant=job.attempt > 1)
-                fresh = True
-            restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
-        else:
-            restored = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
-            start = claim(restored, size)
+        destination = prepare_destination(stack, dest_io, dest, job, rp.id, size, order=order,
+                                          create=create)
+        restored, start, fresh = destination.image, destination.start, destination.fresh
         # A fresh image holds nothing, and diffing it would load its object map into this
         # handle before the engine could mark the objects it writes (as in a backup).
         # Every object the manifest names is read and checked, also one the backup
@@ -110,15 +94,12 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
         resumed = sum(c.length for c in plan if c.index < start and c.in_source)
         engine = CopyEngine(window=rt.settings.copy_window, pacer=reporter.pacer,
                             on_progress=reporter.progress)
-        reporter.on_persist = lambda stats: restored.metadata_set(
-            CHECKPOINT_KEY, str(stats.resume_index))
+        reporter.on_persist = destination.checkpoint
         reporter.start_copy(resumed + sum(c.length for c in chunks if c.in_source), resumed,
                             engine.window)
         stats = engine.run(source, restored, chunks, verify=recorded, resumed_bytes=resumed,
                            new_target_pool=dest_io if fresh else None)
-        restored.flush()
-        if rbd_images.metadata(restored, CHECKPOINT_KEY) is not None:
-            restored.metadata_remove(CHECKPOINT_KEY)
+        destination.finish()
     phases.lap("copy")
     return stats
 

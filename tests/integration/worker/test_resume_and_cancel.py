@@ -1,5 +1,6 @@
-"""A backup whose worker is SIGKILLed mid-copy resumes from its checkpoint (it does not
-start over) and ends byte-exact; a cancelled backup or restore leaves nothing behind."""
+"""A backup or a restore (from either kind of target) whose worker is SIGKILLed mid-copy
+resumes from its checkpoint (it does not start over) and ends byte-exact; a cancelled
+backup or restore leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 import rados
+import rbd
 
 from tests.support import ceph
 from tests.support.ceph import MiB
@@ -56,6 +58,34 @@ def test_killed_backup_resumes_where_it_stopped(stack: Stack, dense_volume: str,
         ceph.sha256_of(volumes_pool, dense_volume)
     # The checkpoint is gone once the restore point is complete.
     assert not [o for o in _cairn_objects(backups_pool, rp["id"]) if "checkpoint" in o]
+
+
+@pytest.mark.parametrize("target", ["local", "s3"])
+def test_killed_restore_resumes_where_it_stopped(stack: Stack, dense_volume: str,
+                                                 volumes_pool: rados.Ioctx, images: list[str],
+                                                 target: str) -> None:
+    """The same rule for every kind (worker/managers/destination.py): the retry finds its
+    own image and resumes at the checkpoint the killed attempt left in it."""
+    if target not in {*stack.settings.backup_targets, *stack.settings.object_targets}:
+        pytest.fail(f"target {target!r} is not configured: start the stack with CAIRN_RGW=1")
+    rp_id = backup(stack, dense_volume, target=target)["restore_point_id"]
+    restored = ceph.unique_name("resumed-restore")
+    images.append(restored)
+    job = start_restore(stack, rp_id, restored, qos_bytes_per_second=8 * MiB)
+    wait_for_progress(stack, job["id"], 28 * MiB)
+    stack.worker.kill()
+    stack.worker.start("ready")
+
+    done = stack.wait_job(job["id"], timeout=60)
+    assert (done["status"], done["attempt"]) == ("succeeded", 2), done
+    progress = done["progress"]
+    assert progress["bytes_total"] == 64 * MiB
+    # The checkpoint trails the kill by the window in flight and one progress interval.
+    assert progress["bytes_resumed"] >= 8 * MiB, "the retry started over"
+    assert ceph.sha256_of(volumes_pool, restored) == ceph.sha256_of(volumes_pool, dense_volume)
+    with rbd.Image(volumes_pool, restored, read_only=True) as image, \
+            pytest.raises(KeyError):  # the checkpoint is gone once the restore is complete
+        image.metadata_get("cairn.restore_checkpoint")
 
 
 def test_cancel_a_running_backup_leaves_nothing_behind(
