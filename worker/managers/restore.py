@@ -12,12 +12,7 @@ from __future__ import annotations
 import logging
 
 from services.base import utcnow
-from services.errors import (
-    CairnError,
-    InvalidInput,
-    VolumeInUse,
-    VolumeNotOwned,
-)
+from services.errors import CairnError, InvalidInput, VolumeInUse, VolumeNotOwned
 from services.restore_points.marks import remove_if_written_by
 from services.status import RestoreMethod, RestoreMode
 from services.storage.refs import ImageRef, parse_image_ref
