@@ -12,12 +12,13 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from services import dispatch, targets
+from services import targets
 from services.context import RequestContext
 from services.errors import Conflict, InvalidInput, PlanNameTaken, ServiceUnavailable
 from services.jobs import factory
 from services.jobs import repository as jobs_repository
 from services.jobs.service import drop_unstarted_restore_points
+from services.jobs.submit import Duplicate, submit
 from services.openstack.cinder import CinderGroup
 from services.plans import drafts, repository, schedule, timing
 from services.plans.drafts import DraftPreview, ExistingVerdicts, PlanDraft
@@ -230,20 +231,15 @@ def run_now(session: Session, ctx: RequestContext, settings: Settings,
         session.flush()
         group_id = group.id
     for volume in free:
-        job = Job(**factory.backup(
-            project_id=plan.project_id, volume_id=volume.id, target=plan.target,
-            kind=request.kind, plan_id=plan.id, max_attempts=settings.job_max_attempts,
-            qos=factory.Qos(plan.qos_bytes_per_second, plan.qos_ops_per_second), now=now,
-            group_id=group_id))
         try:
-            with session.begin_nested():
-                session.add(job)
-        except IntegrityError:
+            jobs.append(submit(session, factory.backup(
+                project_id=plan.project_id, volume_id=volume.id, target=plan.target,
+                kind=request.kind, plan_id=plan.id, max_attempts=settings.job_max_attempts,
+                qos=factory.Qos(plan.qos_bytes_per_second, plan.qos_ops_per_second),
+                now=now, group_id=group_id), unique=True))
+        except Duplicate:
             skipped.append({"volume": volume.ref, "reason": "a backup of this volume started "
                             "at the same moment"})
-            continue
-        dispatch.enqueue(session, job.id, JobKind.BACKUP)
-        jobs.append(job)
     return jobs, skipped
 
 

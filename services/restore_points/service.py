@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from services import dispatch, targets
+from services import targets
 from services.base import new_id
 from services.clock import require_aware
 from services.context import RequestContext
@@ -21,6 +21,7 @@ from services.errors import (
 )
 from services.jobs import factory
 from services.jobs import repository as jobs
+from services.jobs.submit import submit
 from services.openstack.cinder import CinderGateway
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
@@ -56,13 +57,9 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
     # both name the job (a clone's name, the volume's metadata), so its id comes first.
     job_id = new_id()
     into = _destination(session, ctx, settings, clusters, cinder, rp, request, job_id)
-    job = Job(**factory.restore(
+    return submit(session, factory.restore(
         rp, into, job_id=job_id, max_attempts=settings.job_max_attempts,
         qos=factory.Qos(request.qos_bytes_per_second, request.qos_ops_per_second)))
-    session.add(job)
-    session.flush()
-    dispatch.enqueue(session, job.id, JobKind.RESTORE)
-    return job
 
 
 def _destination(session: Session, ctx: RequestContext, settings: Settings,
@@ -157,11 +154,7 @@ def delete_restore_point(session: Session, ctx: RequestContext, settings: Settin
     if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
                           RestorePointStatus.DELETING):
         raise InvalidStatusTransition(f"restore point {rp.id} changed state; try again")
-    job = Job(**factory.delete(rp, max_attempts=settings.job_max_attempts))
-    session.add(job)
-    session.flush()
-    dispatch.enqueue(session, job.id, JobKind.DELETE)
-    return job
+    return submit(session, factory.delete(rp, max_attempts=settings.job_max_attempts))
 
 
 def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_id: str,
@@ -171,13 +164,9 @@ def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_i
     running = jobs.active_for_restore_point(session, rp.id, JobKind.VERIFY)
     if running is not None:
         return running  # verifying twice at once would only read everything twice
-    job = Job(**factory.verify(
+    return submit(session, factory.verify(
         rp, fraction=request.sample_fraction, max_attempts=settings.job_max_attempts,
         qos=factory.Qos(request.qos_bytes_per_second, request.qos_ops_per_second)))
-    session.add(job)
-    session.flush()
-    dispatch.enqueue(session, job.id, JobKind.VERIFY)
-    return job
 
 
 def _available(session: Session, ctx: RequestContext, rp_id: str, to_be: str) -> RestorePoint:
