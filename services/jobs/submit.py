@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 
 from services.jobs.factory import JobValues
 from services.records.jobs import Job
@@ -81,10 +80,12 @@ def hand_over_after_commit(sessions: sessionmaker[Session], start: Start) -> Non
             log.warning("could not start jobs %s now; the scheduler will retry", submitted,
                         exc_info=True)
 
-    def after_soft_rollback(session: Session, previous: Any) -> None:
-        # A savepoint rolled back inside the unit of work keeps what was submitted; only
-        # the end of the whole transaction drops what it would have started.
-        if not previous.nested:
+    def after_soft_rollback(session: Session, previous: SessionTransaction) -> None:
+        # Only the end of the whole transaction drops what it would have started. A
+        # savepoint rolled back inside it keeps what was submitted, and so does a flush
+        # refused inside one (a Duplicate): the flush's own subtransaction, rolled back
+        # first, is not a savepoint, and dropping on it lost the jobs submitted before.
+        if previous.parent is None:
             session.info.pop(_SUBMITTED, None)
 
     event.listen(sessions, "after_commit", after_commit)

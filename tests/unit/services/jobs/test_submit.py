@@ -12,11 +12,11 @@ from sqlalchemy import select
 
 from services.db import Database
 from services.jobs import factory
-from services.jobs.submit import hand_over_after_commit, submit
+from services.jobs.submit import Duplicate, hand_over_after_commit, submit
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
-from services.status import JobStatus, RestorePointKind
+from services.status import JobKind, JobStatus, RestorePointKind
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
@@ -80,6 +80,19 @@ def test_a_unit_of_work_that_rolls_back_keeps_no_job_and_starts_none(
         session.rollback()
     assert started == []
     assert _jobs(db) == []
+
+
+def test_a_second_active_backup_of_a_volume_is_a_duplicate_and_the_rest_goes_on(
+        db: Database, rp: RestorePoint, started: list[list[str]]) -> None:
+    """As a run-now meets a volume whose backup started at the same moment: the refused
+    row goes, and the jobs submitted before and after it still start at the commit."""
+    with db.session() as session:
+        first = submit(session, _backup(), unique=True)
+        with pytest.raises(Duplicate):
+            submit(session, _backup(), unique=True)
+        verify = submit(session, factory.verify(rp, max_attempts=3, fraction=None))
+    assert started == [[first.id, verify.id]]
+    assert sorted(j.kind for j in _jobs(db)) == [JobKind.BACKUP, JobKind.VERIFY]
 
 
 def test_jobs_that_cannot_be_started_now_stay_queued_for_the_scheduler(
