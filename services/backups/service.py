@@ -15,6 +15,7 @@ from services.jobs.submit import Duplicate, submit
 from services.quotas import service as quotas
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
+from services.restore_points import factory as rp_factory
 from services.settings import Settings
 from services.volumes.resolve import VolumeResolver
 
@@ -31,8 +32,8 @@ def create_backup(session: Session, ctx: RequestContext, settings: Settings,
     running = jobs.active_backup_for_volume(session, volume.id)
     if running is not None:
         raise _already_running(str(ref), running.id)
-    rp = RestorePoint(project_id=project_id, volume=volume, volume_id=volume.id,
-                      target=target, kind=request.kind, quota_bytes=room)
+    rp = RestorePoint(**rp_factory.backup(project_id=project_id, volume_id=volume.id,
+                                          target=target, kind=request.kind, room=room))
     session.add(rp)
     session.flush()
     try:

@@ -41,6 +41,7 @@ from services.records.plans import Plan, PlanVolume, Retention
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import copies
+from services.restore_points import factory as rp_factory
 from services.restore_points import repository as restore_points
 from services.settings import Settings
 from services.status import (
@@ -226,7 +227,8 @@ def run_now(session: Session, ctx: RequestContext, settings: Settings,
                 "running"} for v in plan.volumes if v.id in busy]
     group_id = None
     if plan.consistency == Consistency.GROUP and free:
-        group = RestorePointGroup(project_id=plan.project_id, plan_id=plan.id, created_at=now)
+        group = RestorePointGroup(**rp_factory.group(project_id=plan.project_id,
+                                                     plan_id=plan.id, now=now))
         session.add(group)
         session.flush()
         group_id = group.id

@@ -15,6 +15,7 @@ from services.jobs.submit import submit
 from services.quotas import service as quotas
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
+from services.restore_points import factory as rp_factory
 from services.restore_points import repository as restore_points
 from services.restore_points.schemas import CopyCreate
 from services.settings import Settings
@@ -72,12 +73,7 @@ def queue_copy(session: Session, settings: Settings, source: RestorePoint, targe
     is refused up front when they leave no room for it."""
     room = quotas.estimate(session, source.volume_id, target, RestorePointKind.INCREMENTAL)
     quotas.require_room(session, source.project_id, 1, room)
-    copy = RestorePoint(project_id=source.project_id, volume_id=source.volume_id,
-                        target=target, kind=RestorePointKind.FULL,
-                        status=RestorePointStatus.CREATING,
-                        copied_from_restore_point_id=source.id, plan_id=plan_id,
-                        group_id=source.group_id, source_bootable=source.source_bootable,
-                        created_at=source.created_at, quota_bytes=room)
+    copy = RestorePoint(**rp_factory.copy(source, target=target, room=room, plan_id=plan_id))
     session.add(copy)
     session.flush()
     return submit(session, factory.copy(copy, max_attempts=settings.job_max_attempts,
