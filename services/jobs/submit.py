@@ -46,18 +46,19 @@ def submit(session: Session, values: JobValues, *, unique: bool = False) -> Job:
     """Write the job and start it once this unit of work commits.
 
     `unique`: a unique index may refuse the row (a volume has one active backup at most).
-    It is then written in a savepoint, and refused as `Duplicate` with the rest of the
-    unit of work kept. Only then: on SQLite, a savepoint that is its unit of work's first
-    write commits when it is released (pysqlite begins a transaction only before an
-    INSERT, UPDATE or DELETE), and a restore or a verify writes nothing before its job."""
+    It is written in a savepoint, and a refusal raises `Duplicate` with the rest of the
+    unit of work kept. Not the default: on SQLite a savepoint that is its unit of work's
+    first write commits when it is released (pysqlite begins a transaction only before an
+    INSERT, UPDATE or DELETE), and a restore or a verify writes nothing before its job: a
+    request failing after it would keep the job."""
     job = Job(**values)
     if unique:
         try:
             with session.begin_nested():
                 session.add(job)
         except IntegrityError:
-            raise Duplicate(f"a {job.kind} job like job {job.id} is queued or running "
-                            "already") from None
+            raise Duplicate(f"a unique index refused a new {job.kind} job: one like it "
+                            "is queued or running already") from None
     else:
         session.add(job)
         session.flush()
