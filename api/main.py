@@ -44,6 +44,7 @@ from services.clock import Clock, clock_for
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
 from services.fleet.collector import FleetCollector
+from services.jobs import submit
 from services.limits.leases import Leases
 from services.metrics import exposition
 from services.openstack.cinder import gateway_for
@@ -103,7 +104,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.leases = Leases.from_settings(settings)
     admission = Admission(app.state.db, app.state.leases,
                           Dispatcher(make_celery(settings.redis_url)), settings)
-    app.state.db.on_commit(admission.admit_ids)
+    submit.hand_over_after_commit(app.state.db.sessions, admission.admit_ids)
     app.state.clusters = CephClusters(settings)
     app.state.policy = Policy.from_file(settings.policy_file)
     warn_of_cross_project_rules(app.state.policy, settings)

@@ -13,7 +13,6 @@ from sqlalchemy import Engine, create_engine, event, func, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 
 from services.base import utcnow
-from services.dispatch import OutboxHandler, attach_outbox
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +90,6 @@ class Database:
     def __init__(self, url: str, pool_size: int = 10) -> None:
         self.engine = make_engine(url, pool_size)
         self.sessions = sessionmaker(self.engine, expire_on_commit=False)
-
-    def on_commit(self, handler: OutboxHandler) -> None:
-        """Hand the jobs each committed unit of work enqueued to `handler`."""
-        attach_outbox(self.sessions, handler)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -1,20 +1,16 @@
-"""Sending jobs to the workers, only after the commit that created them.
+"""The broker's side of starting jobs: the Celery app's settings, the task each kind of job
+runs, and sending admitted jobs over one producer.
 
-A job is enqueued by `enqueue(session, job_id, kind)`; after the session commits (nothing
-happens when it rolls back) the jobs are handed to admission (services/scheduler/admission),
-which takes their concurrency slots and sends them to the broker. A job that gets no slot,
-or whose message cannot be sent, stays `queued` and cairn-scheduler admits it later: the
-jobs table is the outbox, so a worker never looks for a row that is not there."""
+Jobs are not sent from here when they are made: `services/jobs/submit.py` writes a job and
+hands it to admission (services/scheduler/admission) after the commit, and admission takes
+its concurrency slots and calls `Dispatcher.send_many`. A job whose message cannot be sent
+stays `queued` and cairn-scheduler admits it later: the jobs table is the outbox."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
 
 from celery import Celery
-from sqlalchemy import event
-from sqlalchemy.orm import Session, sessionmaker
 
 from services.broker import TRANSPORT
 from services.status import JobKind
@@ -86,34 +82,3 @@ LEGACY_DELIVER_TASK = "webhook.deliver"
 the outbox themselves: a worker drops such a message (a scheduler of the previous release
 may still send some during a rolling upgrade; the delivery's row is taken as any other)."""
 COLLECT_TASK = "object_target.collect"
-
-_OUTBOX = "cairn_outbox"
-
-
-def enqueue(session: Session, job_id: str, kind: JobKind) -> None:
-    session.info.setdefault(_OUTBOX, []).append((job_id, kind))
-
-
-OutboxHandler = Callable[[list[str]], None]
-
-
-def attach_outbox(sessions: sessionmaker[Session], handler: OutboxHandler) -> None:
-    def after_commit(session: Session) -> None:
-        pending: list[tuple[str, JobKind]] = session.info.pop(_OUTBOX, [])
-        if not pending:
-            return
-        try:
-            handler([job_id for job_id, _ in pending])
-        except Exception:
-            # Not lost: the rows are committed as queued and the scheduler admits them.
-            log.warning("could not start jobs %s now; the scheduler will retry",
-                        [job_id for job_id, _ in pending], exc_info=True)
-
-    def after_soft_rollback(session: Session, previous: Any) -> None:
-        # A savepoint rolled back inside the unit of work keeps the outbox; only the end
-        # of the whole transaction drops what it would have sent.
-        if not previous.nested:
-            session.info.pop(_OUTBOX, None)
-
-    event.listen(sessions, "after_commit", after_commit)
-    event.listen(sessions, "after_soft_rollback", after_soft_rollback)

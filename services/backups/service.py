@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from services import dispatch, targets
+from services import targets
 from services.backups.schemas import BackupCreate
 from services.context import RequestContext
 from services.errors import BackupAlreadyRunning
 from services.jobs import factory
 from services.jobs import repository as jobs
+from services.jobs.submit import Duplicate, submit
 from services.quotas import service as quotas
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
+from services.restore_points import factory as rp_factory
 from services.settings import Settings
-from services.status import JobKind
 from services.volumes.resolve import VolumeResolver
 
 
@@ -32,22 +32,19 @@ def create_backup(session: Session, ctx: RequestContext, settings: Settings,
     running = jobs.active_backup_for_volume(session, volume.id)
     if running is not None:
         raise _already_running(str(ref), running.id)
-    rp = RestorePoint(project_id=project_id, volume=volume, volume_id=volume.id,
-                      target=target, kind=request.kind, quota_bytes=room)
+    rp = RestorePoint(**rp_factory.backup(project_id=project_id, volume_id=volume.id,
+                                          target=target, kind=request.kind, room=room))
     session.add(rp)
     session.flush()
-    job = Job(**factory.backup(
-        project_id=project_id, volume_id=volume.id, target=target, kind=request.kind,
-        restore_point_id=rp.id, max_attempts=settings.job_max_attempts,
-        qos=factory.Qos(request.qos_bytes_per_second, request.qos_ops_per_second)))
     try:
-        with session.begin_nested():
-            session.add(job)
-    except IntegrityError:
+        return submit(session, factory.backup(
+            project_id=project_id, volume_id=volume.id, target=target, kind=request.kind,
+            restore_point_id=rp.id, max_attempts=settings.job_max_attempts,
+            qos=factory.Qos(request.qos_bytes_per_second, request.qos_ops_per_second)),
+            unique=True)
+    except Duplicate:
         # A concurrent request won the one-active-backup-per-volume index.
         raise _already_running(str(ref), None) from None
-    dispatch.enqueue(session, job.id, JobKind.BACKUP)
-    return job
 
 
 def _already_running(volume: str, job_id: str | None) -> BackupAlreadyRunning:

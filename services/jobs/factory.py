@@ -1,17 +1,18 @@
 """One way to make each kind of job. Every function returns the complete values of a new
 `jobs` row: the ORM takes them (`Job(**values)`) and so do bulk inserts, which do not run
 the ORM's column defaults. A kind's required fields are its parameters; nothing else
-decides what a new job looks like."""
+decides what a new job looks like, and nothing is set on a job after it is made (a
+restore's destination is a parameter like the rest: `RestoreDestination`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, assert_never
 
 from services.base import new_id, utcnow
 from services.records.restore_points import RestorePoint
-from services.status import JobKind, JobStatus, RestorePointKind
+from services.status import JobKind, JobStatus, RestoreMethod, RestoreMode, RestorePointKind
 
 JobValues = dict[str, Any]
 
@@ -40,10 +41,72 @@ def backup(*, project_id: str, volume_id: str, target: str, kind: RestorePointKi
                 plan_id=plan_id, slot_at=slot_at, not_before=not_before, group_id=group_id)
 
 
-def restore(rp: RestorePoint, *, max_attempts: int, qos: Qos = NO_QOS) -> JobValues:
-    """A restore of `rp`; the caller sets where it writes (target, mode, Cinder volume)."""
+@dataclass(frozen=True)
+class NewImage:
+    """A new RBD image (`cluster/pool/image`), made by the restore: copied into, or an
+    instant restore's clone renamed to it."""
+
+    image: str
+    method: RestoreMethod = RestoreMethod.COPY
+
+
+@dataclass(frozen=True)
+class NewVolume:
+    """A new Cinder volume, made while the user waited (deleted again if the restore fails
+    before it is ready), copied into through its RBD image `image`."""
+
+    volume_id: str
+    image: str
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """An existing, detached Cinder volume, written over through its RBD image `image` (a
+    restore in place is always a copy: the volume keeps its identity and attachments)."""
+
+    volume_id: str
+    image: str
+
+
+@dataclass(frozen=True)
+class AdoptedVolume:
+    """An instant restore into a new Cinder volume: the backup snapshot is cloned as
+    `clone` (`cluster/pool/image`, named after the job), and Cinder adopts the clone as the
+    volume `volume` describes (JSON of its name, size, type and description)."""
+
+    clone: str
+    volume: str
+
+
+RestoreDestination = NewImage | NewVolume | InPlace | AdoptedVolume
+"""Where a restore writes and how. Each kind of destination allows only the methods that
+work for it, so a restore job cannot be made half-described or contradictory."""
+
+
+def restore(rp: RestorePoint, into: RestoreDestination, *, max_attempts: int,
+            qos: Qos = NO_QOS, job_id: str | None = None) -> JobValues:
+    """A restore of `rp` into `into`. `job_id` when the destination was named after the
+    job before it was made (an instant restore's clone, a new Cinder volume's metadata)."""
+    where: dict[str, Any]
+    match into:
+        case NewImage(image, method):
+            where = {"restore_target": image, "restore_method": method}
+        case NewVolume(volume_id, image):
+            where = {"restore_target": image, "restore_mode": RestoreMode.NEW_VOLUME,
+                     "restore_cinder_volume_id": volume_id}
+        case InPlace(volume_id, image):
+            where = {"restore_target": image, "restore_mode": RestoreMode.IN_PLACE,
+                     "restore_cinder_volume_id": volume_id}
+        case AdoptedVolume(clone, volume):
+            # Cinder renames the clone volume-<id> when it adopts it: the worker records
+            # the volume and its image then.
+            where = {"restore_target": clone, "restore_mode": RestoreMode.NEW_VOLUME,
+                     "restore_method": RestoreMethod.INSTANT, "restore_volume_spec": volume}
+        case _:
+            assert_never(into)
     return _row(JobKind.RESTORE, rp.project_id, max_attempts, qos, None,
-                volume_id=rp.volume_id, restore_point_id=rp.id, target=rp.target)
+                id=job_id or new_id(), volume_id=rp.volume_id, restore_point_id=rp.id,
+                target=rp.target, **where)
 
 
 def delete(rp: RestorePoint, *, max_attempts: int) -> JobValues:
@@ -94,6 +157,8 @@ def _row(kind: JobKind, project_id: str, max_attempts: int, qos: Qos, now: datet
         "backup_kind": None, "plan_id": None, "slot_at": None, "not_before": None,
         "error_code": None, "error_message": None, "summary": None, "finished_at": None,
         "warnings": None, "verify_fraction": None, "group_id": None,
+        "restore_target": None, "restore_mode": None, "restore_cinder_volume_id": None,
+        "restore_method": RestoreMethod.COPY, "restore_volume_spec": None,
     }
     unknown = fields.keys() - row.keys()
     if unknown:  # a typo here would otherwise become a silent None column

@@ -12,12 +12,13 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from services import dispatch, targets
+from services import targets
 from services.context import RequestContext
 from services.errors import Conflict, InvalidInput, PlanNameTaken, ServiceUnavailable
 from services.jobs import factory
 from services.jobs import repository as jobs_repository
 from services.jobs.service import drop_unstarted_restore_points
+from services.jobs.submit import Duplicate, submit
 from services.openstack.cinder import CinderGroup
 from services.plans import drafts, repository, schedule, timing
 from services.plans.drafts import DraftPreview, ExistingVerdicts, PlanDraft
@@ -40,6 +41,7 @@ from services.records.plans import Plan, PlanVolume, Retention
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import copies
+from services.restore_points import factory as rp_factory
 from services.restore_points import repository as restore_points
 from services.settings import Settings
 from services.status import (
@@ -225,25 +227,21 @@ def run_now(session: Session, ctx: RequestContext, settings: Settings,
                 "running"} for v in plan.volumes if v.id in busy]
     group_id = None
     if plan.consistency == Consistency.GROUP and free:
-        group = RestorePointGroup(project_id=plan.project_id, plan_id=plan.id, created_at=now)
+        group = RestorePointGroup(**rp_factory.group(project_id=plan.project_id,
+                                                     plan_id=plan.id, now=now))
         session.add(group)
         session.flush()
         group_id = group.id
     for volume in free:
-        job = Job(**factory.backup(
-            project_id=plan.project_id, volume_id=volume.id, target=plan.target,
-            kind=request.kind, plan_id=plan.id, max_attempts=settings.job_max_attempts,
-            qos=factory.Qos(plan.qos_bytes_per_second, plan.qos_ops_per_second), now=now,
-            group_id=group_id))
         try:
-            with session.begin_nested():
-                session.add(job)
-        except IntegrityError:
+            jobs.append(submit(session, factory.backup(
+                project_id=plan.project_id, volume_id=volume.id, target=plan.target,
+                kind=request.kind, plan_id=plan.id, max_attempts=settings.job_max_attempts,
+                qos=factory.Qos(plan.qos_bytes_per_second, plan.qos_ops_per_second),
+                now=now, group_id=group_id), unique=True))
+        except Duplicate:
             skipped.append({"volume": volume.ref, "reason": "a backup of this volume started "
                             "at the same moment"})
-            continue
-        dispatch.enqueue(session, job.id, JobKind.BACKUP)
-        jobs.append(job)
     return jobs, skipped
 
 

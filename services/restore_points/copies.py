@@ -7,22 +7,19 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from services import dispatch, targets
+from services import targets
 from services.context import RequestContext
 from services.errors import Conflict, InvalidInput, RestorePointBusy
 from services.jobs import factory
+from services.jobs.submit import submit
 from services.quotas import service as quotas
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
+from services.restore_points import factory as rp_factory
 from services.restore_points import repository as restore_points
 from services.restore_points.schemas import CopyCreate
 from services.settings import Settings
-from services.status import (
-    JobKind,
-    RestorePointKind,
-    RestorePointStatus,
-    VerifyStatus,
-)
+from services.status import RestorePointKind, RestorePointStatus, VerifyStatus
 
 
 def start_copy(session: Session, ctx: RequestContext, settings: Settings, rp_id: str,
@@ -76,20 +73,11 @@ def queue_copy(session: Session, settings: Settings, source: RestorePoint, targe
     is refused up front when they leave no room for it."""
     room = quotas.estimate(session, source.volume_id, target, RestorePointKind.INCREMENTAL)
     quotas.require_room(session, source.project_id, 1, room)
-    copy = RestorePoint(project_id=source.project_id, volume_id=source.volume_id,
-                        target=target, kind=RestorePointKind.FULL,
-                        status=RestorePointStatus.CREATING,
-                        copied_from_restore_point_id=source.id, plan_id=plan_id,
-                        group_id=source.group_id, source_bootable=source.source_bootable,
-                        created_at=source.created_at, quota_bytes=room)
+    copy = RestorePoint(**rp_factory.copy(source, target=target, room=room, plan_id=plan_id))
     session.add(copy)
     session.flush()
-    job = Job(**factory.copy(copy, max_attempts=settings.job_max_attempts, qos=qos,
-                             plan_id=plan_id))
-    session.add(job)
-    session.flush()
-    dispatch.enqueue(session, job.id, JobKind.COPY)
-    return job
+    return submit(session, factory.copy(copy, max_attempts=settings.job_max_attempts,
+                                        qos=qos, plan_id=plan_id))
 
 
 def copy_of(session: Session, source_id: str, target: str) -> RestorePoint | None:

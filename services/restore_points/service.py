@@ -7,7 +7,8 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from services import dispatch, targets
+from services import targets
+from services.base import new_id
 from services.clock import require_aware
 from services.context import RequestContext
 from services.errors import (
@@ -20,6 +21,7 @@ from services.errors import (
 )
 from services.jobs import factory
 from services.jobs import repository as jobs
+from services.jobs.submit import submit
 from services.openstack.cinder import CinderGateway
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
@@ -32,7 +34,6 @@ from services.status import (
     RESTORE_POINT_TRANSITIONS,
     JobKind,
     RestoreMethod,
-    RestoreMode,
     RestorePointStatus,
     VerifyStatus,
     guarded_update,
@@ -52,13 +53,21 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
             f"restore point {rp.id} failed verification ({rp.corrupt_object_count} corrupt "
             "objects); restore from another restore point, or verify it again if the backup "
             "pool was repaired", restore_point_id=rp.id)
+    # The destination is checked, and a new Cinder volume made, before the job exists:
+    # both name the job (a clone's name, the volume's metadata), so its id comes first.
+    job_id = new_id()
+    into = _destination(session, ctx, settings, clusters, cinder, rp, request, job_id)
+    return submit(session, factory.restore(
+        rp, into, job_id=job_id, max_attempts=settings.job_max_attempts,
+        qos=factory.Qos(request.qos_bytes_per_second, request.qos_ops_per_second)))
+
+
+def _destination(session: Session, ctx: RequestContext, settings: Settings,
+                 clusters: CephClusters, cinder: CinderGateway | None, rp: RestorePoint,
+                 request: RestoreCreate, job_id: str) -> factory.RestoreDestination:
+    """Where the restore asked for writes, refused now when it cannot (an image that
+    exists, a pool that does not, a volume in use, an instant restore across clusters)."""
     instant = request.mode == RestoreMethod.INSTANT
-    job = Job(**factory.restore(
-        rp, max_attempts=settings.job_max_attempts,
-        qos=factory.Qos(request.qos_bytes_per_second, request.qos_ops_per_second)),
-        restore_method=request.mode)
-    session.add(job)
-    session.flush()  # the job's id names a new Cinder volume's origin
     if request.target is not None:
         if ctx.token is not None and not ctx.is_admin:
             raise Forbidden("restore into a new Cinder volume (new_volume) or over one "
@@ -78,36 +87,23 @@ def start_restore(session: Session, ctx: RequestContext, settings: Settings,
                 target=str(dest))
         if instant:
             _check_same_cluster(settings, rp, dest.cluster)
-        job.restore_target = str(dest)
-    else:
-        if cinder is None:
-            raise InvalidInput("restores into Cinder volumes need Cinder configured "
-                               "(CAIRN_CINDER) and auth_strategy keystone")
-        if request.new_volume is not None and instant:
-            _check_same_cluster(settings, rp, cinder.settings.cluster)
-            job.restore_volume_spec = cinder_restores.adoption_spec(ctx, cinder, rp,
-                                                                    request.new_volume)
-            job.restore_mode = RestoreMode.NEW_VOLUME
-            # Where the clone is made; Cinder renames it volume-<id> when it adopts it.
-            job.restore_target = str(ImageRef(cinder.settings.cluster, cinder.settings.pool,
-                                              instant_image_name(job.id)))
-            session.flush()
-            dispatch.enqueue(session, job.id, JobKind.RESTORE)
-            return job
-        if request.new_volume is not None:
-            volume_id = cinder_restores.create_volume(session, ctx, cinder, rp, job.id,
-                                                      request.new_volume)
-            job.restore_mode = RestoreMode.NEW_VOLUME
-        else:
-            assert request.volume_id is not None
-            volume_id = cinder_restores.check_in_place(session, ctx, cinder, rp,
-                                                       request.volume_id)
-            job.restore_mode = RestoreMode.IN_PLACE
-        job.restore_cinder_volume_id = volume_id
-        job.restore_target = str(cinder.image_ref(volume_id))
-    session.flush()
-    dispatch.enqueue(session, job.id, JobKind.RESTORE)
-    return job
+        return factory.NewImage(str(dest), request.mode)
+    if cinder is None:
+        raise InvalidInput("restores into Cinder volumes need Cinder configured "
+                           "(CAIRN_CINDER) and auth_strategy keystone")
+    if request.new_volume is not None and instant:
+        _check_same_cluster(settings, rp, cinder.settings.cluster)
+        return factory.AdoptedVolume(
+            clone=str(ImageRef(cinder.settings.cluster, cinder.settings.pool,
+                               instant_image_name(job_id))),
+            volume=cinder_restores.adoption_spec(ctx, cinder, rp, request.new_volume))
+    if request.new_volume is not None:
+        volume_id = cinder_restores.create_volume(session, ctx, cinder, rp, job_id,
+                                                  request.new_volume)
+        return factory.NewVolume(volume_id, str(cinder.image_ref(volume_id)))
+    assert request.volume_id is not None
+    volume_id = cinder_restores.check_in_place(session, ctx, cinder, rp, request.volume_id)
+    return factory.InPlace(volume_id, str(cinder.image_ref(volume_id)))
 
 
 def _check_same_cluster(settings: Settings, rp: RestorePoint, dest_cluster: str) -> None:
@@ -158,11 +154,7 @@ def delete_restore_point(session: Session, ctx: RequestContext, settings: Settin
     if not guarded_update(session, RestorePoint, rp.id, RESTORE_POINT_TRANSITIONS,
                           RestorePointStatus.DELETING):
         raise InvalidStatusTransition(f"restore point {rp.id} changed state; try again")
-    job = Job(**factory.delete(rp, max_attempts=settings.job_max_attempts))
-    session.add(job)
-    session.flush()
-    dispatch.enqueue(session, job.id, JobKind.DELETE)
-    return job
+    return submit(session, factory.delete(rp, max_attempts=settings.job_max_attempts))
 
 
 def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_id: str,
@@ -172,13 +164,9 @@ def start_verify(session: Session, ctx: RequestContext, settings: Settings, rp_i
     running = jobs.active_for_restore_point(session, rp.id, JobKind.VERIFY)
     if running is not None:
         return running  # verifying twice at once would only read everything twice
-    job = Job(**factory.verify(
+    return submit(session, factory.verify(
         rp, fraction=request.sample_fraction, max_attempts=settings.job_max_attempts,
         qos=factory.Qos(request.qos_bytes_per_second, request.qos_ops_per_second)))
-    session.add(job)
-    session.flush()
-    dispatch.enqueue(session, job.id, JobKind.VERIFY)
-    return job
 
 
 def _available(session: Session, ctx: RequestContext, rp_id: str, to_be: str) -> RestorePoint:

@@ -4,7 +4,7 @@ its plan's backup window, and it holds a concurrency slot in each of its scopes 
 target, its project); it is then marked sent and handed to the broker. A due job outside
 its window is told to wait for the window's next opening and is not sent (the worker's
 claim would only hand it back). Jobs over a limit stay queued and are looked at again on
-the next round, as soon as the API enqueues something, or as soon as a worker ends a job
+the next round, as soon as the API submits something, or as soon as a worker ends a job
 and frees its slots (`hand_on`): a freed slot does not wait for the scheduler's tick.
 
 Fair share: candidates are taken round-robin across projects, counting the jobs each
@@ -136,7 +136,8 @@ class Admission:
         return self.admit(now, limit=HAND_ON_BATCH)
 
     def admit_ids(self, job_ids: list[str]) -> None:
-        """The API's after-commit hook: start what it just enqueued, if slots allow."""
+        """The API's after-commit hand-over (`services/jobs/submit.py`): start what it just
+        submitted, if slots allow."""
         self.admit(utcnow(), job_ids)
 
     def _windows(self, plan_ids: set[str]) -> dict[str, start_rule.Window | None]:

@@ -37,6 +37,7 @@ from services.records.groups import RestorePointGroup
 from services.records.jobs import Job
 from services.records.plans import Plan
 from services.records.volumes import Volume
+from services.restore_points import factory as rp_factory
 from services.settings import Settings
 from services.status import Consistency, JobStatus, PlanStatus, RestorePointKind
 from services.webhooks import events as webhook_events
@@ -200,10 +201,9 @@ class _Batch:
                     **r.common, volume_id=r.volume_id, slot_at=r.slot.at, kind=r.kind,
                     not_before=r.not_before, now=self.now, group_id=r.group_id))
                 queued.append(r)
-        groups = {r.group_id: {"id": r.group_id, "project_id": r.common["project_id"],
-                               "plan_id": r.common["plan_id"], "slot_at": r.slot.at,
-                               "created_at": self.now}
-                  for r in queued if r.group_id is not None}
+        groups = {r.group_id: rp_factory.group(
+            project_id=r.common["project_id"], plan_id=r.common["plan_id"], now=self.now,
+            slot_at=r.slot.at, group_id=r.group_id) for r in queued if r.group_id is not None}
         # Deterministic ids: a replica racing for the same slot makes the same group.
         insert_ignoring_conflicts(session, list(groups.values()), RestorePointGroup)
         return queued

@@ -23,6 +23,7 @@ from services.quotas import service as quotas
 from services.records.jobs import Job
 from services.records.plans import Plan
 from services.records.restore_points import RestorePoint
+from services.restore_points import factory as rp_factory
 from services.status import (
     JOB_TRANSITIONS,
     JobKind,
@@ -220,9 +221,10 @@ def _create_restore_point(session: Session, job: Job, room: int) -> None:
     waiting for its window or a free slot holds no half-made restore point."""
     assert job.volume_id is not None
     assert job.target is not None
-    rp = RestorePoint(project_id=job.project_id, volume_id=job.volume_id, target=job.target,
-                      kind=job.backup_kind or RestorePointKind.INCREMENTAL,
-                      plan_id=job.plan_id, group_id=job.group_id, quota_bytes=room)
+    rp = RestorePoint(**rp_factory.backup(
+        project_id=job.project_id, volume_id=job.volume_id, target=job.target,
+        kind=job.backup_kind or RestorePointKind.INCREMENTAL, room=room, plan_id=job.plan_id,
+        group_id=job.group_id))
     session.add(rp)
     session.flush()
     job.restore_point_id = rp.id

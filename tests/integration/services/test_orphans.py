@@ -164,11 +164,11 @@ def test_clones_of_instant_restores_that_ended_unhanded_are_removed_and_no_other
             rp = session.get_one(RestorePoint, rp_id)
             for what, job_id in jobs.items():
                 ended_at = now - (timedelta(minutes=5) if what == "recent" else timedelta(hours=3))
-                session.add(Job(**{**factory.restore(rp, max_attempts=3), "id": job_id,
+                into = factory.NewImage(f"ceph-a/volumes/{clones[what]}",
+                                        RestoreMethod.INSTANT)
+                session.add(Job(**{**factory.restore(rp, into, job_id=job_id, max_attempts=3),
                                    "status": JobStatus.FAILED, "finished_at": ended_at,
-                                   "error_code": "storage", "error_message": "planted"},
-                                restore_method=RestoreMethod.INSTANT,
-                                restore_target=f"ceph-a/volumes/{clones[what]}"))
+                                   "error_code": "storage", "error_message": "planted"}))
             backup_image, snapshot = rp.backup_image, rp.snapshot
         with clusters.ioctx("ceph-a", "backups") as backups_io, \
                 clusters.ioctx("ceph-a", "volumes") as volumes_io:

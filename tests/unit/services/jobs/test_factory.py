@@ -14,7 +14,13 @@ from services.jobs.inserts import insert_ignoring_conflicts
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
-from services.status import JobKind, JobStatus, RestorePointKind
+from services.status import (
+    JobKind,
+    JobStatus,
+    RestoreMethod,
+    RestoreMode,
+    RestorePointKind,
+)
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
@@ -37,7 +43,8 @@ def test_each_kind_makes_a_row_the_orm_takes(db: Database) -> None:
             factory.backup(project_id="p", volume_id="v1", target="local",
                            kind=RestorePointKind.INCREMENTAL, restore_point_id="rp1",
                            max_attempts=5, qos=qos, now=NOW),
-            factory.restore(rp, max_attempts=5, qos=qos),
+            factory.restore(rp, factory.NewImage("ceph-a/volumes/back"), max_attempts=5,
+                            qos=qos),
             factory.delete(rp, max_attempts=5),
             factory.verify(rp, max_attempts=5, fraction=0.05),
             factory.prune(project_id="p", plan_id="plan1", max_attempts=5, now=NOW),
@@ -72,6 +79,47 @@ def test_bulk_rows_keep_one_waiting_prune_per_plan_and_record_ended_slots(
         ended = session.scalars(select(Job).where(Job.kind == JobKind.BACKUP)).one()
     assert (ended.status, ended.error_code, ended.finished_at) == (
         JobStatus.SKIPPED, "misfire", NOW)
+
+
+@pytest.mark.parametrize(("into", "expected"), [
+    (factory.NewImage("ceph-a/volumes/back"),
+     ("ceph-a/volumes/back", None, None, RestoreMethod.COPY, None)),
+    (factory.NewImage("ceph-a/volumes/back", RestoreMethod.INSTANT),
+     ("ceph-a/volumes/back", None, None, RestoreMethod.INSTANT, None)),
+    (factory.NewVolume("vol-9", "ceph-a/volumes/volume-vol-9"),
+     ("ceph-a/volumes/volume-vol-9", RestoreMode.NEW_VOLUME, "vol-9", RestoreMethod.COPY,
+      None)),
+    (factory.InPlace("vol-9", "ceph-a/volumes/volume-vol-9"),
+     ("ceph-a/volumes/volume-vol-9", RestoreMode.IN_PLACE, "vol-9", RestoreMethod.COPY,
+      None)),
+    (factory.AdoptedVolume("ceph-a/volumes/cairn-instant-job-7", '{"name": "back"}'),
+     ("ceph-a/volumes/cairn-instant-job-7", RestoreMode.NEW_VOLUME, None,
+      RestoreMethod.INSTANT, '{"name": "back"}')),
+], ids=["image", "image-instant", "new-volume", "in-place", "adopted-volume"])
+def test_a_restore_is_made_whole_from_its_destination(
+        db: Database, into: factory.RestoreDestination,
+        expected: tuple[object, ...]) -> None:
+    """What the worker reads to know where to write is on the row as made: nothing is set
+    on a restore job after the factory, also when it goes in by a bulk insert."""
+    with db.session() as session:
+        rp = _rp(session)
+        session.flush()
+        values = factory.restore(rp, into, job_id="job-7", max_attempts=3)
+        insert_ignoring_conflicts(session, [values])
+    with db.session() as session:
+        job = session.get_one(Job, "job-7")
+    assert (job.kind, job.status, job.restore_point_id, job.volume_id, job.target) == (
+        JobKind.RESTORE, JobStatus.QUEUED, "rp1", "v1", "local")
+    assert (job.restore_target, job.restore_mode, job.restore_cinder_volume_id,
+            job.restore_method, job.restore_volume_spec) == expected
+
+
+def test_a_restore_without_a_named_id_gets_a_new_one() -> None:
+    rp = RestorePoint(id="rp1", project_id="p", volume_id="v1", target="local")
+    into = factory.NewImage("ceph-a/volumes/back")
+    first, second = (factory.restore(rp, into, max_attempts=3) for _ in range(2))
+    assert None not in (first["id"], second["id"])
+    assert first["id"] != second["id"]
 
 
 def test_a_field_no_job_has_is_refused() -> None:
