@@ -79,9 +79,9 @@ class S3Settings(BaseModel):
                 f"cannot read the S3 credentials file {self.credentials_file}: {exc}") from None
 
 
-class ObjectTargetSettings(S3Settings):
-    """A named object-storage target: restore points kept as sealed, deduplicated chunks
-    in a bucket (ADR 0007)."""
+class ChunkFormatSettings(BaseModel):
+    """What every target that keeps restore points as sealed, deduplicated chunks (ADR
+    0007) is configured with, wherever it keeps them."""
 
     max_jobs: int | None = Field(default=None, ge=1)
     """Copy jobs running at once against this target; `max_jobs_per_target` when None."""
@@ -90,7 +90,13 @@ class ObjectTargetSettings(S3Settings):
     sends less for small incrementals (bench/README.md). Fixed once a target holds data
     would be wise: a change makes the next backup of every volume a full upload."""
     uploads_in_flight: int = Field(default=10, ge=1, le=256)
-    """Chunks one job reads, seals and sends at once (at most `connections`)."""
+    """Chunks one job reads, seals and stores at once (an object target's: at most its
+    `connections`)."""
+
+
+class ObjectTargetSettings(S3Settings, ChunkFormatSettings):
+    """A named object-storage target: restore points kept as sealed, deduplicated chunks
+    in a bucket (ADR 0007)."""
 
     @model_validator(mode="after")
     def _window_fits(self) -> ObjectTargetSettings:

@@ -22,9 +22,10 @@ from services.records.restore_points import RestorePoint
 from services.settings import Settings
 from services.targets import object_store, rbd_pool
 from services.targets.base import Target, not_configured
+from services.targets.chunked import ChunkTarget
 
-__all__ = ["Target", "every", "find", "get", "holding", "job_limit", "kinds", "names",
-           "resolve"]
+__all__ = ["ChunkTarget", "Target", "chunked", "every", "find", "get", "holding", "job_limit",
+           "kinds", "names", "resolve"]
 
 _KINDS: Sequence[tuple[str, Callable[[Settings], Sequence[Target]]]] = (
     (rbd_pool.RbdPoolTarget.kind, rbd_pool.configured),
@@ -60,6 +61,18 @@ def get(settings: Settings, name: str) -> Target:
     target = find(settings, name)
     if target is None:
         raise not_configured(name)
+    return target
+
+
+def chunked(settings: Settings, name: str) -> ChunkTarget:
+    """The target of this name, which keeps its restore points in the chunk format (ADR
+    0007), for that format's data path: its settings and its backend, whatever its kind.
+    Refused (TargetNotConfigured) when the service does not configure it (any more), or
+    configures it as a kind that keeps no chunks."""
+    target = get(settings, name)
+    if not isinstance(target, ChunkTarget):
+        raise TargetNotConfigured(
+            f"target {name!r} (kind {target.kind}) keeps no chunks", target=name)
     return target
 
 

@@ -12,11 +12,11 @@ from contextlib import ExitStack
 
 import rbd
 
+from services import targets
 from services.records.restore_points import RestorePoint
 from services.restore_points.marks import JOB_KEY, RESTORE_POINT_KEY, resume_point
 from services.storage import rbd_images
 from services.storage.refs import ImageRef
-from services.targets import object_store
 from worker.engine import object_copy
 from worker.engine.copy import CopyStats
 from worker.managers.claim import ClaimedJob
@@ -35,7 +35,7 @@ def restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoin
     """Write the restore point into `dest`: a new image when `create` (a retry finds the
     image its earlier attempt made and writes it whole again), else the existing image
     `claim(image, size)` accepts."""
-    settings = object_store.named(rt.settings, rp.target).config
+    settings = targets.chunked(rt.settings, rp.target).config
     store = open_store(rt.settings, rt.db, rp.target)
     manifest = manifest_of(store, rp)
     size = manifest.image_size
@@ -67,7 +67,7 @@ def verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint,
     tag and name; the indexes of the chunks found corrupt or missing. A manifest that is
     missing or fails its own tag raises DataCorrupt; one sealed with another key than the
     target's now, TargetKeyChanged (`manifest_of`): the restore point is not corrupt."""
-    settings = object_store.named(rt.settings, rp.target).config
+    settings = targets.chunked(rt.settings, rp.target).config
     store = open_store(rt.settings, rt.db, rp.target)
     manifest = manifest_of(store, rp)
     only = None

@@ -86,6 +86,16 @@ def test_the_kinds_are_the_registrys_and_the_api_lists_each_targets_own() -> Non
     assert {t.kind for t in listed} <= set(targets.kinds())
 
 
+def test_the_chunk_formats_data_path_finds_its_target_by_name_not_by_kind() -> None:
+    s3 = targets.chunked(SETTINGS, "s3")
+    assert s3.name == "s3"
+    assert (s3.config.chunk_size_mib, s3.config.uploads_in_flight) == (4, 10)
+    with pytest.raises(TargetNotConfigured, match=r"target 'local' \(kind rbd\) keeps no chunks"):
+        targets.chunked(SETTINGS, "local")
+    with pytest.raises(TargetNotConfigured, match="target 'gone' is not configured"):
+        targets.chunked(SETTINGS, "gone")
+
+
 def test_an_rbd_pool_that_does_not_answer_is_down_not_an_error() -> None:
     class Unreachable:
         def pool_exists(self, cluster: str, pool: str) -> bool:
