@@ -1,7 +1,8 @@
 """Backup targets: the one registry of their kinds.
 
-A target is a `Target` (`services/targets/base.py`): an RBD pool (`rbd_pool.py`) or an
-object store (`object_store.py`), one module per kind. This module is the only place that
+A target is a `Target` (`services/targets/base.py`): an RBD pool (`rbd_pool.py`), an
+object store (`object_store.py`) or a POSIX directory (`directory.py`), one module per
+kind; the last two keep the same chunk format (`chunked.py`). This module is the only place that
 lists the kinds; everything else finds a target by name here and asks it, never which
 kind it is. Adding a kind is a module that makes its targets from the settings and one
 line in `_KINDS` (and the worker's half of it: `worker/targets/`).
@@ -20,7 +21,7 @@ from collections.abc import Callable, Sequence
 from services.errors import TargetNotConfigured, UnknownTarget
 from services.records.restore_points import RestorePoint
 from services.settings import Settings
-from services.targets import object_store, rbd_pool
+from services.targets import directory, object_store, rbd_pool
 from services.targets.base import Target, not_configured
 from services.targets.chunked import ChunkTarget
 
@@ -30,6 +31,7 @@ __all__ = ["ChunkTarget", "Target", "chunked", "every", "find", "get", "holding"
 _KINDS: Sequence[tuple[str, Callable[[Settings], Sequence[Target]]]] = (
     (rbd_pool.RbdPoolTarget.kind, rbd_pool.configured),
     (object_store.ObjectStoreTarget.kind, object_store.configured),
+    (directory.DirectoryTarget.kind, directory.configured),
 )
 
 
