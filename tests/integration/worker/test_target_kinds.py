@@ -5,7 +5,8 @@ stacks configure, through the real API and worker: the RBD pool `local`, the obj
 volume restores byte for byte and stays sparse; verify finds a damaged object or chunk and
 a restore is then refused; restore points are deleted in any order and the last one takes
 the target's data with it; a worker killed mid-backup is resumed; the orphan reconciler
-removes a deleted restore point's manifest planted back.
+removes a deleted restore point's manifest planted back; and, on the kinds that collect
+garbage, a collection racing a backup never takes a chunk the backup names.
 
 What differs between the kinds is only how a test reaches behind Cairn's back (damaging
 stored data, planting an orphan): `Rbd` and `Chunks` below. Everything a user does is the
@@ -13,8 +14,11 @@ same call on every kind."""
 
 from __future__ import annotations
 
+import threading
+import time
+import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -24,6 +28,7 @@ import rbd
 from services import targets
 from services.clock import clock_for
 from services.db import Database
+from services.limits import target_leases
 from services.restore_points.orphans import OrphanReconciler
 from services.storage.ceph import CephClusters
 from services.storage.object_layout import chunk_key, manifest_key
@@ -32,6 +37,7 @@ from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import backup, restore, restore_point, start_backup, wait_for_progress
 from tests.support.stack import Stack
+from worker.engine import chunk_gc
 from worker.engine.chunk_store import ObjectManifest
 from worker.managers import object_gc
 from worker.managers.object_stores import open_store
@@ -41,12 +47,19 @@ pytestmark = pytest.mark.ceph
 
 KINDS = ("local", "s3", "dir")
 """One target of each kind every stack configures: rbd, s3, directory."""
+COLLECTED = ("s3", "dir")
+"""Those that hold chunks no restore point owns until a garbage collection frees them."""
 
 
 def _runtime(stack: Stack) -> Runtime:
     settings = stack.settings
     return Runtime(settings, Database(settings.database_url), CephClusters(settings),
                    "test-target-kinds", None, clock_for(None))  # type: ignore[arg-type]
+
+
+def _close(rt: Runtime) -> None:
+    rt.clusters.close()
+    rt.db.dispose()
 
 
 class Rbd:
@@ -103,7 +116,7 @@ class Chunks:
             store = open_store(rt.settings, rt.db, self.name)
             return store.read_manifest(rp["project_id"], rp["id"], rp["size_bytes"])
         finally:
-            rt.db.dispose()
+            _close(rt)
 
     def damage(self, rp: dict[str, Any]) -> int:
         """Flips one byte in the middle of the restore point's second chunk; its index."""
@@ -131,13 +144,23 @@ class Chunks:
         try:
             object_gc.collect(rt, self.name, grace_seconds=0)
         finally:
-            rt.db.dispose()
+            _close(rt)
         return {key for key in data if self.backend.size(key) is not None}
 
 
 @pytest.fixture(params=KINDS)
 def target(request: pytest.FixtureRequest, stack: Stack) -> str:
-    name: str = request.param
+    return _configured(stack, request.param)
+
+
+@pytest.fixture(params=COLLECTED)
+def collected_target(request: pytest.FixtureRequest, stack: Stack) -> str:
+    name = _configured(stack, request.param)
+    assert targets.get(stack.settings, name).collects_garbage
+    return name
+
+
+def _configured(stack: Stack, name: str) -> str:
     if targets.find(stack.settings, name) is None:
         pytest.fail(f"the stack has no target {name!r}: the object target needs the local "
                     "RGW (make up RGW=1); the directory target is in every stack "
@@ -310,3 +333,68 @@ def test_the_orphan_reconciler_removes_a_deleted_points_manifest_planted_back(
     images.append(restored)
     restore(stack, kept["id"], restored)
     assert ceph.sha256_of(volumes_pool, restored) == ceph.sha256_of(volumes_pool, source)
+
+
+# The target's leases are rows serialized by a gate row: locking, on each database.
+@pytest.mark.both_databases
+def test_a_collection_beside_a_backup_never_deletes_a_chunk_the_backup_names(
+        stack: Stack, collected_target: str) -> None:
+    """The interleaving that loses data without the target's leases (ADR 0007), forced on
+    each kind that collects garbage: a chunk no manifest names (left by a failed backup)
+    is found by a backup's lookup; the collection's mark runs before the backup's manifest
+    exists; then the manifest names the chunk."""
+    target = collected_target
+    project = f"gc-race-{uuid.uuid4().hex[:8]}"
+    rt = _runtime(stack)
+    backend = targets.chunked(stack.settings, target).backend()
+    store = open_store(stack.settings, rt.db, target, create=True)
+    codec = store.codec()
+    data = ceph._Random(3308).bytes(MiB)
+    name = codec.name(project, data)
+    key = chunk_key(project, name)
+    store.put_chunk(project, codec.seal_chunk(project, data, name))
+    time.sleep(1.1)  # an S3 store's clock has whole seconds: older than the cutoff
+
+    # Without the leases (the engine's collect alone), the chunk goes.
+    marked = chunk_gc.mark(store, object_gc.image_sizes(rt, target))
+    assert name not in marked.get(project, set())
+    chunk_gc.sweep(store, marked, datetime.now(UTC))
+    assert backend.size(key) is None, "the race this test is about did not happen"
+    store.put_chunk(project, codec.seal_chunk(project, data, name))
+    time.sleep(1.1)
+
+    looked_up, gc_started = threading.Event(), threading.Event()
+    result: dict[str, Any] = {}
+
+    def backup_side() -> None:
+        with target_leases.held(rt.db, target, "race-backup", exclusive=False,
+                                ttl_seconds=30, wait_seconds=10):
+            assert store.has_chunk(project, name)  # reused, not sent again
+            looked_up.set()
+            assert gc_started.wait(30)
+            time.sleep(2.0)  # the collection has marked and waits for the lease
+            store.write_manifest(project, "race-rp", ObjectManifest(MiB, MiB, {0: name}))
+
+    def collection() -> None:
+        gc_started.set()
+        result["stats"] = object_gc.collect(rt, target, grace_seconds=0, wait_seconds=30)
+
+    try:
+        writer = threading.Thread(target=backup_side)
+        writer.start()
+        assert looked_up.wait(10)
+        sweeper = threading.Thread(target=collection)
+        sweeper.start()
+        writer.join(30)
+        sweeper.join(60)
+        assert not writer.is_alive()
+        assert not sweeper.is_alive()
+        assert result["stats"] is not None
+        assert backend.size(key) is not None, "the collection deleted a chunk a manifest names"
+        manifest = store.read_manifest(project, "race-rp", MiB)
+        assert store.get_chunk(codec, project, manifest.chunks[0], 0, MiB) == data
+    finally:
+        store.delete_manifest(project, "race-rp")
+        backend.delete(key)
+        backend.close()
+        _close(rt)
