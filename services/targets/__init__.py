@@ -2,10 +2,10 @@
 
 A target is a `Target` (`services/targets/base.py`): an RBD pool (`rbd_pool.py`), an
 object store (`object_store.py`) or a POSIX directory (`directory.py`), one module per
-kind; the last two keep the same chunk format (`chunked.py`). This module is the only place that
-lists the kinds; everything else finds a target by name here and asks it, never which
-kind it is. Adding a kind is a module that makes its targets from the settings and one
-line in `_KINDS` (and the worker's half of it: `worker/targets/`).
+kind; the last two keep the same chunk format (`chunked.py`). This module is the only
+place that lists the kinds; everything else finds a target by name here and asks it,
+never which kind it is. Adding a kind is a module that makes its targets from the
+settings and one line in `_KINDS` (and the worker's half of it: `worker/targets/`).
 
 Why two halves: a target's data path (a backup's copy, a restore, a verify, a delete of a
 restore point's data) is built on the worker's copy engine and job lifecycle, and the
