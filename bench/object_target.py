@@ -133,7 +133,7 @@ def fresh_store(prefix_tag: str) -> Iterator[ChunkStore]:
 
 
 def stored_bytes(store: ChunkStore) -> int:
-    return sum(stored.size for stored in store.bucket.list("chunks/"))
+    return sum(stored.size for stored in store.backend.list("chunks/"))
 
 
 @dataclass

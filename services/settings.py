@@ -15,6 +15,7 @@ from pydantic import (
     IPvAnyNetwork,
     SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -79,9 +80,9 @@ class S3Settings(BaseModel):
                 f"cannot read the S3 credentials file {self.credentials_file}: {exc}") from None
 
 
-class ObjectTargetSettings(S3Settings):
-    """A named object-storage target: restore points kept as sealed, deduplicated chunks
-    in a bucket (ADR 0007)."""
+class ChunkFormatSettings(BaseModel):
+    """What every target that keeps restore points as sealed, deduplicated chunks (ADR
+    0007) is configured with, wherever it keeps them."""
 
     max_jobs: int | None = Field(default=None, ge=1)
     """Copy jobs running at once against this target; `max_jobs_per_target` when None."""
@@ -90,7 +91,13 @@ class ObjectTargetSettings(S3Settings):
     sends less for small incrementals (bench/README.md). Fixed once a target holds data
     would be wise: a change makes the next backup of every volume a full upload."""
     uploads_in_flight: int = Field(default=10, ge=1, le=256)
-    """Chunks one job reads, seals and sends at once (at most `connections`)."""
+    """Chunks one job reads, seals and stores at once (an object target's: at most its
+    `connections`)."""
+
+
+class ObjectTargetSettings(S3Settings, ChunkFormatSettings):
+    """A named object-storage target: restore points kept as sealed, deduplicated chunks
+    in a bucket (ADR 0007)."""
 
     @model_validator(mode="after")
     def _window_fits(self) -> ObjectTargetSettings:
@@ -98,6 +105,25 @@ class ObjectTargetSettings(S3Settings):
             raise ValueError(f"uploads_in_flight {self.uploads_in_flight} exceeds the "
                              f"target's connections {self.connections}")
         return self
+
+
+class DirectoryTargetSettings(ChunkFormatSettings):
+    """A named directory target: restore points kept in the chunk format of the object
+    targets (ADR 0007) as files under a directory, on a local file system or an NFS
+    mount. Every cairn-worker and cairn-scheduler must see the same directory at this
+    same path (docs/operations.md, "Directory targets")."""
+
+    path: Path
+    """The directory: absolute, existing; Cairn makes what is below it."""
+
+    @field_validator("path")
+    @classmethod
+    def _plain_absolute(cls, path: Path) -> Path:
+        if not path.is_absolute() or any(part in (".", "..") for part in path.parts) \
+                or path == Path(path.anchor):
+            raise ValueError(f"path {str(path)!r} must be an absolute path to a directory "
+                             "below the root, without '.' or '..' parts")
+        return path
 
 
 class KeystoneSettings(BaseModel):
@@ -180,10 +206,15 @@ class Settings(BaseSettings):
     "https://s3.example.net", "bucket": "backups", "credentials_file": "/secrets/s3.json"}}.
     Their names share one namespace with `backup_targets`."""
 
+    directory_targets: dict[str, DirectoryTargetSettings] = Field(default_factory=dict)
+    """Directory targets by name, as JSON: {"nfs": {"path": "/srv/cairn-backups"}}: the
+    chunk format of the object targets under a directory every worker and scheduler
+    mounts at that path. Their names share one namespace with the other targets'."""
+
     object_key_file: Path | None = None
-    """The operator's key of the object targets: a file (a mounted secret) holding 32 random
-    bytes as 64 hex digits. It wraps each target's data key; without it nothing on an
-    object target can be written or read."""
+    """The operator's key of the object and directory targets: a file (a mounted secret)
+    holding 32 random bytes as 64 hex digits. It wraps each target's data key; without it
+    nothing on such a target can be written or read."""
 
     object_gc_interval_seconds: float = Field(default=86400.0, gt=0)
     """How often each object target's unreferenced chunks are collected."""
@@ -538,10 +569,17 @@ class Settings(BaseSettings):
                     f"backup target {name!r} names cluster {target.cluster!r}, "
                     f"which is not in CAIRN_CLUSTERS ({sorted(self.clusters)})"
                 )
-        if both := sorted(set(self.backup_targets) & set(self.object_targets)):
-            raise ValueError(f"targets {both} are named both in CAIRN_BACKUP_TARGETS and in "
-                             "CAIRN_OBJECT_TARGETS; a target's name must say which one it is")
-        configured = sorted([*self.backup_targets, *self.object_targets])
+        kinds = (("CAIRN_BACKUP_TARGETS", set(self.backup_targets)),
+                 ("CAIRN_OBJECT_TARGETS", set(self.object_targets)),
+                 ("CAIRN_DIRECTORY_TARGETS", set(self.directory_targets)))
+        for n, (one, ones) in enumerate(kinds):
+            for other, others in kinds[n + 1:]:
+                if both := sorted(ones & others):
+                    raise ValueError(f"targets {both} are named both in {one} and in "
+                                     f"{other}; a target's name must say which one it is")
+        _check_directories(self.directory_targets)
+        configured = sorted([*self.backup_targets, *self.object_targets,
+                             *self.directory_targets])
         if self.default_backup_target and self.default_backup_target not in configured:
             raise ValueError(
                 f"CAIRN_DEFAULT_BACKUP_TARGET {self.default_backup_target!r} is not a "
@@ -578,6 +616,21 @@ class Settings(BaseSettings):
         if self.auth_strategy == "keystone":
             _check_keystone_ids(self.admin_projects)
         return self
+
+
+def _check_directories(directories: dict[str, DirectoryTargetSettings]) -> None:
+    """Two directory targets in one directory, or one inside the other, would each take
+    the other's chunks for garbage (and the outer one would list the inner one's as its
+    own): refused."""
+    named = sorted(directories.items())
+    for n, (one, first) in enumerate(named):
+        for other, second in named[n + 1:]:
+            if first.path == second.path or first.path in second.path.parents \
+                    or second.path in first.path.parents:
+                raise ValueError(
+                    f"directory targets {one!r} ({first.path}) and {other!r} "
+                    f"({second.path}) overlap: each target needs a directory of its own, "
+                    "neither inside the other")
 
 
 def _check_keystone_ids(admin_projects: list[str]) -> None:

@@ -25,7 +25,10 @@ nothing stored, and nothing is written (TargetKeyMissing) until the operator act
 
 A target whose bucket holds a key and has no record (made before the database recorded
 keys, or a database restored from a dump older than the target) gets that key recorded
-the first time a job opens it: adopted once, by the same insert."""
+the first time a job opens it: adopted once, by the same insert.
+
+"The bucket" (and "its prefix") here and in the messages is wherever the target keeps its
+blobs, a `ChunkBackend`: an S3 bucket under a prefix, or a directory target's path."""
 
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ from services.errors import (
 )
 from services.records.object_target_keys import ObjectTargetKey
 from services.storage import key_records
+from services.storage.chunk_backend import ChunkBackend
 from services.storage.object_keys import (
     TargetKeys,
     fingerprint,
@@ -52,7 +56,6 @@ from services.storage.object_keys import (
     wrap_data_key,
 )
 from services.storage.object_layout import CHUNKS, DATA_KEY, MANIFESTS
-from services.storage.s3 import Bucket
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +74,7 @@ class DataKey:
     fingerprint: str
 
 
-def read(bucket: Bucket, target: str) -> bytes | None:
+def read(bucket: ChunkBackend, target: str) -> bytes | None:
     """The stored wrapped key, None when there is none."""
     try:
         return bucket.get(DATA_KEY, limit=WRAPPED_LIMIT)
@@ -93,7 +96,7 @@ def unwrapped(target: str, operator_key: bytes | None, wrapped: bytes) -> DataKe
     return DataKey(wrapped, TargetKeys.from_data_key(target, data_key), fingerprint(data_key))
 
 
-def data_without_key(bucket: Bucket) -> str | None:
+def data_without_key(bucket: ChunkBackend) -> str | None:
     """What the target holds although its data key is gone (`manifests`, `chunks`), None
     when it holds a key or nothing at all. For reports: nothing is refused here. Assumes
     the store lists what was written before (list-after-write consistency: RGW, AWS S3
@@ -144,7 +147,7 @@ def _not_the_recorded(target: str, record: ObjectTargetKey, found: str) -> Targe
         "back. " + _export_hint(target), target=target)
 
 
-def opened(db: Database, bucket: Bucket, target: str, operator_key: bytes | None, *,
+def opened(db: Database, bucket: ChunkBackend, target: str, operator_key: bytes | None, *,
            create: bool = False) -> DataKey:
     """The target's data key, as its database record and its bucket both hold it. A target
     with neither gets one when `create` (its first backup or copy) and it holds no data:
@@ -192,7 +195,7 @@ def _opens(target: str, operator_key: bytes | None, wrapped: bytes) -> bool:
     return True
 
 
-def _first_record(db: Database, bucket: Bucket, target: str, operator_key: bytes | None, *,
+def _first_record(db: Database, bucket: ChunkBackend, target: str, operator_key: bytes | None, *,
                   create: bool) -> ObjectTargetKey:
     """The record of a target that has none: the bucket's key adopted, or a new one made
     (when `create` and the bucket holds nothing); whoever inserts first wins."""
@@ -214,7 +217,7 @@ def _first_record(db: Database, bucket: Bucket, target: str, operator_key: bytes
                                    key_records.MADE)
 
 
-def _store_recorded(bucket: Bucket, target: str, record: ObjectTargetKey, *,
+def _store_recorded(bucket: ChunkBackend, target: str, record: ObjectTargetKey, *,
                     create: bool) -> bytes:
     """The bucket, which holds no key, gets the recorded one: the bytes of the record,
     whoever writes them, and never where the key was stored once already or beside data."""
@@ -241,7 +244,7 @@ def _store_recorded(bucket: Bucket, target: str, record: ObjectTargetKey, *,
     return stored
 
 
-def check(db: Database, bucket: Bucket, target: str, key: DataKey,
+def check(db: Database, bucket: ChunkBackend, target: str, key: DataKey,
           operator_key: bytes | None) -> None:
     """Raises TargetKeyChanged unless the key `key` (what a job sealed with) is still the
     one Cairn's database records and the one the bucket holds: asked just before what the
@@ -287,7 +290,7 @@ def check_sealed_with(target: str, key: DataKey, restore_point_id: str,
         f"back ({GUIDE})", target=target, restore_point_id=restore_point_id)
 
 
-def problem(db: Database, bucket: Bucket, target: str) -> str | None:
+def problem(db: Database, bucket: ChunkBackend, target: str) -> str | None:
     """What is wrong with the target's key as seen without the operator's key (for the
     scheduler's probe and the orphan report), None when nothing is: data without a key, no
     key where the recorded one was stored, or a key object other than the recorded one

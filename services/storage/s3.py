@@ -17,8 +17,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 import boto3
@@ -27,6 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionEr
 
 from services.errors import DataCorrupt, StorageError, StorageUnavailable
 from services.settings import S3Settings
+from services.storage.chunk_backend import StoredObject
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -53,18 +52,10 @@ def _shut(body: object, late: threading.Event) -> None:
         log.debug("S3 body already released when its deadline passed", exc_info=True)
 
 
-@dataclass(frozen=True)
-class StoredObject:
-    key: str
-    """Relative to the target's prefix."""
-    size: int
-    modified: datetime
-    """When it was last written (the store's clock)."""
-
-
 class Bucket:
-    """Thread-safe: boto3's clients are, and a worker shares one per target between its
-    uploads (the connection pool is the in-flight limit)."""
+    """A `ChunkBackend` (`chunk_backend.py`). Thread-safe: boto3's clients are, and a worker
+    shares one per target between its uploads (the connection pool is the in-flight
+    limit)."""
 
     def __init__(self, settings: S3Settings) -> None:
         self.settings = settings

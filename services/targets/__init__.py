@@ -1,10 +1,11 @@
 """Backup targets: the one registry of their kinds.
 
-A target is a `Target` (`services/targets/base.py`): an RBD pool (`rbd_pool.py`) or an
-object store (`object_store.py`), one module per kind. This module is the only place that
-lists the kinds; everything else finds a target by name here and asks it, never which
-kind it is. Adding a kind is a module that makes its targets from the settings and one
-line in `_KINDS` (and the worker's half of it: `worker/targets/`).
+A target is a `Target` (`services/targets/base.py`): an RBD pool (`rbd_pool.py`), an
+object store (`object_store.py`) or a POSIX directory (`directory.py`), one module per
+kind; the last two keep the same chunk format (`chunked.py`). This module is the only
+place that lists the kinds; everything else finds a target by name here and asks it,
+never which kind it is. Adding a kind is a module that makes its targets from the
+settings and one line in `_KINDS` (and the worker's half of it: `worker/targets/`).
 
 Why two halves: a target's data path (a backup's copy, a restore, a verify, a delete of a
 restore point's data) is built on the worker's copy engine and job lifecycle, and the
@@ -20,15 +21,17 @@ from collections.abc import Callable, Sequence
 from services.errors import TargetNotConfigured, UnknownTarget
 from services.records.restore_points import RestorePoint
 from services.settings import Settings
-from services.targets import object_store, rbd_pool
+from services.targets import directory, object_store, rbd_pool
 from services.targets.base import Target, not_configured
+from services.targets.chunked import ChunkTarget
 
-__all__ = ["Target", "every", "find", "get", "holding", "job_limit", "kinds", "names",
-           "resolve"]
+__all__ = ["ChunkTarget", "Target", "chunked", "every", "find", "get", "holding", "job_limit",
+           "kinds", "names", "resolve"]
 
 _KINDS: Sequence[tuple[str, Callable[[Settings], Sequence[Target]]]] = (
     (rbd_pool.RbdPoolTarget.kind, rbd_pool.configured),
     (object_store.ObjectStoreTarget.kind, object_store.configured),
+    (directory.DirectoryTarget.kind, directory.configured),
 )
 
 
@@ -60,6 +63,18 @@ def get(settings: Settings, name: str) -> Target:
     target = find(settings, name)
     if target is None:
         raise not_configured(name)
+    return target
+
+
+def chunked(settings: Settings, name: str) -> ChunkTarget:
+    """The target of this name, which keeps its restore points in the chunk format (ADR
+    0007), for that format's data path: its settings and its backend, whatever its kind.
+    Refused (TargetNotConfigured) when the service does not configure it (any more), or
+    configures it as a kind that keeps no chunks."""
+    target = get(settings, name)
+    if not isinstance(target, ChunkTarget):
+        raise TargetNotConfigured(
+            f"target {name!r} (kind {target.kind}) keeps no chunks", target=name)
     return target
 
 

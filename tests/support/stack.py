@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -81,12 +82,16 @@ def service_env(database_url: str, redis_db: int, **overrides: str) -> dict[str,
         "CAIRN_WEBHOOK_SECRET_KEY_FILE": str(webhook_key_file()),
     }
     env.update(object_target_env(database_url))
+    env.update(directory_target_env(database_url))
     env.update(overrides)
     return env
 
 
 OBJECT_KEY_FILE = STATE / "tests-object-target.key"
 WEBHOOK_KEY_FILE = STATE / "tests-webhook-secret.key"
+DIRECTORY_TARGETS = STATE / "directory-targets"
+"""Where the stacks' directory targets live, one directory per stack (on this machine's
+disk, not in a memstore OSD); each stack's is removed when it stops."""
 
 
 def webhook_key_file() -> Path:
@@ -109,12 +114,40 @@ def object_target_env(database_url: str) -> dict[str, str]:
     stack's own: the leases that keep its garbage collection safe live in its database."""
     if not rgw.CREDENTIALS.exists():
         return {}
-    if not OBJECT_KEY_FILE.exists():
-        OBJECT_KEY_FILE.write_text(rgw.OPERATOR_KEY.hex())
-    tag = hashlib.sha256(database_url.encode()).hexdigest()[:8]
-    target = rgw.settings(f"stack-{os.getpid()}-{tag}").model_dump(mode="json")
+    _operator_key_file()
+    target = rgw.settings(f"stack-{_stack_tag(database_url)}").model_dump(mode="json")
     return {"CAIRN_OBJECT_TARGETS": json.dumps({"s3": {**target, "chunk_size_mib": 1}}),
             "CAIRN_OBJECT_KEY_FILE": str(OBJECT_KEY_FILE)}
+
+
+def directory_target_env(database_url: str) -> dict[str, str]:
+    """The directory target `dir`, in a directory of this stack's own (its leases and its
+    data key's record live in the stack's database), sealed with the object targets'
+    operator's key."""
+    _operator_key_file()
+    path = DIRECTORY_TARGETS / f"stack-{_stack_tag(database_url)}"
+    path.mkdir(parents=True, exist_ok=True)
+    return {"CAIRN_DIRECTORY_TARGETS": json.dumps({"dir": {"path": str(path),
+                                                            "chunk_size_mib": 1}}),
+            "CAIRN_OBJECT_KEY_FILE": str(OBJECT_KEY_FILE)}
+
+
+def _stack_tag(database_url: str) -> str:
+    return f"{os.getpid()}-{hashlib.sha256(database_url.encode()).hexdigest()[:8]}"
+
+
+def _operator_key_file() -> None:
+    """The operator's key of the stacks' object and directory targets (made once)."""
+    if not OBJECT_KEY_FILE.exists():
+        # Made aside and linked into place: a process reading it never sees half of it.
+        made = OBJECT_KEY_FILE.with_name(f"{OBJECT_KEY_FILE.name}.{os.getpid()}")
+        made.write_text(rgw.OPERATOR_KEY.hex())
+        try:
+            os.link(made, OBJECT_KEY_FILE)
+        except FileExistsError:
+            pass
+        finally:
+            made.unlink()
 
 
 @dataclass
@@ -319,6 +352,10 @@ def stop_stack(stack: Stack) -> None:
                 bucket.delete(stored.key)
         finally:
             bucket.close()
+    # And its directory targets (only those the stacks made: a test may add one elsewhere).
+    for directory in stack.settings.directory_targets.values():
+        if directory.path.parent == DIRECTORY_TARGETS:
+            shutil.rmtree(directory.path, ignore_errors=True)
 
 
 def _parse(value: str) -> Any:

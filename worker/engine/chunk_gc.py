@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from services.storage.chunk_backend import StoredObject
 from services.storage.object_layout import CHUNKS, MANIFESTS, chunk_key
-from services.storage.s3 import StoredObject
 from worker.engine.chunk_store import UNSIZED_IMAGE_BYTES, ChunkStore
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ def mark(store: ChunkStore, image_sizes: Mapping[str, int], stats: SweepStats | 
     stats = stats if stats is not None else SweepStats()
     marked: dict[str, set[str]] = into if into is not None else {}
     largest = max([UNSIZED_IMAGE_BYTES, *image_sizes.values()])
-    for stored in manifests if manifests is not None else store.bucket.list(MANIFESTS):
+    for stored in manifests if manifests is not None else store.backend.list(MANIFESTS):
         parts = stored.key.split("/")
         if len(parts) != 3:
             continue
@@ -76,7 +76,7 @@ def sweep(store: ChunkStore, marked: dict[str, set[str]], cutoff: datetime, *,
     `before_delete` is called before each deletion (a caller holding a lease checks it
     there, and raises to stop)."""
     stats = stats if stats is not None else SweepStats()
-    for stored in store.bucket.list(CHUNKS):
+    for stored in store.backend.list(CHUNKS):
         parts = stored.key.split("/")
         if len(parts) != 4 or not _is_chunk_name(parts[3]) \
                 or chunk_key(parts[1], parts[3]) != stored.key:
@@ -93,7 +93,7 @@ def sweep(store: ChunkStore, marked: dict[str, set[str]], cutoff: datetime, *,
         else:
             if before_delete is not None:
                 before_delete()
-            store.bucket.delete(stored.key)
+            store.backend.delete(stored.key)
             stats.chunks_deleted += 1
             stats.bytes_deleted += stored.size
     return stats

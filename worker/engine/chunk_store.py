@@ -1,6 +1,7 @@
-"""An object-storage target opened with its keys: sealed chunks and manifests in a bucket.
+"""A chunk-format target opened with its keys: sealed chunks and manifests in its backend
+(an S3 bucket, a directory: `services/storage/chunk_backend.py`).
 
-Layout under the target's prefix: `services/storage/object_layout.py`.
+Layout under the target's root: `services/storage/object_layout.py`.
 
 Every manifest is complete on its own (an incremental lists the chunks it shares with its
 base as well as the new ones), so deleting any restore point of a chain never breaks
@@ -15,8 +16,8 @@ from dataclasses import dataclass, field
 from services.db import Database
 from services.errors import DataCorrupt
 from services.storage import data_keys
+from services.storage.chunk_backend import ChunkBackend
 from services.storage.object_layout import chunk_key, manifest_key
-from services.storage.s3 import Bucket
 from worker.engine.chunks import SEALING_OVERHEAD, ChunkCodec, Sealed
 
 _MANIFEST_MAGIC = b"CAIRNOM1"
@@ -76,44 +77,44 @@ class ObjectManifest:
 
 
 class ChunkStore:
-    """One target's bucket with its keys. Thread-safe except for `codec()`: each thread
+    """One target's backend with its keys. Thread-safe except for `codec()`: each thread
     seals and opens with a codec of its own."""
 
-    def __init__(self, db: Database, bucket: Bucket, target: str,
+    def __init__(self, db: Database, backend: ChunkBackend, target: str,
                  key: data_keys.DataKey) -> None:
         self.db = db
-        self.bucket = bucket
+        self.backend = backend
         self.target = target
         self.key = key
         self.keys = key.keys
 
     @classmethod
-    def open(cls, db: Database, bucket: Bucket, target: str, operator_key: bytes | None, *,
+    def open(cls, db: Database, backend: ChunkBackend, target: str, operator_key: bytes | None, *,
              create: bool = False) -> ChunkStore:
         """The store with the target's data key as Cairn's database records it and the
-        bucket holds it, unwrapped. A target with none gets its key when `create` (its
+        backend holds it, unwrapped. A target with none gets its key when `create` (its
         first backup), made exactly once whoever else makes it at the same moment.
-        Refused when the bucket holds another key than the record (TargetKeyChanged),
+        Refused when the backend holds another key than the record (TargetKeyChanged),
         beside data or where the key was stored once (TargetKeyMissing), and without
         `create` (TargetNeverWritten). See `services/storage/data_keys.py`."""
-        return cls(db, bucket, target,
-                   data_keys.opened(db, bucket, target, operator_key, create=create))
+        return cls(db, backend, target,
+                   data_keys.opened(db, backend, target, operator_key, create=create))
 
     def check_key(self, operator_key: bytes | None) -> None:
         """Raises TargetKeyChanged unless the key this store seals with is still the one
-        Cairn's database records and the bucket holds: asked just before what it sealed is
+        Cairn's database records and the backend holds: asked just before what it sealed is
         made available. `operator_key`: the one configured now (a rotation of the
         operator's key rewraps the same key)."""
-        data_keys.check(self.db, self.bucket, self.target, self.key, operator_key)
+        data_keys.check(self.db, self.backend, self.target, self.key, operator_key)
 
     def codec(self) -> ChunkCodec:
         return ChunkCodec(self.keys)
 
     def has_chunk(self, project_id: str, name: str) -> bool:
-        return self.bucket.size(chunk_key(project_id, name)) is not None
+        return self.backend.size(chunk_key(project_id, name)) is not None
 
     def put_chunk(self, project_id: str, sealed: Sealed) -> None:
-        self.bucket.put(chunk_key(project_id, sealed.name), sealed.blob)
+        self.backend.put(chunk_key(project_id, sealed.name), sealed.blob)
 
     def get_chunk(self, codec: ChunkCodec, project_id: str, name: str, offset: int,
                   length: int) -> bytes:
@@ -121,13 +122,13 @@ class ChunkStore:
         `offset` holds), checked; DataCorrupt naming the volume offset otherwise. Nothing
         longer than such a chunk sealed is read."""
         try:
-            blob = self.bucket.get(chunk_key(project_id, name), limit=length + SEALING_OVERHEAD)
+            blob = self.backend.get(chunk_key(project_id, name), limit=length + SEALING_OVERHEAD)
             data = None if blob is None else codec.open_chunk(project_id, name, blob)
         except DataCorrupt as exc:
             raise DataCorrupt(f"the chunk at offset {offset} is corrupt: {exc.message}") from None
         if data is None:
             raise DataCorrupt(f"the chunk at offset {offset} ({name}) is missing from the "
-                              "object store")
+                              "target")
         if len(data) != length:
             raise DataCorrupt(f"the chunk at offset {offset} holds {len(data)} bytes, not "
                               f"{length}")
@@ -136,12 +137,12 @@ class ChunkStore:
     def write_manifest(self, project_id: str, restore_point_id: str,
                        manifest: ObjectManifest) -> None:
         key = manifest_key(project_id, restore_point_id)
-        self.bucket.put(key, self.codec().seal(b"manifest", key, manifest.to_bytes()))
+        self.backend.put(key, self.codec().seal(b"manifest", key, manifest.to_bytes()))
 
     def delete_manifest(self, project_id: str, restore_point_id: str) -> None:
         """The restore point's manifest goes; its chunks stay until a garbage collection
         finds no other manifest naming them."""
-        self.bucket.delete(manifest_key(project_id, restore_point_id))
+        self.backend.delete(manifest_key(project_id, restore_point_id))
 
     def read_manifest(self, project_id: str, restore_point_id: str,
                       image_size: int | None) -> ObjectManifest:
@@ -150,9 +151,9 @@ class ChunkStore:
         key = manifest_key(project_id, restore_point_id)
         what = f"the manifest of restore point {restore_point_id}"
         try:
-            blob = self.bucket.get(key, limit=manifest_limit(image_size))
+            blob = self.backend.get(key, limit=manifest_limit(image_size))
         except DataCorrupt as exc:
             raise DataCorrupt(f"{what} is corrupt: {exc.message}") from None
         if blob is None:
-            raise DataCorrupt(f"{what} is missing from the object store")
+            raise DataCorrupt(f"{what} is missing from the target")
         return ObjectManifest.from_bytes(self.codec().open(b"manifest", key, blob), what)

@@ -30,7 +30,7 @@ class ObjectHeld:
         self._chunks = {rp_id: chunk_lengths(m) for rp_id, m in (unstored or {}).items()}
 
     def present(self, points: Sequence[Point]) -> set[str]:
-        return {p.id for p in points if p.id in self._chunks or self.store.bucket.size(
+        return {p.id for p in points if p.id in self._chunks or self.store.backend.size(
             manifest_key(self.project_id, p.id)) is not None}
 
     def beyond(self, previous: Point | None, point: Point) -> int:
@@ -45,7 +45,7 @@ class ObjectHeld:
                 self._chunks[rp_id] = chunk_lengths(
                     self.store.read_manifest(self.project_id, rp_id, point.size_bytes))
             except DataCorrupt as exc:
-                if self.store.bucket.size(manifest_key(self.project_id, rp_id)) is None:
+                if self.store.backend.size(manifest_key(self.project_id, rp_id)) is None:
                     raise NotFound(f"the manifest of restore point {rp_id} is gone") from None
                 # Unreadable, so it names nothing we can tell: the restore point after it
                 # counts all its chunks (never less than the target holds).

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import rbd
 from sqlalchemy import update
 
+from services import targets
 from services.base import utcnow
 from services.errors import DataCorrupt
 from services.limits import target_leases
@@ -33,7 +34,6 @@ from services.quotas import chains
 from services.records.restore_points import RestorePoint
 from services.restore_points import repository as restore_points
 from services.status import RestorePointKind, RestorePointStatus
-from services.targets import object_store
 from worker.engine import object_copy
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.copy import CopyStats
@@ -96,7 +96,7 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
     """Send `source` (an image open at the instant `rp` holds) to `rp`'s object target and
     store its manifest, under the target's shared lease (ADR 0007)."""
     phases = reporter.phases
-    settings = object_store.named(rt.settings, rp.target).config
+    settings = targets.chunked(rt.settings, rp.target).config
     transfer = object_copy.TransferStats()
     # What the quota counts of an object target: the data of the chunks new to the chain,
     # before compression, whether sent now or found stored (not the sealed bytes sent).
@@ -147,7 +147,7 @@ def record_image_size(rt: Runtime, rp: RestorePoint, size: int) -> None:
 def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> CopyStats:
     """The restore point turns `available`: its manifest is stored and every chunk it
     names with it."""
-    settings = object_store.named(rt.settings, rp.target).config
+    settings = targets.chunked(rt.settings, rp.target).config
     transfer, base = sent.transfer, sent.base
     stats = CopyStats(window=settings.uploads_in_flight, bytes_total=transfer.bytes_read,
                       bytes_done=transfer.bytes_read, bytes_read=transfer.bytes_read,

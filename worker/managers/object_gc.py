@@ -72,14 +72,14 @@ def _collect(rt: Runtime, target: str, grace_seconds: float | None,
             f"({data_keys.GUIDE})", target=target)
     grace = rt.settings.object_gc_grace_seconds if grace_seconds is None else grace_seconds
     stats = chunk_gc.SweepStats()
-    first = list(store.bucket.list(MANIFESTS))
+    first = list(store.backend.list(MANIFESTS))
     marked = chunk_gc.mark(store, image_sizes(rt, target), stats, manifests=first)
     with target_leases.held(rt.db, target, f"gc:{rt.name}", exclusive=True,
                             ttl_seconds=rt.settings.lease_seconds,
                             wait_seconds=wait_seconds) as lease:
         seen = set(first)
         chunk_gc.mark(store, image_sizes(rt, target), stats, into=marked,
-                      manifests=[m for m in store.bucket.list(MANIFESTS) if m not in seen])
+                      manifests=[m for m in store.backend.list(MANIFESTS) if m not in seen])
         cutoff = utcnow() - timedelta(seconds=grace)
         chunk_gc.sweep(store, marked, cutoff, stats=stats, before_delete=lease.ensure)
     key_records.stamp_restore_points(rt.db, target, stats.restore_points_read,

@@ -10,9 +10,9 @@ import math
 import random
 from contextlib import ExitStack
 
+from services import targets
 from services.records.restore_points import RestorePoint
 from services.storage.refs import ImageRef
-from services.targets import object_store
 from worker.engine import object_copy
 from worker.engine.copy import CopyStats
 from worker.managers.claim import ClaimedJob
@@ -30,7 +30,7 @@ def restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoin
             dest: ImageRef, *, create: bool) -> CopyStats:
     """Write the restore point into `dest`: a new image when `create`, else the existing
     one (`prepare_destination`: a retry resumes at its checkpoint, in chunks)."""
-    settings = object_store.named(rt.settings, rp.target).config
+    settings = targets.chunked(rt.settings, rp.target).config
     store = open_store(rt.settings, rt.db, rp.target)
     manifest = manifest_of(store, rp)
     size = manifest.image_size
@@ -56,7 +56,7 @@ def verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint,
     tag and name; the indexes of the chunks found corrupt or missing. A manifest that is
     missing or fails its own tag raises DataCorrupt; one sealed with another key than the
     target's now, TargetKeyChanged (`manifest_of`): the restore point is not corrupt."""
-    settings = object_store.named(rt.settings, rp.target).config
+    settings = targets.chunked(rt.settings, rp.target).config
     store = open_store(rt.settings, rt.db, rp.target)
     manifest = manifest_of(store, rp)
     only = None

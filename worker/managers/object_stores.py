@@ -1,6 +1,7 @@
-"""The object targets of one worker process: each target's bucket (an S3 client, whose
-connection pool every job to that target shares) is made once; its data key is read anew,
-and checked against the one Cairn's database records, each time a job opens the store.
+"""The chunk-format targets of one worker process (object stores, directories: any
+`targets.ChunkTarget`): each target's backend (for an S3 bucket, a client whose connection
+pool every job to that target shares) is made once; its data key is read anew, and checked
+against the one Cairn's database records, each time a job opens the store.
 
 Why not the store with its keys, once per process: a key cached for the life of a process
 outlives the key stored. Two first backups racing to make a target's key, or an operator
@@ -17,27 +18,27 @@ from __future__ import annotations
 
 import threading
 
+from services import targets
 from services.db import Database
 from services.records.restore_points import RestorePoint
 from services.settings import Settings, operator_key
 from services.storage import data_keys, key_records
+from services.storage.chunk_backend import ChunkBackend
 from services.storage.object_layout import manifest_key
-from services.storage.s3 import Bucket
-from services.targets import object_store
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 
 _lock = threading.Lock()
-_buckets: dict[tuple[int, str], Bucket] = {}
+_backends: dict[tuple[int, str], ChunkBackend] = {}
 
 
-def target_bucket(settings: Settings, target: str) -> Bucket:
-    """The target's bucket, without its keys: for what needs none (removing a manifest)."""
+def target_backend(settings: Settings, target: str) -> ChunkBackend:
+    """The target's backend, without its keys: for what needs none (removing a manifest)."""
     key = (id(settings), target)
     with _lock:
-        bucket = _buckets.get(key)
-        if bucket is None:
-            bucket = _buckets[key] = object_store.named(settings, target).bucket()
-    return bucket
+        backend = _backends.get(key)
+        if backend is None:
+            backend = _backends[key] = targets.chunked(settings, target).backend()
+    return backend
 
 
 def open_store(settings: Settings, db: Database, target: str, *,
@@ -49,7 +50,7 @@ def open_store(settings: Settings, db: Database, target: str, *,
     another key than the database records; TargetKeyMissing when the target holds data
     but no key, or no key where its key was stored; TargetNeverWritten when it holds
     nothing and `create` is not given."""
-    return ChunkStore.open(db, target_bucket(settings, target), target,
+    return ChunkStore.open(db, target_backend(settings, target), target,
                            operator_key(settings), create=create)
 
 
@@ -75,4 +76,4 @@ def remove_manifest(settings: Settings, target: str, project_id: str,
     """The restore point's manifest goes (its chunks stay until a garbage collection finds
     no manifest naming them). No key is needed: a failed backup is undone, and a restore
     point deleted, on a target whose key is lost or was replaced as on any other."""
-    target_bucket(settings, target).delete(manifest_key(project_id, restore_point_id))
+    target_backend(settings, target).delete(manifest_key(project_id, restore_point_id))

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from services import targets
 from services.settings import Settings
+from services.targets.directory import DirectoryTarget
 from services.targets.object_store import ObjectStoreTarget
 from services.targets.rbd_pool import RbdPoolTarget
 from worker.targets.base import DataPath
@@ -24,6 +25,9 @@ __all__ = ["DataPath", "data_path", "data_path_of", "kinds"]
 _PATHS: Mapping[str, DataPath] = {
     RbdPoolTarget.kind: RbdPoolPath(),
     ObjectStoreTarget.kind: ObjectStorePath(),
+    # The object store's data path is the chunk format's: it opens any ChunkTarget's
+    # backend (targets.chunked), a bucket or a directory alike.
+    DirectoryTarget.kind: ObjectStorePath(),
 }
 
 

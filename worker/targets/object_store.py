@@ -1,8 +1,10 @@
-"""The worker's half of an object-store target (`services/targets/object_store.py`): a
-backup sends the source snapshot's chunks and stores a sealed manifest
-(`worker/managers/object_backup.py`); a restore and a verify fetch and check the chunks
-the manifest names (`object_restore.py`); a delete removes the manifest, and the chunks go
-with the next garbage collection (`object_gc.py`, ADR 0007)."""
+"""The worker's half of an object-store target (`services/targets/object_store.py`), and
+of every kind that keeps the same chunk format (a directory target: `targets.ChunkTarget`,
+whose backend the managers open whatever it is): a backup sends the source snapshot's
+chunks and stores a sealed manifest (`worker/managers/object_backup.py`); a restore and a
+verify fetch and check the chunks the manifest names (`object_restore.py`); a delete
+removes the manifest, and the chunks go with the next garbage collection (`object_gc.py`,
+ADR 0007)."""
 
 from __future__ import annotations
 

@@ -618,7 +618,7 @@ export interface paths {
         /**
          * Backup targets a plan or backup may name
          * @description Targets are configured by the operator (`CAIRN_BACKUP_TARGETS`,
-         *     `CAIRN_OBJECT_TARGETS`).
+         *     `CAIRN_OBJECT_TARGETS`, `CAIRN_DIRECTORY_TARGETS`).
          */
         get: operations["list_targets_v1_targets_get"];
         put?: never;
@@ -2145,10 +2145,10 @@ export interface components {
             default: boolean;
             /**
              * Kind
-             * @description rbd: an RBD pool on a Ceph cluster (instant restores possible); s3: an object store holding deduplicated, encrypted chunks (off site)
+             * @description rbd: an RBD pool on a Ceph cluster (instant restores possible); s3: an object store holding deduplicated, encrypted chunks (off site); directory: the same chunks in a directory (a local file system or an NFS mount)
              * @enum {string}
              */
-            kind: "rbd" | "s3";
+            kind: "rbd" | "s3" | "directory";
             /**
              * Max Jobs
              * @description Copy jobs running at once against this target

@@ -6,11 +6,9 @@ garbage collection releases exactly what no manifest names."""
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -19,14 +17,11 @@ import rbd
 
 from services.errors import TargetKeyUnavailable
 from services.limits import target_leases
-from services.storage.object_layout import chunk_key
 from services.storage.s3 import Bucket
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import backup, restore, restore_point, start_restore
 from tests.support.stack import Stack
-from worker.engine import chunk_gc
-from worker.engine.chunk_store import ObjectManifest
 from worker.managers import object_gc
 from worker.managers.object_stores import open_store
 from worker.runtime import Runtime
@@ -273,67 +268,6 @@ def test_targets_list_the_object_target_with_its_kind(stack: Stack) -> None:
     targets = {t["name"]: t for t in stack.get("/v1/targets").json()["targets"]}
     assert targets[TARGET]["kind"] == "s3"
     assert targets["local"]["kind"] == "rbd"
-
-
-# The target's leases are rows serialized by a gate row: locking, on each database.
-@pytest.mark.both_databases
-def test_a_collection_beside_a_backup_never_deletes_a_chunk_the_backup_names(
-        stack: Stack, bucket: Bucket) -> None:
-    """The interleaving that loses data without the leases, forced: a chunk no manifest
-    names (left by a failed backup) is found by a backup's lookup; the collection's mark
-    runs before the backup's manifest exists; then the manifest names the chunk."""
-    project = f"gc-race-{uuid.uuid4().hex[:8]}"
-    rt = _runtime(stack)
-    store = open_store(stack.settings, rt.db, TARGET, create=True)
-    codec = store.codec()
-    data = ceph._Random(81).bytes(MiB)
-    name = codec.name(project, data)
-    store.put_chunk(project, codec.seal_chunk(project, data, name))
-    key = chunk_key(project, name)
-    time.sleep(1.1)  # the store's clock has whole seconds: the chunk is older than the cutoff
-
-    # Without the leases (the engine's collect alone), the chunk goes.
-    marked = chunk_gc.mark(store, object_gc.image_sizes(rt, TARGET))
-    assert name not in marked.get(project, set())
-    chunk_gc.sweep(store, marked, datetime.now(UTC))
-    assert bucket.size(key) is None, "the race this test is about did not happen"
-    store.put_chunk(project, codec.seal_chunk(project, data, name))
-    time.sleep(1.1)
-
-    looked_up, gc_started = threading.Event(), threading.Event()
-    result: dict[str, Any] = {}
-
-    def backup_side() -> None:
-        with target_leases.held(rt.db, TARGET, "race-backup", exclusive=False,
-                                ttl_seconds=30, wait_seconds=10):
-            assert store.has_chunk(project, name)  # reused, not sent again
-            looked_up.set()
-            assert gc_started.wait(30)
-            time.sleep(2.0)  # the collection has marked and waits for the lease
-            store.write_manifest(project, "race-rp", ObjectManifest(MiB, MiB, {0: name}))
-
-    def collection() -> None:
-        gc_started.set()
-        result["stats"] = object_gc.collect(rt, TARGET, grace_seconds=0, wait_seconds=30)
-
-    try:
-        writer = threading.Thread(target=backup_side)
-        writer.start()
-        assert looked_up.wait(10)
-        sweeper = threading.Thread(target=collection)
-        sweeper.start()
-        writer.join(30)
-        sweeper.join(60)
-        assert not writer.is_alive()
-        assert not sweeper.is_alive()
-        assert result["stats"] is not None
-        assert bucket.size(key) is not None, "the collection deleted a chunk a manifest names"
-        manifest = store.read_manifest(project, "race-rp", MiB)
-        assert store.get_chunk(codec, project, manifest.chunks[0], 0, MiB) == data
-    finally:
-        store.delete_manifest(project, "race-rp")
-        bucket.delete(key)
-        rt.db.dispose()
 
 
 # The target's leases are rows serialized by a gate row: locking, on each database.

@@ -17,7 +17,13 @@ from tests.support import ceph
 from tests.support.ceph import MiB, conf_path
 from tests.support.flows import start_backup
 from tests.support.redis_server import free_port
-from tests.support.stack import Stack, object_target_env, start_stack, stop_stack
+from tests.support.stack import (
+    Stack,
+    directory_target_env,
+    object_target_env,
+    start_stack,
+    stop_stack,
+)
 from tests.support.workers import RedisDb, redis_db
 
 pytestmark = pytest.mark.ceph
@@ -39,10 +45,15 @@ def stack_with_a_dead_target(fresh_database_url: str, tmp_path: Path) -> Iterato
     stores = json.loads(object_target_env(fresh_database_url)["CAIRN_OBJECT_TARGETS"])
     stores["gone"] = {**stores["s3"], "endpoint": f"http://127.0.0.1:{free_port()}",
                       "timeout_seconds": 2}
+    # The stack's directory, and one whose share is not mounted here.
+    directories = json.loads(directory_target_env(fresh_database_url)[
+        "CAIRN_DIRECTORY_TARGETS"])
+    directories["unmounted"] = {"path": str(tmp_path / "not-mounted")}
     stack = start_stack(fresh_database_url, REDIS_DB, tmp_path / "logs",
                         CAIRN_CLUSTERS=json.dumps(clusters),
                         CAIRN_BACKUP_TARGETS=json.dumps(targets),
                         CAIRN_OBJECT_TARGETS=json.dumps(stores),
+                        CAIRN_DIRECTORY_TARGETS=json.dumps(directories),
                         CAIRN_CEPH_CONNECT_TIMEOUT_SECONDS="5",
                         # One job at a time on `local`: the others wait for admission.
                         CAIRN_MAX_JOBS_PER_TARGET="1")
@@ -90,10 +101,12 @@ def _tick_buckets(stack: Stack) -> dict[str, float]:
 
 @pytest.mark.production_database_only  # the probes touch no database
 def test_every_target_reports_whether_it_answers(stack_with_a_dead_target: Stack) -> None:
-    """cairn_target_up for RBD pools and object stores alike: the alert on a target that
-    stopped answering (deploy/prometheus/) covers the off-site bucket too."""
+    """cairn_target_up for RBD pools, object stores and directories alike: the alert on a
+    target that stopped answering (deploy/prometheus/) covers the off-site bucket and an
+    unmounted share too."""
     port = stack_with_a_dead_target.env["CAIRN_SCHEDULER_METRICS_PORT"]
-    wanted = {"local": 1.0, "away": 0.0, "s3": 1.0, "gone": 0.0}
+    wanted = {"local": 1.0, "away": 0.0, "s3": 1.0, "gone": 0.0, "dir": 1.0,
+              "unmounted": 0.0}
     deadline = time.monotonic() + 40
     while True:
         text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
@@ -103,5 +116,7 @@ def test_every_target_reports_whether_it_answers(stack_with_a_dead_target: Stack
             break
         assert time.monotonic() < deadline, found
         time.sleep(0.5)
-    assert "object target gone (http://127.0.0.1:" in stack_with_a_dead_target.scheduler.log \
-        .read_text()
+    log = stack_with_a_dead_target.scheduler.log.read_text()
+    assert "object target gone (http://127.0.0.1:" in log
+    assert "directory target unmounted (" in log
+    assert "does not exist (not mounted here?)" in log

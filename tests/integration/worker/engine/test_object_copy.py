@@ -117,7 +117,7 @@ def test_a_repeated_full_of_unchanged_data_uploads_no_chunk(
     assert again.chunks == first.chunks
     # A chunk the caller says is there is not looked up: one deleted behind the engine's
     # back shows that it was trusted, not sent again.
-    store.bucket.delete(chunk_key("p1", first.chunks[0]))
+    store.backend.delete(chunk_key("p1", first.chunks[0]))
     trusted = TransferStats()
     with rbd.Image(volumes_pool, name, snapshot="s1", read_only=True) as image:
         object_copy.upload(image, store, "p1", known=first.names(), stats=trusted)

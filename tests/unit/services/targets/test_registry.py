@@ -15,6 +15,7 @@ from services.errors import TargetNotConfigured, UnknownTarget
 from services.records.restore_points import RestorePoint
 from services.restore_points.orphans import OrphanReconciler
 from services.settings import Settings
+from services.targets.directory import DirectoryTarget
 from services.targets.object_store import ObjectStoreTarget
 from services.targets.rbd_pool import RbdPoolTarget
 from services.targets.scans import OrphanScan
@@ -26,16 +27,20 @@ SETTINGS = Settings(auth_strategy="noauth", environment="development",
                                     "other": {"cluster": "ceph-a", "pool": "backups",
                                               "max_jobs": 1}},
                     object_targets={"s3": {**S3, "max_jobs": 2}},
+                    directory_targets={"nfs": {"path": "/srv/cairn-nfs", "max_jobs": 3}},
                     default_backup_target="s3", max_jobs_per_target=4)
 
 
 def test_targets_of_every_kind_are_found_by_name_with_their_limits() -> None:
-    assert targets.names(SETTINGS) == ["local", "other", "s3"]
-    local, other, s3 = (targets.get(SETTINGS, name) for name in ("local", "other", "s3"))
+    assert targets.names(SETTINGS) == ["local", "nfs", "other", "s3"]
+    local, other, s3, nfs = (targets.get(SETTINGS, name)
+                             for name in ("local", "other", "s3", "nfs"))
     assert isinstance(local, RbdPoolTarget)
     assert isinstance(s3, ObjectStoreTarget)
-    assert (local.location, s3.location) == ("ceph-a/backups", "object target s3")
-    assert (local.max_jobs, other.max_jobs, s3.max_jobs) == (4, 1, 2)
+    assert isinstance(nfs, DirectoryTarget)
+    assert (local.location, s3.location, nfs.location) == (
+        "ceph-a/backups", "object target s3", "/srv/cairn-nfs")
+    assert (local.max_jobs, other.max_jobs, s3.max_jobs, nfs.max_jobs) == (4, 1, 2, 3)
     assert targets.job_limit(SETTINGS, "gone") == 4  # a job queued before it was removed
     assert targets.resolve(SETTINGS, None).name == "s3"
     assert targets.resolve(SETTINGS, "local") is not None
@@ -43,12 +48,15 @@ def test_targets_of_every_kind_are_found_by_name_with_their_limits() -> None:
 
 
 def test_what_each_kind_can_do_is_the_targets_to_say() -> None:
-    local, s3 = targets.get(SETTINGS, "local"), targets.get(SETTINGS, "s3")
-    assert (local.instant_restore_cluster, s3.instant_restore_cluster) == ("ceph-a", None)
+    local, s3, nfs = (targets.get(SETTINGS, name) for name in ("local", "s3", "nfs"))
+    assert (local.instant_restore_cluster, s3.instant_restore_cluster,
+            nfs.instant_restore_cluster) == ("ceph-a", None, None)
     assert (local.sends_copies, local.receives_copies) == (True, False)
     assert (s3.sends_copies, s3.receives_copies) == (False, True)
-    assert (local.collects_garbage, s3.collects_garbage) == (False, True)
-    assert (local.unit, s3.unit) == ("object", "chunk")
+    assert (nfs.sends_copies, nfs.receives_copies) == (False, True)
+    assert (local.collects_garbage, s3.collects_garbage, nfs.collects_garbage) == (
+        False, True, True)
+    assert (local.unit, s3.unit, nfs.unit) == ("object", "chunk", "chunk")
 
 
 def test_an_unknown_target_is_refused_with_the_words_a_user_saw_before() -> None:
@@ -60,7 +68,7 @@ def test_an_unknown_target_is_refused_with_the_words_a_user_saw_before() -> None
     with pytest.raises(UnknownTarget) as unknown:
         targets.resolve(SETTINGS, "elsewhere")
     assert unknown.value.message == ("unknown backup target 'elsewhere'; configured targets: "
-                                     "local, other, s3")
+                                     "local, nfs, other, s3")
     bare = Settings(auth_strategy="noauth", environment="development")
     with pytest.raises(UnknownTarget) as nothing:
         targets.resolve(bare, None)
@@ -79,11 +87,23 @@ def test_a_restore_point_on_a_target_no_longer_configured_is_refused_with_the_re
 
 
 def test_the_kinds_are_the_registrys_and_the_api_lists_each_targets_own() -> None:
-    assert targets.kinds() == ["rbd", "s3"]
+    assert targets.kinds() == ["rbd", "s3", "directory"]
     listed = list_targets(SETTINGS).targets
     assert [(t.name, t.kind, t.max_jobs, t.default) for t in listed] == [
-        ("local", "rbd", 4, False), ("other", "rbd", 1, False), ("s3", "s3", 2, True)]
+        ("local", "rbd", 4, False), ("nfs", "directory", 3, False), ("other", "rbd", 1, False),
+        ("s3", "s3", 2, True)]
     assert {t.kind for t in listed} <= set(targets.kinds())
+
+
+def test_the_chunk_formats_data_path_finds_its_target_by_name_not_by_kind() -> None:
+    s3, nfs = targets.chunked(SETTINGS, "s3"), targets.chunked(SETTINGS, "nfs")
+    assert (s3.name, nfs.name) == ("s3", "nfs")
+    assert (s3.config.chunk_size_mib, s3.config.uploads_in_flight) == (4, 10)
+    assert (nfs.config.chunk_size_mib, nfs.config.uploads_in_flight) == (4, 10)
+    with pytest.raises(TargetNotConfigured, match=r"target 'local' \(kind rbd\) keeps no chunks"):
+        targets.chunked(SETTINGS, "local")
+    with pytest.raises(TargetNotConfigured, match="target 'gone' is not configured"):
+        targets.chunked(SETTINGS, "gone")
 
 
 def test_an_rbd_pool_that_does_not_answer_is_down_not_an_error() -> None:
@@ -103,13 +123,15 @@ def test_targets_on_one_pool_are_scanned_once_together_and_a_failure_stops_no_ot
         scanned.append((self.location, sharing))
         raise ConnectionError("ceph-a is away")
 
-    def s3_scan(self: ObjectStoreTarget, scan: OrphanScan, sharing: set[str]) -> None:
+    def chunk_scan(self: ObjectStoreTarget | DirectoryTarget, scan: OrphanScan,
+                   sharing: set[str]) -> None:
         scanned.append((self.location, sharing))
 
     monkeypatch.setattr(RbdPoolTarget, "scan_orphans", rbd_scan)
-    monkeypatch.setattr(ObjectStoreTarget, "scan_orphans", s3_scan)
+    monkeypatch.setattr(ObjectStoreTarget, "scan_orphans", chunk_scan)
+    monkeypatch.setattr(DirectoryTarget, "scan_orphans", chunk_scan)
     report = OrphanReconciler(db, None, SETTINGS).run(  # type: ignore[arg-type]
         apply=False, grace=timedelta(hours=1), now=datetime(2026, 11, 27, tzinfo=UTC))
-    assert scanned == [("ceph-a/backups", {"local", "other"}),
+    assert scanned == [("/srv/cairn-nfs", {"nfs"}), ("ceph-a/backups", {"local", "other"}),
                        ("object target s3", {"s3"})]
     assert report.errors == ["ceph-a/backups: ConnectionError: ceph-a is away"]

@@ -1,0 +1,96 @@
+"""What every kind of target that keeps restore points in the chunk format (ADR 0007:
+content-addressed, compressed and sealed chunks, deduplicated per project, one sealed
+manifest per restore point, a data key made exactly once) shares, wherever it keeps them:
+its settings (`ChunkFormatSettings`), a `ChunkBackend` for its blobs, the check of its data
+key that its probe makes, and the orphan scan of its manifests.
+
+A kind of this family is a `ChunkTarget`: the registry's `targets.chunked` finds one by
+name for the chunk format's data path (the worker's `object_*` managers), which opens its
+backend and never asks which kind it is."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from functools import partial
+from typing import Protocol, runtime_checkable
+
+from services.db import Database
+from services.settings import ChunkFormatSettings
+from services.storage import data_keys
+from services.storage.chunk_backend import ChunkBackend
+from services.storage.object_layout import DATA_KEY, MANIFESTS, manifest_key, manifest_owner
+from services.targets.base import Target
+from services.targets.scans import Finding, OrphanScan, gone
+
+log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class ChunkTarget(Target, Protocol):
+    @property
+    def config(self) -> ChunkFormatSettings:
+        """Its chunk size, the chunks a job moves at once, its job limit."""
+
+    def backend(self) -> ChunkBackend:
+        """A new client of where its blobs live (the caller closes it)."""
+
+
+def holds_its_key(db: Database, backend: ChunkBackend, target: ChunkTarget) -> bool:
+    """Whether the target holds the data key Cairn's database records for it (for its
+    probe): one that lost its key, holds another, or is not where its key was stored
+    refuses every job, so it is down until the operator puts the key back or points the
+    target back. Logs why not."""
+    wrong = data_keys.problem(db, backend, target.name)
+    if wrong is not None:
+        log.warning("%s %s %s: nothing on it is read or written until the key is put back "
+                    "(%s)", target.noun, target.name, wrong, data_keys.GUIDE)
+    return wrong is None
+
+
+def scan_manifests(scan: OrphanScan, target: str, where: str, backend: ChunkBackend) -> None:
+    """Manifests whose restore point is gone (a backup whose undo could not reach the
+    target, a delete that removed the row's data but crashed before the manifest) keep
+    their chunks from garbage collection for ever: removed after the grace. Chunks are the
+    collector's (`object_gc`): it frees what no manifest names. A target without the key
+    Cairn stored there is not where its data is (pointed elsewhere, or the key removed): its
+    restore points are not flagged for manifests missing there. `where`: how findings name
+    the target's root."""
+    listed_from = datetime.now(UTC)
+    wrong = data_keys.problem(scan.db, backend, target)
+    if wrong is not None:
+        scan.note(Finding(
+            "report", "data key", f"{where}/{DATA_KEY}",
+            f"the target {wrong}: nothing on it is read or written until the key is put "
+            f"back ({data_keys.GUIDE})"))
+    elsewhere = wrong is not None and backend.size(DATA_KEY) is None
+    manifests: dict[str, tuple[tuple[str, str], datetime]] = {}
+    for stored in backend.list(MANIFESTS):
+        owner = manifest_owner(stored.key)
+        if owner is not None:
+            manifests[stored.key] = (owner, stored.modified)
+    rows = scan.rows(rp_id for (_, rp_id), _ in manifests.values())
+    for key, ((project_id, rp_id), modified) in sorted(manifests.items()):
+        if modified >= scan.cutoff:
+            continue
+        row = rows.get(rp_id)
+        if row is None:
+            # The root is this target's, but a name without a row proves nothing about who
+            # wrote it (a database restored from an older dump?): only a row can say its
+            # data may go.
+            scan.note(Finding("report", "manifest", f"{where}/{key}",
+                              "no restore point row; left alone", rp_id))
+            continue
+        why = gone(row)
+        if why is None and (row.target != target or row.project_id != project_id):
+            why = f"restore point {rp_id} belongs to another target or project"
+        if why is not None:
+            scan.act(Finding("remove", "manifest", f"{where}/{key}", why, rp_id),
+                     partial(backend.delete, key))
+    for rp in scan.available({target}, listed_from):
+        if elsewhere or manifest_key(rp.project_id, rp.id) in manifests:
+            continue
+        reason = (f"its manifest {manifest_key(rp.project_id, rp.id)} is gone from "
+                  f"{where}: this restore point can no longer be restored")
+        scan.act(Finding("flag", "restore point", where, reason, rp.id),
+                 partial(scan.flag, rp.id, reason))
