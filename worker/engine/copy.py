@@ -207,16 +207,17 @@ class CopyEngine:
                 data = None
             engine_s += time.monotonic() - t1
         t0 = time.monotonic()
-        value = digest(data) if data is not None and (
-            record is not None or verify is not None or self._unchanged is not None) else None
+        value: bytes | None = None
         if verify is not None:
             try:
-                verify.check_digest(chunk.index, value)
+                value = verify.check(chunk.index, data)
             except DataCorrupt:
                 if corrupt is None:
                     raise
                 with self._lock:
                     corrupt.append(chunk.index)
+        elif data is not None and (record is not None or self._unchanged is not None):
+            value = digest(data)
         engine_s += time.monotonic() - t0
         written = 0
         if self._unchanged is not None and data is not None \

@@ -24,6 +24,7 @@ import xxhash
 
 from services.errors import DataCorrupt
 from services.records.restore_points import OWNER_XATTR
+from worker.engine.zeros import data_runs
 
 ALGORITHM = "xxh3-128"
 SHARD_OBJECTS = 65536
@@ -42,15 +43,24 @@ class Manifest:
     image_size: int
     digests: dict[int, bytes] = field(default_factory=dict)
 
-    def check_digest(self, index: int, actual: bytes | None) -> None:
-        """Raise DataCorrupt unless `actual` (None: the object reads as zeros) is the digest
-        recorded for the object."""
-        if self.digests.get(index) != actual:
+    def check(self, index: int, data: bytes | None) -> bytes | None:
+        """The digest of object `index` as read (`data`; None where it reads as zeros) if
+        it is the one recorded, else DataCorrupt naming the object: the one check of an RBD
+        target's data, which restore and verify (the copy engine) and the restore point's
+        reader share. An object the manifest records nothing for must read as zeros; bytes
+        given for it are scanned for data only then (the engine passes None for a zero
+        object it found already, and the reader reads only objects that hold data)."""
+        recorded = self.digests.get(index)
+        if recorded is None and data is not None and not data_runs(data):
+            data = None
+        value = None if data is None else digest(data)
+        if value != recorded:
             raise DataCorrupt(
                 f"object {index} (offset {index * self.object_size}) of the restore point "
                 "does not match its checksum: the backup copy is damaged",
                 object_index=index,
             )
+        return value
 
     def check_shape(self, image_size: int, object_size: int) -> None:
         """Raise DataCorrupt unless the manifest describes an image of this shape."""
@@ -59,9 +69,6 @@ class Manifest:
                 f"the manifest describes a {self.image_size}-byte image of "
                 f"{self.object_size}-byte objects but the backup snapshot holds {image_size} "
                 f"bytes of {object_size}-byte objects")
-
-    def check(self, index: int, data: bytes | None) -> None:
-        self.check_digest(index, None if data is None else digest(data))
 
     def updated(self, changes: dict[int, bytes | None], image_size: int) -> Manifest:
         """The manifest of an image that differs from this one's by `changes` and is now

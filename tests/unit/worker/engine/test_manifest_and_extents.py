@@ -18,13 +18,16 @@ def test_manifest_shards_hold_every_entry_once() -> None:
 
 def test_manifest_check_catches_changed_missing_and_unexpected_data() -> None:
     manifest = Manifest(4096, 3 * 4096, {0: digest(b"x" * 4096)})
-    manifest.check(0, b"x" * 4096)
-    manifest.check(1, None)  # zeros where nothing was recorded
-    with pytest.raises(DataCorrupt, match="object 0"):
+    assert manifest.check(0, b"x" * 4096) == digest(b"x" * 4096)
+    assert manifest.check(1, None) is None  # zeros where nothing was recorded
+    assert manifest.check(1, bytes(4096)) is None  # read as zeros: the same
+    with pytest.raises(DataCorrupt, match=r"object 0 \(offset 0\)"):
         manifest.check(0, b"y" * 4096)
     with pytest.raises(DataCorrupt):
         manifest.check(0, None)
-    with pytest.raises(DataCorrupt):
+    with pytest.raises(DataCorrupt, match="object 0"):
+        manifest.check(0, bytes(4096))  # a lost object reads as zeros
+    with pytest.raises(DataCorrupt, match=r"object 1 \(offset 4096\)"):
         manifest.check(1, b"z")
 
 
