@@ -133,13 +133,22 @@ class CephClusters:
             raise NotFound(f"pool {pool!r} does not exist on cluster {cluster!r}",
                            cluster=cluster, pool=pool) from None
         try:
-            yield ioctx
-        except (rados.Error, rbd.Error) as exc:
-            # The boundary: librbd's and librados' errors leave as Cairn's, whose messages
-            # a tenant may read; the raw one (hosts, object names) goes to the log.
-            raise self._storage_error(exc, cluster, pool, handle) from exc
+            with self.boundary(cluster, pool, handle):
+                yield ioctx
         finally:
             ioctx.close()
+
+    @contextmanager
+    def boundary(self, cluster: str, pool: str, handle: rados.Rados) -> Iterator[None]:
+        """Where librbd's and librados' errors leave as Cairn's, whose messages a tenant
+        may read (the raw one, with hosts and object names, goes to the log). `ioctx`
+        keeps it for the work inside its `with`; an image that outlives that `with` (a
+        restore point's reader) keeps it around each call. `handle`: the cluster's handle
+        the work uses, dropped if the cluster shut it out."""
+        try:
+            yield
+        except (rados.Error, rbd.Error) as exc:
+            raise self._storage_error(exc, cluster, pool, handle) from exc
 
     def pool_exists(self, cluster: str, pool: str) -> bool:
         handle = self.handle(cluster)

@@ -11,7 +11,8 @@ import rados
 import rbd
 
 from services.errors import StorageError, StorageFull, StorageTimeout, StorageUnavailable
-from services.storage.ceph import storage_error
+from services.settings import Settings
+from services.storage.ceph import CephClusters, storage_error
 
 
 @pytest.mark.parametrize(("raised", "kind", "status", "code"), [
@@ -38,3 +39,19 @@ def test_each_ceph_failure_becomes_an_error_a_tenant_can_read(
     assert "try again" in error.message
     for leak in ("10.0.0.7", "mon.a", "rbd_data", "blocklisted"):
         assert leak not in error.message
+
+
+def test_an_image_used_after_its_ioctx_with_still_raises_cairns_errors() -> None:
+    # A restore point's reader keeps its image open past the `with` that opened it; each
+    # of its reads passes the same boundary.
+    settings = Settings(auth_strategy="noauth", environment="development",
+                        clusters={"ceph-a": {"conf": "/etc/ceph/ceph.conf"}})
+    clusters = CephClusters(settings)
+    handle = object()
+    with pytest.raises(StorageError, match="the Ceph cluster failed an operation") as raised, \
+            clusters.boundary("ceph-a", "backups", handle):  # type: ignore[arg-type]
+        raise rbd.IOError("EIO on rbd_data.abcd.0000000000000003", errno=errno.EIO)
+    assert "rbd_data" not in raised.value.message
+    with pytest.raises(StorageTimeout), \
+            clusters.boundary("ceph-a", "backups", handle):  # type: ignore[arg-type]
+        raise rbd.Timeout("osd op timed out", errno=errno.ETIMEDOUT)
