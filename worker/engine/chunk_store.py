@@ -119,8 +119,9 @@ class ChunkStore:
     def get_chunk(self, codec: ChunkCodec, project_id: str, name: str, offset: int,
                   length: int) -> bytes:
         """The chunk's plaintext of `length` bytes (what the manifest says the chunk at
-        `offset` holds), checked; DataCorrupt naming the volume offset otherwise. Nothing
-        longer than such a chunk sealed is read."""
+        `offset` holds), checked; DataCorrupt naming the chunk and its volume offset
+        otherwise. Nothing longer than such a chunk sealed is read. The one check of a
+        chunk target's data: restore, verify and the restore point's reader share it."""
         try:
             blob = self.backend.get(chunk_key(project_id, name), limit=length + SEALING_OVERHEAD)
             data = None if blob is None else codec.open_chunk(project_id, name, blob)
@@ -130,8 +131,8 @@ class ChunkStore:
             raise DataCorrupt(f"the chunk at offset {offset} ({name}) is missing from the "
                               "target")
         if len(data) != length:
-            raise DataCorrupt(f"the chunk at offset {offset} holds {len(data)} bytes, not "
-                              f"{length}")
+            raise DataCorrupt(f"the chunk at offset {offset} ({name}) holds {len(data)} "
+                              f"bytes, not {length}")
         return data
 
     def write_manifest(self, project_id: str, restore_point_id: str,

@@ -1,8 +1,8 @@
 """The worker's half of a target: its data path. `services/targets/` holds what every
 process asks a target (kind, limit, probe, orphan scan); what only a worker does with it
-(copy a backup there, read a restore point back, remove one's data, measure a chain) is
-built on the copy engine and the job lifecycle, which the domain may not import. So each
-kind has a `DataPath` here, one module per kind, found by `Target.kind`
+(copy a backup there, restore, verify or read a restore point, remove one's data, measure
+a chain) is built on the copy engine and the job lifecycle, which the domain may not
+import. So each kind has a `DataPath` here, one module per kind, found by `Target.kind`
 (`worker/targets/__init__.py`)."""
 
 from __future__ import annotations
@@ -13,11 +13,13 @@ from services.quotas import chains
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.storage.refs import ImageRef
+from worker.engine.block_reader import DEFAULT_CACHE_BYTES
 from worker.engine.copy import CopyStats
 from worker.managers.claim import ClaimedJob
 from worker.managers.drive import Aftercare, JobSteps
 from worker.managers.reporter import JobReporter
 from worker.runtime import Runtime
+from worker.targets.reader import RestorePointReader
 
 
 class DataPath(Protocol):
@@ -35,6 +37,13 @@ class DataPath(Protocol):
         """Re-read the restore point (all, or a random `fraction`) against its manifest;
         the indexes (`Target.unit`) found corrupt or missing. DataCorrupt when the
         manifest or the restore point itself is gone or damaged."""
+
+    def reader(self, rt: Runtime, rp: RestorePoint, *,
+               cache_bytes: int = DEFAULT_CACHE_BYTES) -> RestorePointReader:
+        """The restore point's bytes for reads at random, each block checked as it is read
+        by the check `restore` and `verify` make (`worker/targets/reader.py`), keeping up
+        to `cache_bytes` of checked blocks; the caller closes it. DataCorrupt when the
+        manifest or the restore point's data is gone or damaged."""
 
     def delete(self, rt: Runtime, rp: RestorePoint) -> None:
         """Remove a `deleting` restore point's data from the target (not its source

@@ -1,16 +1,17 @@
 """The worker's half of an RBD pool target (`services/targets/rbd_pool.py`): a backup
 copies the source snapshot onto the volume's backup image and snapshots it
 (`worker/managers/backup.py`); a restore and a verify read that snapshot with the copy
-engine, checking every object against the RADOS manifest; a delete removes the snapshot,
-the manifest and, once no restore point is left on it, the backup image, and afterwards
-frees what the image's head still held of the newest one
-(`worker/managers/backup_image.py`)."""
+engine, checking every object against the RADOS manifest, and so does a reader, an object
+at a time (`worker/engine/rbd_reader.py`); a delete removes the snapshot, the manifest
+and, once no restore point is left on it, the backup image, and afterwards frees what the
+image's head still held of the newest one (`worker/managers/backup_image.py`)."""
 
 from __future__ import annotations
 
 import math
 import random
 from contextlib import ExitStack
+from functools import partial
 
 from sqlalchemy import func, select
 
@@ -23,8 +24,10 @@ from services.storage import rbd_images
 from services.storage.refs import ImageRef
 from services.targets.rbd_pool import named
 from worker.engine import manifest
+from worker.engine.block_reader import DEFAULT_CACHE_BYTES
 from worker.engine.copy import CopyEngine, CopyStats
 from worker.engine.extents import Chunk, allocated_objects, plan_chunks
+from worker.engine.rbd_reader import RbdReader
 from worker.managers.backup import BackupSteps
 from worker.managers.backup_image import release_head
 from worker.managers.claim import ClaimedJob
@@ -33,6 +36,7 @@ from worker.managers.drive import Aftercare, JobSteps
 from worker.managers.measure_rbd import RbdHeld
 from worker.managers.reporter import JobReporter
 from worker.runtime import Runtime
+from worker.targets.reader import RestorePointReader
 
 
 class RbdPoolPath:
@@ -46,6 +50,10 @@ class RbdPoolPath:
     def verify(self, rt: Runtime, reporter: JobReporter, rp: RestorePoint,
                fraction: float | None) -> tuple[CopyStats, list[int]]:
         return _verify(rt, reporter, rp, fraction)
+
+    def reader(self, rt: Runtime, rp: RestorePoint, *,
+               cache_bytes: int = DEFAULT_CACHE_BYTES) -> RestorePointReader:
+        return _reader(rt, rp, cache_bytes)
 
     def delete(self, rt: Runtime, rp: RestorePoint) -> None:
         _delete(rt, rp)
@@ -72,8 +80,7 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
             source = stack.enter_context(rbd_images.open_image(
                 backup_io, rp.backup_image, snapshot=rp.snapshot, read_only=True))
         except NotFound:
-            raise NotFound(f"the backup snapshot of restore point {rp.id} is missing from "
-                           f"the backup pool {target.pool!r}") from None
+            raise NotFound(_snapshot_missing(rp, target.pool)) from None
         size = source.size()
         order = source.stat()["order"]
         object_size = 1 << order
@@ -129,9 +136,32 @@ def _verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint,
                                     engine.window)
                 stats = engine.run(source, None, chunks, verify=recorded, corrupt=corrupt)
         except NotFound:
-            raise DataCorrupt(f"the backup snapshot of restore point {rp.id} is missing from "
-                              f"the backup pool {target.pool!r}") from None
+            raise DataCorrupt(_snapshot_missing(rp, target.pool)) from None
     return stats, sorted(corrupt)
+
+
+def _reader(rt: Runtime, rp: RestorePoint, cache_bytes: int) -> RbdReader:
+    """The backup image open at the restore point's snapshot until the reader closes;
+    each object read is checked as restore and verify check it (`Manifest.check`)."""
+    target = named(rt.settings, rp.target)
+    with ExitStack() as stack:
+        backup_io = stack.enter_context(rt.clusters.ioctx(target.cluster, target.pool))
+        recorded = manifest.load(backup_io, rp.manifest_object)
+        try:
+            image = stack.enter_context(rbd_images.open_image(
+                backup_io, rp.backup_image, snapshot=rp.snapshot, read_only=True))
+        except NotFound:
+            raise DataCorrupt(_snapshot_missing(rp, target.pool)) from None
+        boundary = partial(rt.clusters.boundary, target.cluster, target.pool,
+                           rt.clusters.handle(target.cluster))
+        reader = RbdReader(image, recorded, boundary=boundary, cache_bytes=cache_bytes,
+                           window=rt.settings.copy_window)
+        reader.on_close(stack.pop_all().close)
+    return reader
+
+
+def _snapshot_missing(rp: RestorePoint, pool: str) -> str:
+    return f"the backup snapshot of restore point {rp.id} is missing from the backup pool {pool!r}"
 
 
 def sample(chunks: list[Chunk], fraction: float) -> list[Chunk]:
