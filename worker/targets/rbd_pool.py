@@ -13,9 +13,10 @@ import random
 from contextlib import ExitStack
 from functools import partial
 
+import rbd
 from sqlalchemy import func, select
 
-from services.errors import DataCorrupt, NotFound, RestorePointBusy
+from services.errors import CairnError, DataCorrupt, NotFound, RestorePointBusy
 from services.quotas import chains
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
@@ -27,6 +28,7 @@ from worker.engine import manifest
 from worker.engine.block_reader import DEFAULT_CACHE_BYTES
 from worker.engine.copy import CopyEngine, CopyStats
 from worker.engine.extents import Chunk, allocated_objects, plan_chunks
+from worker.engine.manifest import Manifest
 from worker.engine.rbd_reader import RbdReader
 from worker.managers.backup import BackupSteps
 from worker.managers.backup_image import release_head
@@ -69,18 +71,11 @@ class RbdPoolPath:
 
 def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
              dest: ImageRef, *, create: bool) -> CopyStats:
-    target = named(rt.settings, rp.target)
     phases = reporter.phases
     phases.restart()
     with ExitStack() as stack:
-        backup_io = stack.enter_context(rt.clusters.ioctx(target.cluster, target.pool))
+        recorded, source = _backup_snapshot(stack, rt, rp, missing=NotFound)
         dest_io = stack.enter_context(rt.clusters.ioctx(dest.cluster, dest.pool))
-        recorded = manifest.load(backup_io, rp.manifest_object)
-        try:
-            source = stack.enter_context(rbd_images.open_image(
-                backup_io, rp.backup_image, snapshot=rp.snapshot, read_only=True))
-        except NotFound:
-            raise NotFound(_snapshot_missing(rp, target.pool)) from None
         size = source.size()
         order = source.stat()["order"]
         object_size = 1 << order
@@ -113,30 +108,22 @@ def _restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoi
 
 def _verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint,
             fraction: float | None) -> tuple[CopyStats, list[int]]:
-    target = named(rt.settings, rp.target)
-    with rt.clusters.ioctx(target.cluster, target.pool) as backup_io:
-        recorded = manifest.load(backup_io, rp.manifest_object)
-        try:
-            with rbd_images.open_image(backup_io, rp.backup_image, snapshot=rp.snapshot,
-                                       read_only=True) as source:
-                size = source.size()
-                object_size = 1 << source.stat()["order"]
-                recorded.check_shape(size, object_size)
-                # Objects with data, and objects the manifest expects data in (a lost
-                # object reads as zeros and must be reported, not skipped).
-                chunks = plan_chunks(size, object_size,
-                                     allocated_objects(source, size, object_size),
-                                     recorded.digests)
-                if fraction is not None:
-                    chunks = sample(chunks, fraction)
-                corrupt: list[int] = []
-                engine = CopyEngine(window=rt.settings.copy_window, pacer=reporter.pacer,
-                                    on_progress=reporter.progress)
-                reporter.start_copy(sum(c.length for c in chunks if c.in_source), 0,
-                                    engine.window)
-                stats = engine.run(source, None, chunks, verify=recorded, corrupt=corrupt)
-        except NotFound:
-            raise DataCorrupt(_snapshot_missing(rp, target.pool)) from None
+    with ExitStack() as stack:
+        recorded, source = _backup_snapshot(stack, rt, rp)
+        size = source.size()
+        object_size = 1 << source.stat()["order"]
+        recorded.check_shape(size, object_size)
+        # Objects with data, and objects the manifest expects data in (a lost object
+        # reads as zeros and must be reported, not skipped).
+        chunks = plan_chunks(size, object_size, allocated_objects(source, size, object_size),
+                             recorded.digests)
+        if fraction is not None:
+            chunks = sample(chunks, fraction)
+        corrupt: list[int] = []
+        engine = CopyEngine(window=rt.settings.copy_window, pacer=reporter.pacer,
+                            on_progress=reporter.progress)
+        reporter.start_copy(sum(c.length for c in chunks if c.in_source), 0, engine.window)
+        stats = engine.run(source, None, chunks, verify=recorded, corrupt=corrupt)
     return stats, sorted(corrupt)
 
 
@@ -145,13 +132,7 @@ def _reader(rt: Runtime, rp: RestorePoint, cache_bytes: int) -> RbdReader:
     each object read is checked as restore and verify check it (`Manifest.check`)."""
     target = named(rt.settings, rp.target)
     with ExitStack() as stack:
-        backup_io = stack.enter_context(rt.clusters.ioctx(target.cluster, target.pool))
-        recorded = manifest.load(backup_io, rp.manifest_object)
-        try:
-            image = stack.enter_context(rbd_images.open_image(
-                backup_io, rp.backup_image, snapshot=rp.snapshot, read_only=True))
-        except NotFound:
-            raise DataCorrupt(_snapshot_missing(rp, target.pool)) from None
+        recorded, image = _backup_snapshot(stack, rt, rp)
         boundary = partial(rt.clusters.boundary, target.cluster, target.pool,
                            rt.clusters.handle(target.cluster))
         reader = RbdReader(image, recorded, boundary=boundary, cache_bytes=cache_bytes,
@@ -160,8 +141,22 @@ def _reader(rt: Runtime, rp: RestorePoint, cache_bytes: int) -> RbdReader:
     return reader
 
 
-def _snapshot_missing(rp: RestorePoint, pool: str) -> str:
-    return f"the backup snapshot of restore point {rp.id} is missing from the backup pool {pool!r}"
+def _backup_snapshot(stack: ExitStack, rt: Runtime, rp: RestorePoint, *,
+                     missing: type[CairnError] = DataCorrupt) -> tuple[Manifest, rbd.Image]:
+    """The restore point's manifest, and its backup image opened read-only at the backup
+    snapshot, held by `stack` (with the pool's ioctx: Ceph's errors inside leave as
+    Cairn's). A missing manifest is DataCorrupt; a missing snapshot `missing`: corruption
+    to a verify and a reader, NotFound to a restore."""
+    target = named(rt.settings, rp.target)
+    backup_io = stack.enter_context(rt.clusters.ioctx(target.cluster, target.pool))
+    recorded = manifest.load(backup_io, rp.manifest_object)
+    try:
+        image = stack.enter_context(rbd_images.open_image(
+            backup_io, rp.backup_image, snapshot=rp.snapshot, read_only=True))
+    except NotFound:
+        raise missing(f"the backup snapshot of restore point {rp.id} is missing from the "
+                      f"backup pool {target.pool!r}") from None
+    return recorded, image
 
 
 def sample(chunks: list[Chunk], fraction: float) -> list[Chunk]:
