@@ -21,7 +21,7 @@ from services.settings import BackupTargetSettings, Settings
 from services.status import RestorePointStatus
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
-from services.targets.base import not_configured
+from services.targets.base import Configured, not_configured
 from services.targets.scans import Finding, OrphanScan, gone
 
 log = logging.getLogger(__name__)
@@ -35,17 +35,13 @@ _OBJECT = re.compile(rf"^cairn\.(?:manifest|checkpoint)\.({_UUID})(?:\.\d+)?$")
 
 
 @dataclass(frozen=True)
-class RbdPoolTarget:
+class RbdPoolTarget(Configured[BackupTargetSettings]):
     kind: ClassVar[str] = "rbd"
     noun: ClassVar[str] = "RBD pool"
     unit: ClassVar[str] = "object"
     receives_copies: ClassVar[bool] = False
     sends_copies: ClassVar[bool] = True
     collects_garbage: ClassVar[bool] = False
-
-    name: str
-    config: BackupTargetSettings
-    max_jobs: int
 
     @property
     def cluster(self) -> str:
