@@ -1,6 +1,7 @@
 """A model-based differential test of the data path: a seeded random program of volume
 changes, backups, restores, deletes and worker kills against the real stack, checked after
-every step against a model that is only the volume's bytes (a bytearray) at each backup.
+every step against a model that is only the volume's bytes (a bytearray) at each backup
+(tests/support/model_volume.py: the volume and its program).
 
 Each case backs up to targets of one kind, and copies, restores instantly and collects
 garbage where the targets' capabilities say Cairn must, or checks that it refuses where
@@ -35,9 +36,9 @@ from tests.support.model_targets import (
     layout_of,
     next_target,
 )
+from tests.support.model_volume import Volume, remove_later_if_busy
 from tests.support.stack import PROJECT, Stack
 
-OBJECT = 4 * MiB
 VOLUME_CLUSTER = "ceph-a"
 """Where the case's volume lives (ceph-a/volumes), and its restores: an instant restore
 clones onto this cluster."""
@@ -86,7 +87,6 @@ class Case:
     """Every restore point the case made, deleted and failed ones too."""
     written: set[str] = field(default_factory=set)
     """The targets the case sent backups or copies to."""
-    images: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.rng = random.Random(self.seed)
@@ -94,7 +94,7 @@ class Case:
         # from a generator of its own: the main one makes the same draws on every kind.
         self.extra = random.Random(f"{self.seed}/targets")
         self.name = ceph.unique_name(f"model-{self.seed}")
-        self.data = bytearray()
+        self.volume = Volume(self.vols, self.name, self.rng, self.limits.max_size, self.log)
         self.last_target = ""
         self.volume_id: str | None = None
         self.targets = CaseTargets.draw(self.stack.settings, self.target_names, self.seed)
@@ -118,10 +118,10 @@ class Case:
             self._clean_up()
 
     def _run(self) -> None:
-        self._make_volume()
+        self.volume.make()
         for _ in range(self.rng.randint(*self.limits.backups)):
             for _ in range(self.rng.randint(0, 4)):
-                self._change()
+                self.volume.change()
             self._backup()
             if self.copies and self.extra.random() < 0.3:
                 self._delete(self.extra.choice(sorted(self.copies)))
@@ -133,116 +133,6 @@ class Case:
     def _step(self, text: str) -> None:
         self.log.append(text)
 
-    # -- the volume ---------------------------------------------------------------------
-    def _size(self) -> int:
-        roll = self.rng.random()
-        if roll < 0.1:
-            return self.rng.randint(1, 4096)
-        if roll < 0.3:
-            return self.rng.randint(1, 8) * OBJECT  # aligned
-        return self.rng.randint(1, self.limits.max_size)
-
-    def _make_volume(self) -> None:
-        size = self._size()
-        if self.rng.random() < 0.25:
-            parent = f"{self.name}-parent"
-            self.images.append(parent)
-            rbd.RBD().create(self.vols, parent, size)
-            with rbd.Image(self.vols, parent) as image:
-                payload = self._bytes(size)
-                image.write(payload, 0)
-                image.create_snap("base")
-                image.protect_snap("base")
-            rbd.RBD().clone(self.vols, parent, "base", self.vols, self.name,
-                            features=rbd.RBD_FEATURE_LAYERING | rbd.RBD_FEATURE_EXCLUSIVE_LOCK
-                            | rbd.RBD_FEATURE_OBJECT_MAP | rbd.RBD_FEATURE_FAST_DIFF)
-            self.images.insert(0, self.name)
-            self.data = bytearray(payload)
-            self._step(f"clone of a {size}-byte parent")
-            return
-        rbd.RBD().create(self.vols, self.name, size)
-        self.images.insert(0, self.name)
-        self.data = bytearray(size)
-        self._step(f"create {size} bytes")
-        if self.rng.random() < 0.8:
-            self._write()
-
-    def _bytes(self, n: int) -> bytes:
-        return self.rng.randbytes(n)
-
-    def _span(self) -> tuple[int, int]:
-        size = len(self.data)
-        if self.rng.random() < 0.35:
-            # Whole objects: what makes an incremental clear objects on the target (a
-            # discard or zeroing that empties an object).
-            first = self.rng.randrange(-(-size // OBJECT))
-            count = self.rng.randint(1, 3)
-            offset = first * OBJECT
-            return offset, min(count * OBJECT, size - offset)
-        offset = self.rng.randrange(size)
-        length = self.rng.randint(1, min(size - offset, self.rng.choice((512, 65536, OBJECT,
-                                                                          3 * OBJECT))))
-        return offset, length
-
-    def _write(self) -> None:
-        offset, length = self._span()
-        payload = self._bytes(length)
-        with rbd.Image(self.vols, self.name) as image:
-            image.write(payload, offset)
-        self.data[offset:offset + length] = payload
-        self._step(f"write {length} at {offset}")
-
-    def _zero(self) -> None:
-        offset, length = self._span()
-        with rbd.Image(self.vols, self.name) as image:
-            if self.rng.random() < 0.5:
-                image.write(bytes(length), offset)
-                how = "write zeros"
-            else:
-                image.write_zeroes(offset, length)
-                how = "write_zeroes"
-        self.data[offset:offset + length] = bytes(length)
-        self._step(f"{how} {length} at {offset}")
-
-    def _discard(self) -> None:
-        offset, length = self._span()
-        with rbd.Image(self.vols, self.name) as image:
-            image.discard(offset, length)
-            # A discard may leave data it cannot free (a partial object of a clone, or
-            # under the discard granularity): the model follows what the volume reads.
-            after = image.read(offset, length)
-        self.data[offset:offset + length] = after
-        self._step(f"discard {length} at {offset}")
-
-    def _resize(self) -> None:
-        new = self._size()
-        with rbd.Image(self.vols, self.name) as image:
-            image.resize(new)
-        old = len(self.data)
-        self.data = self.data[:new] + bytearray(max(0, new - old))
-        self._step(f"resize {old} -> {new}")
-
-    def _flatten(self) -> None:
-        with rbd.Image(self.vols, self.name) as image:
-            if image.parent_info() is None:
-                return
-            image.flatten()
-        self._step("flatten")
-
-    def _change(self) -> None:
-        roll = self.rng.random()
-        if roll < 0.45:
-            self._write()
-        elif roll < 0.6:
-            self._zero()
-        elif roll < 0.75:
-            self._discard()
-        elif roll < 0.92:
-            self._resize()
-        else:
-            with contextlib.suppress(rbd.ImageNotFound):  # parent_info: no parent
-                self._flatten()
-
     # -- Cairn --------------------------------------------------------------------------
     def _backup(self) -> None:
         target = next_target(self.rng, self.last_target, self.targets.pair)
@@ -252,7 +142,7 @@ class Case:
         body: dict[str, Any] = {"volume": f"ceph-a/volumes/{self.name}", "target": target,
                                 "kind": kind}
         if kill:
-            body["qos_bytes_per_second"] = max(MiB, len(self.data) // 2)
+            body["qos_bytes_per_second"] = max(MiB, len(self.volume.data) // 2)
         self._step(f"backup {kind} to {target}{' (worker killed)' if kill else ''}")
         self.written.add(target)
         response = self.stack.post("/v1/backups", body)
@@ -272,10 +162,10 @@ class Case:
             self._step(f"  -> {done['status']}: {done.get('error')}")
             return
         assert rp["status"] == "available", rp
-        assert rp["size_bytes"] == len(self.data), (rp["size_bytes"], len(self.data))
+        assert rp["size_bytes"] == len(self.volume.data), (rp["size_bytes"], len(self.volume.data))
         self.volume_id = rp["volume_id"]
-        point = Point(rp["id"], target, len(self.data), hashlib.sha256(self.data).hexdigest(),
-                      _nonzero_objects(self.data))
+        point = Point(rp["id"], target, len(self.volume.data),
+                      hashlib.sha256(self.volume.data).hexdigest(), self.volume.nonzero_objects())
         self.points[rp["id"]] = point
         self._step(f"  -> restore point {rp['id']} ({rp['kind']})")
         verify = self.stack.post(f"/v1/restore-points/{rp['id']}/verify", {})
@@ -424,46 +314,4 @@ class Case:
         self.collector.close()
         for layout in self.layouts.values():
             layout.close()
-        for position, name in enumerate(self.images):
-            with contextlib.suppress(Exception):
-                _unprotect_all(self.vols, name)
-            try:
-                remove_later_if_busy(self.vols, name)
-            except Exception:  # a clean-up error must not hide the failure itself
-                DEFERRED.append(name)
-            if DEFERRED and DEFERRED[-1] == name:
-                # A clone's parent can go only after the clone.
-                DEFERRED.extend(self.images[position + 1:])
-                return
-
-
-DEFERRED: list[str] = []
-"""Images a killed worker still watches (the OSDs drop the watch after ~30 s): removed at
-the end of the session instead of making each case wait."""
-
-
-def remove_later_if_busy(io: rados.Ioctx, name: str) -> None:
-    try:
-        ceph.remove_image(io, name, wait=0)
-    except rbd.ImageBusy:
-        DEFERRED.append(name)
-
-
-def remove_deferred(io: rados.Ioctx) -> None:
-    while DEFERRED:
-        name = DEFERRED.pop(0)
-        with contextlib.suppress(rbd.ImageNotFound):
-            _unprotect_all(io, name)
-        ceph.remove_image(io, name)
-
-
-def _nonzero_objects(data: bytearray) -> int:
-    return sum(1 for start in range(0, len(data), OBJECT)
-               if data[start:start + OBJECT].strip(b"\0"))
-
-
-def _unprotect_all(io: rados.Ioctx, name: str) -> None:
-    with rbd.Image(io, name) as image:
-        for snap in image.list_snaps():
-            if image.is_protected_snap(snap["name"]):
-                image.unprotect_snap(snap["name"])
+        self.volume.remove()

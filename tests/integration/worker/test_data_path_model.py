@@ -30,8 +30,9 @@ import rados
 
 from tests.support import ceph
 from tests.support.ceph import MiB
-from tests.support.model import Case, Limits, remove_deferred
+from tests.support.model import Case, Limits
 from tests.support.model_targets import DEFAULT_TARGETS
+from tests.support.model_volume import remove_deferred
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.ceph
