@@ -83,10 +83,11 @@ test-only: ## against a running stack: ARGS="tests/integration/api/test_plans.py
 SEED ?= $(shell date +%s)
 CASES ?= 300
 MAX_MIB ?= 64
-soak: bootstrap ## the long tests at full size: the randomized data-path test (make soak SEED=... CASES=... MAX_MIB=...; a failing case prints its replay) and the limits test on 20 volumes
+soak: bootstrap ## the long tests at full size: the randomized data-path test over every kind of target, a seed's kind in turn (make soak SEED=... CASES=... MAX_MIB=... MODEL_TARGETS=local,offsite,s3,dir; a failing case prints its replay) and the limits test on 20 volumes
 	@CAIRN_SECOND_CLUSTER=1 CAIRN_RGW=1 bash deploy/local/stack.sh up infra
-	@echo "soak: seeds $(SEED)..$$(( $(SEED) + $(CASES) - 1 )), volumes up to $(MAX_MIB) MiB"
+	@echo "soak: seeds $(SEED)..$$(( $(SEED) + $(CASES) - 1 )), volumes up to $(MAX_MIB) MiB, targets $(if $(MODEL_TARGETS),$(MODEL_TARGETS),of every kind (tests/support/model_targets.py))"
 	@CAIRN_MODEL_SEED=$(SEED) CAIRN_MODEL_CASES=$(CASES) CAIRN_MODEL_MAX_MIB=$(MAX_MIB) \
+	    $(if $(MODEL_TARGETS),CAIRN_MODEL_TARGETS=$(MODEL_TARGETS)) \
 	    CAIRN_MODEL_KILL_CHANCE=0.1 CAIRN_MODEL_SQLITE_CASES=0 CAIRN_LIMITS_VOLUMES=20 \
 	    CAIRN_TEST_REDIS_DB_OFFSET=52 $(PY) -m pytest -p no:cacheprovider -q \
 	    tests/integration/worker/test_data_path_model.py tests/integration/api/test_limits.py

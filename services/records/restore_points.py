@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from sqlalchemy import (
@@ -23,6 +24,11 @@ from services.status import RestorePointKind, RestorePointStatus, VerifyStatus
 def snapshot_name(restore_point_id: str) -> str:
     """The name of the source and backup snapshots of a restore point."""
     return f"cairn.{restore_point_id}"
+
+
+SNAPSHOT = re.compile(r"^cairn\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$")
+"""A restore point's snapshot (`snapshot_name`), of the backup image and of the source
+volume alike; its group is the restore point's id."""
 
 
 def backup_image_name(volume_id: str) -> str:

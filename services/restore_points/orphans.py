@@ -43,7 +43,7 @@ from services import targets
 from services.db import Database
 from services.errors import NotFound
 from services.records.jobs import Job
-from services.records.restore_points import RestorePoint
+from services.records.restore_points import SNAPSHOT, RestorePoint
 from services.records.volumes import Volume
 from services.restore_points.instant import instant_image_name
 from services.restore_points.marks import JOB_KEY
@@ -52,7 +52,6 @@ from services.status import JobKind, JobStatus, RestoreMethod
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
 from services.storage.refs import parse_image_ref
-from services.targets.rbd_pool import SNAPSHOT
 from services.targets.scans import Finding, OrphanScan, Report, gone
 
 __all__ = ["Finding", "OrphanReconciler", "Report"]

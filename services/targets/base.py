@@ -5,7 +5,8 @@ holds; the worker's data paths are the other half of each kind (`worker/targets/
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol
+from dataclasses import dataclass
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 from services.db import Database
 from services.errors import TargetNotConfigured
@@ -59,6 +60,20 @@ class Target(Protocol):
         and flag its available restore points whose data is gone. `sharing`: the names of
         every target at this location (itself included). Raises when the location cannot
         be read; `OrphanScan.run` records that and goes on with the next."""
+
+
+KindSettings = TypeVar("KindSettings")
+
+
+@dataclass(frozen=True)
+class Configured(Generic[KindSettings]):
+    """One target as the settings make it (each kind's `configured`): the operator's name
+    of it, its kind's settings and its job limit (its own `max_jobs`, or the service's).
+    What its kind can do are class attributes of the kind's class (`Target`)."""
+
+    name: str
+    config: KindSettings
+    max_jobs: int
 
 
 def not_configured(name: str) -> TargetNotConfigured:

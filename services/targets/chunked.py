@@ -6,14 +6,15 @@ key that its probe makes, and the orphan scan of its manifests.
 
 A kind of this family is a `ChunkTarget`: the registry's `targets.chunked` finds one by
 name for the chunk format's data path (the worker's `object_*` managers), which opens its
-backend and never asks which kind it is."""
+backend and never asks which kind it is. Its class extends `ChunkKind`, which declares once
+what the format lets every such kind do; the kind's module says only its name and noun."""
 
 from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
 from functools import partial
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 from services.db import Database
 from services.settings import ChunkFormatSettings
@@ -34,6 +35,23 @@ class ChunkTarget(Target, Protocol):
 
     def backend(self) -> ChunkBackend:
         """A new client of where its blobs live (the caller closes it)."""
+
+
+class ChunkKind:
+    """What every kind keeping the chunk format can do (`Target`'s capabilities), the same
+    wherever its blobs live: a manifest's checksums cover chunks; it receives copies of an
+    RBD target's restore points (off site) and sends none (the copy reads an RBD snapshot);
+    chunks are shared, so a deleted restore point leaves them to a garbage collection; and
+    it holds no RBD snapshot an instant restore could clone."""
+
+    unit: ClassVar[str] = "chunk"
+    receives_copies: ClassVar[bool] = True
+    sends_copies: ClassVar[bool] = False
+    collects_garbage: ClassVar[bool] = True
+
+    @property
+    def instant_restore_cluster(self) -> str | None:
+        return None
 
 
 def holds_its_key(db: Database, backend: ChunkBackend, target: ChunkTarget) -> bool:

@@ -20,32 +20,21 @@ from services.db import Database
 from services.settings import DirectoryTargetSettings, Settings
 from services.storage.ceph import CephClusters
 from services.storage.directory import Directory
-from services.targets.chunked import holds_its_key, scan_manifests
+from services.targets.base import Configured
+from services.targets.chunked import ChunkKind, holds_its_key, scan_manifests
 from services.targets.scans import Finding, OrphanScan
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class DirectoryTarget:
+class DirectoryTarget(ChunkKind, Configured[DirectoryTargetSettings]):
     kind: ClassVar[str] = "directory"
     noun: ClassVar[str] = "directory target"
-    unit: ClassVar[str] = "chunk"
-    receives_copies: ClassVar[bool] = True
-    sends_copies: ClassVar[bool] = False
-    collects_garbage: ClassVar[bool] = True
-
-    name: str
-    config: DirectoryTargetSettings
-    max_jobs: int
 
     @property
     def location(self) -> str:
         return str(self.config.path)
-
-    @property
-    def instant_restore_cluster(self) -> str | None:
-        return None
 
     def backend(self) -> Directory:
         return Directory(self.config.path)

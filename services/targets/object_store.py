@@ -15,24 +15,18 @@ from services.db import Database
 from services.settings import ObjectTargetSettings, Settings
 from services.storage.ceph import CephClusters
 from services.storage.s3 import Bucket
-from services.targets.chunked import holds_its_key, scan_manifests
+from services.targets.base import Configured
+from services.targets.chunked import ChunkKind, holds_its_key, scan_manifests
 from services.targets.scans import OrphanScan
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class ObjectStoreTarget:
+class ObjectStoreTarget(ChunkKind, Configured[ObjectTargetSettings]):
     kind: ClassVar[str] = "s3"
     noun: ClassVar[str] = "object target"
-    unit: ClassVar[str] = "chunk"
-    receives_copies: ClassVar[bool] = True
-    sends_copies: ClassVar[bool] = False
-    collects_garbage: ClassVar[bool] = True
 
-    name: str
-    config: ObjectTargetSettings
-    max_jobs: int
     _probed: list[Bucket] = field(default_factory=list, compare=False, repr=False)
     """The bucket the probes reuse (an S3 client holds a connection pool), dropped when a
     probe fails: its credentials may have been replaced."""
@@ -41,10 +35,6 @@ class ObjectStoreTarget:
     @property
     def location(self) -> str:
         return f"object target {self.name}"
-
-    @property
-    def instant_restore_cluster(self) -> str | None:
-        return None
 
     def backend(self) -> Bucket:
         """A new client of its bucket (the caller closes it)."""

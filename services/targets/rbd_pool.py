@@ -16,36 +16,30 @@ from typing import ClassVar
 import rados
 
 from services.db import Database
-from services.records.restore_points import OWNER_XATTR
+from services.records.restore_points import OWNER_XATTR, SNAPSHOT
 from services.settings import BackupTargetSettings, Settings
 from services.status import RestorePointStatus
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
-from services.targets.base import not_configured
+from services.targets.base import Configured, not_configured
 from services.targets.scans import Finding, OrphanScan, gone
 
 log = logging.getLogger(__name__)
 
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-SNAPSHOT = re.compile(rf"^cairn\.({_UUID})$")
-"""A restore point's snapshot: of the backup image, and of the source volume."""
 _IMAGE = re.compile(rf"^cairn\.vol\.({_UUID})$")
 _OBJECT = re.compile(rf"^cairn\.(?:manifest|checkpoint)\.({_UUID})(?:\.\d+)?$")
 """A manifest's head or shard, or a checkpoint."""
 
 
 @dataclass(frozen=True)
-class RbdPoolTarget:
+class RbdPoolTarget(Configured[BackupTargetSettings]):
     kind: ClassVar[str] = "rbd"
     noun: ClassVar[str] = "RBD pool"
     unit: ClassVar[str] = "object"
     receives_copies: ClassVar[bool] = False
     sends_copies: ClassVar[bool] = True
     collects_garbage: ClassVar[bool] = False
-
-    name: str
-    config: BackupTargetSettings
-    max_jobs: int
 
     @property
     def cluster(self) -> str:
