@@ -27,7 +27,7 @@ import os
 import re
 import secrets
 from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 from services.errors import CairnError, DataCorrupt, StorageError, StorageFull, StorageUnavailable
@@ -57,51 +57,47 @@ class Directory:
 
     # -- the ChunkBackend -------------------------------------------------------------------
     def put(self, key: str, data: bytes) -> None:
-        *dirs, name = key_parts(key)
-        try:
-            fd = self._tree.open_dirs(dirs, create=True)
-            assert fd is not None
+        with self._staged(key, data) as (fd, name, temporary):
             try:
-                temporary = self._write_temporary(fd, data)
-                try:
-                    os.rename(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
-                except BaseException:
-                    _unlink_quietly(fd, temporary)
-                    raise
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise self._fail(f"writing {key}", exc) from None
+                os.rename(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
+            except BaseException:
+                _unlink_quietly(fd, temporary)
+                raise
 
     def put_new(self, key: str, data: bytes) -> bool:
         """Writes the file only if there is none under `key` (link(2) decides, atomically,
         on a local file system and over NFS alike); False when one is there already."""
+        with self._staged(key, data) as (fd, name, temporary):
+            try:
+                try:
+                    os.link(temporary, name, src_dir_fd=fd, dst_dir_fd=fd,
+                            follow_symlinks=False)
+                    made = True
+                except FileExistsError:
+                    # Over NFS a LINK whose answer was lost is sent again, and the second
+                    # answers "exists" for the link the first one made: the temporary
+                    # file's link count says whose it is (open(2), O_EXCL).
+                    made = os.stat(temporary, dir_fd=fd, follow_symlinks=False).st_nlink == 2
+            finally:
+                _unlink_quietly(fd, temporary)
+        return made
+
+    @contextmanager
+    def _staged(self, key: str, data: bytes) -> Generator[tuple[int, str, str], None, None]:
+        """`key`'s directory (made when missing), the file's name in it, and `data` in a
+        temporary file beside it, synced: the caller moves it into place; the directory is
+        then synced too, and closed. An OSError leaves as the target's error."""
         *dirs, name = key_parts(key)
         try:
             fd = self._tree.open_dirs(dirs, create=True)
             assert fd is not None
             try:
-                temporary = self._write_temporary(fd, data)
-                try:
-                    try:
-                        os.link(temporary, name, src_dir_fd=fd, dst_dir_fd=fd,
-                                follow_symlinks=False)
-                        made = True
-                    except FileExistsError:
-                        # Over NFS a LINK whose answer was lost is sent again, and the
-                        # second answers "exists" for the link the first one made: the
-                        # temporary file's link count says whose it is (open(2), O_EXCL).
-                        made = os.stat(temporary, dir_fd=fd,
-                                       follow_symlinks=False).st_nlink == 2
-                finally:
-                    _unlink_quietly(fd, temporary)
+                yield fd, name, self._write_temporary(fd, data)
                 os.fsync(fd)
             finally:
                 os.close(fd)
         except OSError as exc:
             raise self._fail(f"writing {key}", exc) from None
-        return made
 
     def get(self, key: str, *, limit: int) -> bytes | None:
         """The file's bytes, None when there is none. `limit`: the most it can legitimately

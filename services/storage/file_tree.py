@@ -118,12 +118,8 @@ class FileTree:
     def open_file(self, fd: int, name: str, key: str) -> int | None:
         """A read-only descriptor of the regular file `name` in the directory `fd`; None
         when there is none."""
-        try:
-            found = os.stat(name, dir_fd=fd, follow_symlinks=False)
-        except FileNotFoundError:
+        if self._regular(fd, name, key) is None:
             return None
-        if not stat.S_ISREG(found.st_mode):
-            raise self.foreign(key, found.st_mode)
         # O_NONBLOCK: were it swapped for a FIFO since the look above, opening it must not
         # wait for a writer (the check below then refuses it).
         try:
@@ -144,13 +140,19 @@ class FileTree:
     def size(self, fd: int, name: str, key: str) -> int | None:
         """The size of the regular file `name` in the directory `fd`; None when there is
         none."""
+        found = self._regular(fd, name, key)
+        return None if found is None else found.st_size
+
+    def _regular(self, fd: int, name: str, key: str) -> os.stat_result | None:
+        """`name`'s status in the directory `fd`, never following a link; None when there
+        is none; anything but a regular file is refused."""
         try:
             found = os.stat(name, dir_fd=fd, follow_symlinks=False)
         except FileNotFoundError:
             return None
         if not stat.S_ISREG(found.st_mode):
             raise self.foreign(key, found.st_mode)
-        return found.st_size
+        return found
 
     def listing(self, prefix: str, wanted: Callable[[str], bool]) -> Iterator[StoredObject]:
         """The regular files whose key starts with `prefix` and whose name is `wanted`, in
