@@ -9,6 +9,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tests.support.junit import node_id
+
 # How much of a reason one line keeps: enough to recognise it, short enough for a tail.
 REASON_CHARS = 200
 
@@ -51,7 +53,7 @@ def _parse(file: Path) -> list[tuple[str, ET.Element | None]] | str:
         return f"{file.name}: {error}"
     cases: list[tuple[str, ET.Element | None]] = []
     for case in root.iter("testcase"):
-        test = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
+        test = node_id(case)
         problem = case.find("failure")
         cases.append((test, problem if problem is not None else case.find("error")))
     return cases

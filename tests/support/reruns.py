@@ -20,16 +20,13 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tests.support.junit import node_id
+
 ABORT_MARK = "[process abort]"
 """In a failure's message: a process the test used died of SIGABRT while it ran."""
 CRASH_MARK = "crashed while running"
 """pytest-xdist's message for a test whose worker process died under it."""
 MOST = 5
-
-
-def node_id(case: ET.Element) -> str:
-    """The pytest node id of a JUnit test case (pytest writes the module as dotted path)."""
-    return f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
 
 
 def rerun_ids(report: Path, watchdog_ended: Path) -> list[str]:

@@ -9,12 +9,14 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from tests.support.junit import node_id
+
 
 def slowest(files: list[Path], count: int) -> list[tuple[float, str, str]]:
     found: list[tuple[float, str, str]] = []
     for file in files:
         for case in ET.parse(file).getroot().iter("testcase"):
-            test = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
+            test = node_id(case)
             found.append((float(case.get("time") or 0), file.stem, test))
     return sorted(found, reverse=True)[:count]
 
