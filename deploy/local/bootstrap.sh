@@ -8,7 +8,11 @@ repo=$(cd "$here/../.." && pwd)
 venv=${CAIRN_VENV:-$repo/.venv}
 
 apt_packages=(ceph-mon ceph-osd ceph-common python3-rbd python3-rados redis-server
-              postgresql python3-venv python3-dev jq curl)
+              postgresql python3-venv python3-dev jq curl libseccomp2)
+# File-level restore (issue 34): its parser's sandbox loads a seccomp filter (libseccomp2,
+# above), and its tests build real filesystems and partition tables with the real tools,
+# rootless: mke2fs -d, mkfs.xfs -p, mkntfs + ntfscp, mkfs.fat + mtools, mkfs.btrfs, sgdisk.
+apt_packages+=(e2fsprogs xfsprogs ntfs-3g dosfstools mtools btrfs-progs gdisk)
 # Keystone and Cinder (CAIRN_OPENSTACK=1; `make test` always): Debian's own packages, run
 # by the system Python 3 under Debian's uwsgi, with RabbitMQ for Cinder's messaging.
 if [ "${CAIRN_OPENSTACK:-0}" = 1 ]; then
