@@ -256,3 +256,53 @@ class CinderError(CairnError):
 
 class VolumeInUse(Conflict):
     code = "volume_in_use"
+
+
+# File-level restore (issue 34, worker/files/): what a tenant's own filesystem, read from a
+# restore point, can make a request end with. Each is the tenant's to act on, never a 5xx:
+# the bytes are theirs, and a parser that gives up on them is doing its job.
+
+
+class PathNotFound(NotFound):
+    code = "path_not_found"
+
+
+class FilesUnreadable(InvalidInput):
+    """The restore point holds no partition or filesystem Cairn can read (unknown, damaged),
+    or a file whose data it cannot give back; the message says which and why."""
+
+    code = "files_unreadable"
+
+
+class FilesEncrypted(FilesUnreadable):
+    """LUKS or another encrypted volume: Cairn holds no key, so it lists nothing."""
+
+    code = "files_encrypted"
+
+
+class NotADirectory(InvalidInput):
+    code = "not_a_directory"
+
+
+class IsADirectory(InvalidInput):
+    code = "is_a_directory"
+
+
+class ParserLimitExceeded(InvalidInput):
+    """The filesystem parser hit one of its limits (time, memory, entries, reply size) on
+    the tenant's bytes: a damaged or crafted filesystem, or a request too big to answer."""
+
+    code = "parser_limit_exceeded"
+
+
+class RestorePointDamaged(Conflict):
+    """A block read for a file request failed its checksum or is missing: DataCorrupt,
+    as the file service answers it (verify the restore point, restore another one)."""
+
+    code = "restore_point_damaged"
+
+
+class FileServiceUnavailable(ServiceUnavailable):
+    """The file service (cairn-files) could not be reached or is at its capacity."""
+
+    code = "file_service_unavailable"
