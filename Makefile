@@ -9,7 +9,7 @@ OPENSTACK ?= 0
 PROMETHEUS ?= 0
 RGW ?= 0
 
-.PHONY: help bootstrap portal test-portal up down status image test test-unit test-tools test-only soak fuzz lint typecheck check bench bench-instant bench-fleet bench-object bench-portal bench-scheduler bench-hostile bench-object-key-race clean
+.PHONY: help bootstrap portal test-portal up down status image test test-unit test-tools test-only soak fuzz lint typecheck check bench bench-instant bench-fleet bench-object bench-portal bench-scheduler bench-hostile bench-object-key-race bench-rbd-path clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -126,6 +126,11 @@ bench-object-key-race: ## issue 31's acceptance: 16 first backups to a fresh obj
 	@CAIRN_RGW=1 bash deploy/local/bootstrap.sh
 	@CAIRN_RGW=1 CAIRN_SECOND_CLUSTER=1 bash deploy/local/stack.sh up infra
 	@$(PY) bench/object_key_race.py $(ARGS)
+
+bench-rbd-path: ## issue 33's acceptance: the RBD path before the target seam (a7576ab) and after it, interleaved in one run: full backup, incremental, restore, verify, delete of 3 x 1 GiB volumes, 5 repetitions (ARGS="--reps 5 --volumes 3 --size-mib 1024 --before REF"); on the running stack's servers (~15 min); prints figures
+	@bash deploy/local/bootstrap.sh
+	@bash deploy/local/stack.sh up infra
+	@$(PY) bench/rbd_path.py $(ARGS)
 
 bench-portal: ## the portal at cloud scale in Chromium: 1000 Cinder volumes, 100 000 restore points; first paint, page render times, script size (~10 min the first time, Cinder makes the volumes); prints figures
 	@CAIRN_OPENSTACK=1 CAIRN_PORTAL_TESTS=1 bash deploy/local/bootstrap.sh

@@ -157,6 +157,9 @@ class Process:
     env: Mapping[str, str]
     log: Path
     proc: subprocess.Popen[bytes] | None = None
+    cwd: Path = REPO
+    """Where it runs: another checkout's tree runs that tree's code (bench/rbd_path.py),
+    with the tree on its PYTHONPATH."""
 
     _offset: int = field(default=0, init=False, repr=False)
 
@@ -171,7 +174,7 @@ class Process:
         self._offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(self.argv, env={**os.environ, **self.env}, stdout=out,
-                                         stderr=subprocess.STDOUT, cwd=REPO)
+                                         stderr=subprocess.STDOUT, cwd=self.cwd)
 
     def wait_ready(self, ready_text: str, timeout: float = 60) -> None:
         """Until the process logs `ready_text` (since its launch); it exiting first, or
