@@ -45,6 +45,7 @@ import json
 import os
 import platform
 import random
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -215,7 +216,11 @@ class Cairn:
                              f"{answer.status_code}: {answer.text[:500]}")
         job_id = answer.json()["id"]
         while True:
-            job: dict[str, Any] = self.client.get(f"/v1/jobs/{job_id}").json()
+            answer = self.client.get(f"/v1/jobs/{job_id}")
+            if answer.status_code != 200:
+                raise BenchError(f"{self.tree.label}: GET /v1/jobs/{job_id} answered "
+                                 f"{answer.status_code}: {answer.text[:500]}")
+            job: dict[str, Any] = answer.json()
             if job["status"] in ("succeeded", "failed", "cancelled"):
                 break
             if time.monotonic() - started > JOB_TIMEOUT_SECONDS:
@@ -358,7 +363,7 @@ def dry_run(trees: list[Tree]) -> None:
               + " ".join(f"{k}={v}" for k, v in sorted(env.items())
                          if k.startswith("CAIRN_") or k == "PYTHONPATH"))
         for process, ready in tree.processes(env, HOME / "run"):
-            print(f"  {process.name}: cd {process.cwd} && {' '.join(process.argv)}  "
+            print(f"  {process.name}: cd {process.cwd} && {shlex.join(process.argv)}  "
                   f"(ready at {ready!r})")
         where = subprocess.run(
             [sys.executable, "-c", "import importlib.util as u; print(' '.join("
