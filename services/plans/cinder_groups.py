@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 
 from services.db import Database
 from services.errors import CairnError
-from services.openstack.cinder import CinderGateway
+from services.openstack.cinder_gateway import CinderGateway
 from services.plans import service
 from services.plans.members import group_members
 from services.records.plans import Plan

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from services.openstack.cinder import CinderGateway, CinderGroup
+from services.openstack.cinder import CinderGroup
+from services.openstack.cinder_gateway import CinderGateway
 from services.records.volumes import Volume
 from services.volumes import repository as volumes
 

@@ -21,7 +21,7 @@ from services.dispatch import Dispatcher, make_celery
 from services.idempotency import service as idempotency
 from services.limits.leases import Leases
 from services.metrics import exposition
-from services.openstack.cinder import gateway_for
+from services.openstack.cinder_gateway import gateway_for
 from services.plans import cinder_groups
 from services.restore_points.orphans import OrphanReconciler
 from services.scheduler import metrics
