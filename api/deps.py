@@ -27,7 +27,7 @@ from services.context import RequestContext
 from services.db import Database
 from services.errors import Forbidden, Unauthorized
 from services.formats import PROJECT
-from services.openstack.cinder import CinderGateway
+from services.openstack.cinder_gateway import CinderGateway
 from services.settings import Settings
 from services.storage.ceph import CephClusters
 from services.volumes.resolve import VolumeResolver

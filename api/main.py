@@ -47,7 +47,7 @@ from services.fleet.collector import FleetCollector
 from services.jobs import submit
 from services.limits.leases import Leases
 from services.metrics import exposition
-from services.openstack.cinder import gateway_for
+from services.openstack.cinder_gateway import gateway_for
 from services.openstack.sessions import service_session
 from services.scheduler.admission import Admission
 from services.settings import Settings, get_settings, settings_for

@@ -2,7 +2,12 @@
 
 Credentials come from clouds.yaml (`--os-cloud` / OS_CLOUD) or the OS_* variables, read by
 keystoneauth1's loaders; Cairn's endpoint from the Keystone catalog. Errors print the API's
-message and exit 1 (a job that ends failed with `--wait` too); usage errors exit 2."""
+message and exit 1 (a job that ends failed with `--wait` too); usage errors exit 2.
+
+This module is over 400 lines because it is the command tree of `cairn` and nothing else:
+click's groups and commands, each a few lines that call one endpoint and print its answer,
+read top to bottom as the CLI's table of contents; what they share is in `api.py`,
+`output.py` and `progress.py`."""
 
 from __future__ import annotations
 

@@ -143,23 +143,24 @@ class TargetNotConfigured(StorageUnavailable):
 
 
 class TargetNeverWritten(StorageUnavailable):
-    """An object target's bucket holds no data key: nothing was ever written there (or the
-    bucket or prefix is not the one it was made with)."""
+    """A chunk target (an object store, a directory) holds no data key: nothing was ever
+    written there (or it points at another bucket and prefix, or directory, than the one it
+    was made with)."""
 
     code = "target_never_written"
 
 
 class TargetKeyMissing(StorageUnavailable):
-    """An object target holds chunks or manifests but no data key, or no key where its
+    """A chunk target holds chunks or manifests but no data key, or no key where its
     recorded key was stored: a key made now could not read what is stored, so nothing is
-    written there until the operator puts the key back (or points the target at the bucket
-    and prefix it was made with)."""
+    written there until the operator puts the key back (or points the target back at the
+    bucket and prefix, or directory, it was made with)."""
 
     code = "target_key_missing"
 
 
 class TargetKeyChanged(StorageUnavailable):
-    """An object target's data key is not the one it should be: the bucket holds another
+    """A chunk target's data key is not the one it should be: the target holds another
     key than Cairn's database records (nothing is read or written there), a job's key was
     replaced while it ran (what it wrote is not made available), or a restore point was
     sealed with another key than the target's now (it cannot be read, and is not

@@ -1,4 +1,11 @@
-"""Cairn's settings, read from `CAIRN_*` environment variables (and an optional env file)."""
+"""Cairn's settings, read from `CAIRN_*` environment variables (and an optional env file).
+
+This module is over 400 lines because it is the operator's whole configuration surface in
+one place: one pydantic-settings class (`Settings`) whose fields, each with its docstring,
+are every `CAIRN_*` variable (docs/configuration.md lists the same), the models of its
+nested values (clusters, the three kinds of target, Keystone, Cinder), and the validators
+that check them against each other (`_check_references`: one namespace of target names,
+every reference to a cluster or target resolved) before any process starts."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from services.clock import Clock, clock_for
 from services.db import Database
 from services.dispatch import Dispatcher, make_celery
 from services.limits.leases import Leases
-from services.openstack.cinder import CinderGateway, gateway_for
+from services.openstack.cinder_gateway import CinderGateway, gateway_for
 from services.scheduler.admission import Admission
 from services.settings import Settings, get_settings
 from services.storage.ceph import CephClusters

@@ -1,6 +1,6 @@
 """Event deliveries leave a worker from threads of their own (`webhook_senders`), not from
 Celery's pool, and reach them without it: the worker's outbox reader takes due deliveries
-from the database (`delivery.take_due`) whenever its senders have room, every
+from the database (`outbox.take_due`) whenever its senders have room, every
 `webhook_poll_seconds` and as soon as a sender finishes. No broker message stands between
 an event and a sender, so an event never waits for a job slot, however long the worker's
 jobs run, and a receiver that is slow or gone holds a sender until its attempt's deadline,
@@ -15,7 +15,7 @@ The senders are shared fairly and their queue is bounded:
   have room for: what it cannot start stays in the outbox for this or another worker;
 - at most WAITING_PER_KEY ids wait per key and WAITING in all. An id that finds no room is
   dropped, and nothing is lost: the delivery row is the truth and still pending, and it is
-  taken again after `delivery.RESEND_AFTER`."""
+  taken again after `outbox.RESEND_AFTER`."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ import threading
 from collections import Counter, deque
 from collections.abc import Callable
 
-from services.webhooks.delivery import deliver, take_due
+from services.webhooks.delivery import deliver
+from services.webhooks.outbox import take_due
 from worker.runtime import Runtime
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from api.errors import error_responses
 from api.params import CinderVolumeId, Marker
 from api.responses import json_from_thread
 from services.errors import InvalidInput
-from services.openstack.cinder import CinderGateway
+from services.openstack.cinder_gateway import CinderGateway
 from services.volumes.protection import VolumeList, VolumePublic, get_volume, list_volumes
 
 router = APIRouter(prefix="/v1/volumes", tags=["volumes"])

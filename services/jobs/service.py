@@ -15,7 +15,7 @@ from services.context import RequestContext
 from services.errors import JobNotCancellable, JobNotChangeable
 from services.jobs import repository
 from services.jobs.schemas import JobUpdate
-from services.openstack.cinder import CinderGateway
+from services.openstack.cinder_gateway import CinderGateway
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
 from services.status import (

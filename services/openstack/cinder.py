@@ -1,7 +1,8 @@
-"""Cinder through keystoneauth1. Calls made for a user carry the user's own token, so
-Cinder itself decides what the user may see and create (another project's volume is simply
-not found); calls the workers make later, when the user's token may have expired, use
-Cairn's service credentials (an admin role in Cinder)."""
+"""Cinder's block-storage API as Cairn calls it (`CinderApi`), through a keystoneauth1
+session: volumes, groups and volume types, each answer or refusal turned into Cairn's own
+(a volume the caller may not see is not found). Whose session it is, the caller's or
+Cairn's service user's, is the gateway's choice (`cinder_gateway.py`); what one request
+may spend on Cinder, `call_budget.py`."""
 
 from __future__ import annotations
 
@@ -15,23 +16,17 @@ from typing import Any
 import requests
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
-from keystoneauth1 import token_endpoint
 
-from services.context import RequestContext
 from services.errors import (
     CairnError,
     CinderError,
-    Conflict,
     Forbidden,
     InvalidInput,
     QuotaExceeded,
     ServiceUnavailable,
     VolumeNotFound,
 )
-from services.openstack.sessions import TIMEOUT_SECONDS as CALL_TIMEOUT_SECONDS
-from services.openstack.sessions import make_session, service_session
-from services.settings import CinderSettings, KeystoneSettings
-from services.storage.refs import ImageRef
+from services.openstack.call_budget import CallBudget
 
 log = logging.getLogger(__name__)
 
@@ -91,37 +86,6 @@ def volume_not_found(volume_id: str) -> VolumeNotFound:
 def group_not_found(group_id: str, field: str) -> InvalidInput:
     return InvalidInput(f"Cinder group {group_id} not found (or not yours): name a generic "
                         "volume group of your project", field=field)
-
-
-class CallBudget:
-    """What one API request may spend on Cinder (`CAIRN_CINDER`'s `calls_per_request` and
-    `seconds_per_request`), counted from the request's start: whatever a tenant lists (a
-    plan's volumes, a group's, a group restore's members), one request never holds a
-    thread for more Cinder calls, or longer, than this. The calls Cairn's service user
-    makes on the request's behalf count too."""
-
-    def __init__(self, limit: int, seconds: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.limit = limit
-        self.seconds = seconds
-        self.spent = 0
-        self._clock = clock
-        self._deadline = clock() + seconds
-
-    def spend(self) -> float:
-        """Count one call; the seconds it may take."""
-        if self.spent >= self.limit:
-            raise InvalidInput(
-                f"this request would make more than {self.limit} calls to Cinder "
-                "(CAIRN_CINDER's calls_per_request); name fewer volumes in one request")
-        left = self._deadline - self._clock()
-        if left <= 0:
-            raise ServiceUnavailable(
-                f"this request waited on Cinder for {self.seconds:.0f} s (CAIRN_CINDER's "
-                "seconds_per_request) and gave up: Cinder is slow, or the request names "
-                "many volumes; try again, or name fewer in one request")
-        self.spent += 1
-        return min(left, CALL_TIMEOUT_SECONDS)
 
 
 DISCARD_WAIT_SECONDS = 30.0
@@ -339,110 +303,6 @@ class CinderApi:
                                   f"{timeout:.0f} s (waited for {status})")
             time.sleep(delay)
             delay = min(delay * 1.5, 2.0)
-
-
-@dataclass
-class _ServiceApi:
-    api: CinderApi | None = None
-
-
-class CinderGateway:
-    """Cinder for the API and the workers, and where Cinder's RBD driver keeps a volume."""
-
-    def __init__(self, keystone: KeystoneSettings, cinder: CinderSettings,
-                 budget: CallBudget | None = None,
-                 shared: _ServiceApi | None = None) -> None:
-        self.keystone = keystone
-        self.settings = cinder
-        self.budget = budget
-        """Set on a request's gateway (`for_request`): the calls made for its caller."""
-        self._service = shared or _ServiceApi()
-        """Cairn's service user's session, one for the process (every request's gateway
-        shares it)."""
-        self._in_projects: dict[str, CinderApi] = {}
-
-    def for_request(self) -> CinderGateway:
-        """This gateway for one API request: what it asks for the caller counts against one
-        budget of `settings.calls_per_request` calls."""
-        return CinderGateway(self.keystone, self.settings,
-                             CallBudget(self.settings.calls_per_request,
-                                        self.settings.seconds_per_request), self._service)
-
-    def image_ref(self, volume_id: str) -> ImageRef:
-        # cinder.volume.drivers.rbd names each volume's image volume-<id>.
-        return ImageRef(self.settings.cluster, self.settings.pool, f"volume-{volume_id}")
-
-    def for_user(self, ctx: RequestContext) -> CinderApi:
-        if ctx.token is None:
-            raise InvalidInput("Cinder volumes need auth_strategy keystone: Cairn calls Cinder "
-                               "with the caller's token")
-        endpoint = next((ctx.endpoints[t] for t in VOLUME_SERVICE_TYPES if t in ctx.endpoints),
-                        None)
-        if endpoint is None:
-            raise ServiceUnavailable("your token's catalog has no block-storage (Cinder) "
-                                     "endpoint")
-        session = make_session(token_endpoint.Token(endpoint, ctx.token))
-        return CinderApi(session, {"service_type": "volumev3"}, self.budget)
-
-    def as_service(self) -> CinderApi:
-        """Cairn's service user (an administrator in Cinder); on a request's gateway, its
-        calls count against the request's budget."""
-        if self._service.api is None:
-            self._service.api = CinderApi(service_session(self.keystone),
-                                          self._endpoint_filter())
-        return self._service.api.within(self.budget)
-
-    def as_service_in(self, project_id: str) -> CinderApi:
-        """Cairn's service user acting in a tenant's project: needs a role there that
-        Cinder's policy lets adopt images (docs/operations.md, instant restores). Raises
-        Conflict at once when Keystone gives it no token for the project. Within one
-        request's gateway, one token per project."""
-        if project_id in self._in_projects:
-            return self._in_projects[project_id]
-        session = service_session(self.keystone, project_id=project_id)
-        try:
-            session.get_token()
-        except ks_exc.Unauthorized:
-            raise Conflict(
-                f"Cairn's service user has no role in project {project_id}, which it needs "
-                "to make a Cinder volume there (an instant restore's, which Cinder adopts "
-                "for Cairn; or a cloud administrator's restore of the project's restore "
-                "point). Ask the operator to grant it (docs/openstack.md, instant restores), "
-                "or, for an instant restore, use a normal restore (mode copy)") from None
-        except ks_exc.ClientException:
-            log.warning("Keystone could not be reached for project %s", project_id,
-                        exc_info=True)
-            raise ServiceUnavailable("Keystone could not be reached; try again in a few "
-                                     "seconds") from None
-        api = CinderApi(session, self._endpoint_filter(), self.budget)
-        if self.budget is not None:  # a worker's gateway lives long: it asks again each time
-            self._in_projects[project_id] = api
-        return api
-
-    def adoption_host(self) -> str:
-        """The `host@backend#pool` that adopts images of `settings.pool`."""
-        if self.settings.manage_host is not None:
-            return self.settings.manage_host
-        hosts = self.as_service().backend_hosts()
-        if len(hosts) != 1:
-            raise Conflict(
-                f"Cinder has {len(hosts)} backend pools; an instant restore cannot tell which "
-                "adopts the clone. The operator sets cinder.manage_host; use a normal "
-                "restore (mode copy) meanwhile")
-        return hosts[0]
-
-    def _endpoint_filter(self) -> dict[str, Any]:
-        filt: dict[str, Any] = {"service_type": "volumev3", "interface": self.keystone.interface}
-        if self.keystone.region_name is not None:
-            filt["region_name"] = self.keystone.region_name
-        return filt
-
-
-def gateway_for(keystone: KeystoneSettings | None,
-                cinder: CinderSettings | None) -> CinderGateway | None:
-    if keystone is None or cinder is None:
-        return None
-    return CinderGateway(keystone, cinder)
 
 
 def _message(response: requests.Response) -> str:

@@ -13,7 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from services.context import RequestContext
-from services.openstack.cinder import CinderGateway
+from services.openstack.cinder_gateway import CinderGateway
 from services.plans import schedule, timing
 from services.records.plans import Plan, PlanVolume
 from services.records.restore_points import RestorePoint

@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 
 from services.db import Database
 from services.errors import CairnError
-from services.openstack.cinder import CinderGateway
-from services.plans import service
+from services.openstack.cinder_gateway import CinderGateway
+from services.plans import consistency, service
 from services.plans.members import group_members
 from services.records.plans import Plan
 from services.settings import Settings
@@ -83,7 +83,7 @@ def follow(session: Session, settings: Settings, gateway: CinderGateway, plan: P
     notes = [f"{volume_id} (not project {plan.project_id}'s, or gone)"
              for volume_id in members.left_out]
     if plan.consistency == Consistency.GROUP:
-        taken = service.volumes_in_other_group_plans(session, plan.id, [v.id for v in wanted])
+        taken = consistency.volumes_in_other_group_plans(session, plan.id, [v.id for v in wanted])
         notes += [f"{v.cinder_volume_id} (group plan {taken[v.id]!r} holds it: an RBD image "
                   "is in one RBD group only)" for v in wanted if v.id in taken]
         wanted = [v for v in wanted if v.id not in taken]

@@ -14,9 +14,14 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
-from services.openstack.cinder import CinderGateway, CinderGroup
+from services.context import RequestContext
+from services.errors import InvalidInput
+from services.openstack.cinder import CinderGroup
+from services.openstack.cinder_gateway import CinderGateway
 from services.records.volumes import Volume
+from services.volumes import ownership
 from services.volumes import repository as volumes
+from services.volumes.resolve import VolumeResolver
 
 
 @dataclass(frozen=True)
@@ -34,3 +39,25 @@ def group_members(session: Session, gateway: CinderGateway, group: CinderGroup,
         joining=[volumes.get_or_create(session, project_id, gateway.image_ref(volume.id),
                                        cinder_volume_id=volume.id) for volume in found],
         left_out=sorted(set(group.volume_ids) - {volume.id for volume in found}))
+
+
+def caller_group(ctx: RequestContext, volumes_from: VolumeResolver,
+                 group_id: str) -> CinderGroup:
+    """A Cinder generic volume group the caller may follow, asked with the caller's token:
+    another project's is not found, also for a project's admin, whom Cinder shows it."""
+    if volumes_from.cinder is None:
+        raise InvalidInput("cinder_group needs Cinder: this Cairn has none configured "
+                           "(CAIRN_CINDER)", field="cinder_group")
+    return ownership.caller_group(volumes_from.cinder, ctx, group_id)
+
+
+def joining(session: Session, volumes_from: VolumeResolver, group: CinderGroup,
+             project_id: str) -> list[Volume]:
+    """The group's volumes of the plan's project (`group_members`); a group with
+    none is refused."""
+    assert volumes_from.cinder is not None, "caller_group found the group"
+    out = group_members(session, volumes_from.cinder, group, project_id).joining
+    if not out:
+        raise InvalidInput(f"Cinder group {group.id} has no volumes of this project: add "
+                           "volumes to it in Cinder first", field="cinder_group")
+    return out

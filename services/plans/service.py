@@ -14,15 +14,13 @@ from sqlalchemy.orm import Session
 
 from services import targets
 from services.context import RequestContext
-from services.errors import Conflict, InvalidInput, PlanNameTaken, ServiceUnavailable
+from services.errors import InvalidInput, PlanNameTaken, ServiceUnavailable
 from services.jobs import factory
 from services.jobs import repository as jobs_repository
 from services.jobs.service import drop_unstarted_restore_points
 from services.jobs.submit import Duplicate, submit
-from services.openstack.cinder import CinderGroup
-from services.plans import drafts, repository, schedule, timing
+from services.plans import consistency, drafts, members, repository, schedule, timing
 from services.plans.drafts import DraftPreview, ExistingVerdicts, PlanDraft
-from services.plans.members import group_members
 from services.plans.retention import Point, evaluate
 from services.plans.rules import stored_rules
 from services.plans.schemas import (
@@ -37,7 +35,7 @@ from services.plans.schemas import (
 from services.quotas import service as quotas
 from services.records.groups import RestorePointGroup
 from services.records.jobs import Job
-from services.records.plans import Plan, PlanVolume, Retention
+from services.records.plans import Plan, Retention
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import copies
@@ -54,7 +52,6 @@ from services.status import (
     RestorePointStatus,
     guarded_update_where,
 )
-from services.volumes import ownership
 from services.volumes.resolve import VolumeResolver
 from services.webhooks import events as webhook_events
 from services.webhooks import openstack
@@ -81,13 +78,13 @@ def create_plan(session: Session, ctx: RequestContext, settings: Settings,
     timing.window_of(plan)  # validates the window's times
     if request.cinder_group is not None:
         plan.cinder_group_id = request.cinder_group.lower()
-        group = caller_group(ctx, volumes_from, plan.cinder_group_id)
+        group = members.caller_group(ctx, volumes_from, plan.cinder_group_id)
         quotas.require_room(session, ctx.project_id, len(group.volume_ids))
-        plan.volumes = _members(session, volumes_from, group, plan.project_id)
+        plan.volumes = members.joining(session, volumes_from, group, plan.project_id)
     else:
         quotas.require_room(session, ctx.project_id, len(request.volumes))
         plan.volumes = _volumes(session, ctx, volumes_from, request.volumes, plan.project_id)
-    _check_consistency(session, plan)
+    consistency.check(session, plan)
     plan.next_slot_at = timing.next_slot_after(plan, now)
     _save(session, plan)
     announce(session, settings, plan, "plan.create.end", now)
@@ -124,7 +121,7 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
     if "cinder_group" in given:
         plan.cinder_group_id = change.cinder_group.lower() if change.cinder_group else None
         if plan.cinder_group_id is not None:
-            plan.volumes = _members(session, volumes_from, caller_group(
+            plan.volumes = members.joining(session, volumes_from, members.caller_group(
                 owner, volumes_from, plan.cinder_group_id), plan.project_id)
     if "volumes" in given and change.volumes is not None:
         if plan.cinder_group_id is not None:
@@ -140,7 +137,7 @@ def update_plan(session: Session, ctx: RequestContext, settings: Settings,
     if given & {"offsite", "target"}:
         _check_copy_policy(settings, plan)
     if given & {"volumes", "consistency", "cinder_group"}:
-        _check_consistency(session, plan)
+        consistency.check(session, plan)
     if given & {"rules", "timezone"}:  # a new timezone must still suit every rule
         schedule.check_rules(timing.rules_of(plan), now, settings.schedule_min_interval)
     timing.window_of(plan)
@@ -316,28 +313,6 @@ def plan_restore_points(session: Session, plan_id: str, volume_id: str | None = 
     return list(groups.values())
 
 
-def caller_group(ctx: RequestContext, volumes_from: VolumeResolver,
-                 group_id: str) -> CinderGroup:
-    """A Cinder generic volume group the caller may follow, asked with the caller's token:
-    another project's is not found, also for a project's admin, whom Cinder shows it."""
-    if volumes_from.cinder is None:
-        raise InvalidInput("cinder_group needs Cinder: this Cairn has none configured "
-                           "(CAIRN_CINDER)", field="cinder_group")
-    return ownership.caller_group(volumes_from.cinder, ctx, group_id)
-
-
-def _members(session: Session, volumes_from: VolumeResolver, group: CinderGroup,
-             project_id: str) -> list[Volume]:
-    """The group's volumes of the plan's project (`members.group_members`); a group with
-    none is refused."""
-    assert volumes_from.cinder is not None, "caller_group found the group"
-    out = group_members(session, volumes_from.cinder, group, project_id).joining
-    if not out:
-        raise InvalidInput(f"Cinder group {group.id} has no volumes of this project: add "
-                           "volumes to it in Cinder first", field="cinder_group")
-    return out
-
-
 def _follow_group_now(session: Session, ctx: RequestContext, settings: Settings,
                       volumes_from: VolumeResolver, plan: Plan, now: datetime) -> None:
     """Bring the plan's volumes in step with its Cinder group before a run. When Cinder
@@ -348,7 +323,7 @@ def _follow_group_now(session: Session, ctx: RequestContext, settings: Settings,
         return  # stopped following meanwhile
     owner = ctx.acting_for(plan.project_id)
     try:
-        wanted = _members(session, volumes_from, caller_group(
+        wanted = members.joining(session, volumes_from, members.caller_group(
             owner, volumes_from, plan.cinder_group_id), plan.project_id)
     except ServiceUnavailable:
         log.warning("Cinder did not answer for group %s of plan %s; running its last known "
@@ -366,7 +341,7 @@ def set_volumes(session: Session, settings: Settings, plan: Plan, wanted: list[V
     log.info("plan %s follows Cinder group %s: %d volumes, was %d", plan.id,
              plan.cinder_group_id, len(wanted), len(plan.volumes))
     plan.volumes = wanted
-    _check_consistency(session, plan)
+    consistency.check(session, plan)
     plan.updated_at = now
     session.flush()
     announce(session, settings, plan, "plan.update.end", now)
@@ -380,45 +355,6 @@ def lock_membership(session: Session, plan: Plan) -> None:
     by itself."""
     session.refresh(plan, with_for_update=True)
     session.expire(plan, ["volumes"])
-
-
-def volumes_in_other_group_plans(session: Session, plan_id: str,
-                                 volume_ids: Collection[str]) -> dict[str, str]:
-    """Of these volumes, those another group plan holds: volume id -> that plan's name (an
-    RBD image can be in one RBD group only)."""
-    if not volume_ids:
-        return {}
-    rows = session.execute(
-        select(Volume.id, Plan.name)
-        .join(PlanVolume, PlanVolume.plan_id == Plan.id)
-        .join(Volume, Volume.id == PlanVolume.volume_id)
-        .where(Plan.consistency == Consistency.GROUP, Plan.id != plan_id,
-               Volume.id.in_(list(volume_ids))))
-    return {str(volume_id): str(name) for volume_id, name in rows}
-
-
-def _check_consistency(session: Session, plan: Plan) -> None:
-    """A group plan's volumes must be able to join one RBD group: one cluster, and no
-    other group plan (an RBD image is in one group at most)."""
-    if plan.consistency != Consistency.GROUP:
-        return
-    clusters: dict[str, list[str]] = {}
-    for volume in plan.volumes:
-        clusters.setdefault(volume.cluster, []).append(volume.public_name)
-    if len(clusters) > 1:
-        listed = "; ".join(f"{', '.join(sorted(names))} on cluster {cluster!r}"
-                           for cluster, names in sorted(clusters.items()))
-        raise InvalidInput(
-            "consistency group takes one RBD group snapshot, which cannot span Ceph clusters: "
-            f"{listed}. Put the volumes of each cluster in a plan of their own",
-            field="consistency")
-    taken = volumes_in_other_group_plans(session, plan.id, [v.id for v in plan.volumes])
-    for volume in plan.volumes:
-        if volume.id in taken:
-            raise Conflict(
-                f"volume {volume.cinder_volume_id or volume.image} is already in group plan "
-                f"{taken[volume.id]!r}: an RBD image can be in one RBD group only. Take it "
-                "out of that plan, or use consistency volume here", field="consistency")
 
 
 def _volumes(session: Session, ctx: RequestContext, volumes_from: VolumeResolver,

@@ -29,7 +29,7 @@ from services.context import RequestContext
 from services.db import undo_on_rollback
 from services.errors import InvalidInput, VolumeInUse, VolumeNotOwned
 from services.jobs import repository as jobs
-from services.openstack.cinder import CinderGateway
+from services.openstack.cinder_gateway import CinderGateway
 from services.quotas.service import GIB
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume

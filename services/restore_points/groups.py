@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from services.context import RequestContext
 from services.errors import InvalidInput, NotFound, RestorePointBusy
-from services.openstack.cinder import CinderGateway
+from services.openstack.cinder_gateway import CinderGateway
 from services.records.groups import RestorePointGroup
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint

@@ -22,7 +22,7 @@ from services.errors import (
 from services.jobs import factory
 from services.jobs import repository as jobs
 from services.jobs.submit import submit
-from services.openstack.cinder import CinderGateway
+from services.openstack.cinder_gateway import CinderGateway
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
 from services.restore_points import cinder_restores

@@ -21,7 +21,7 @@ from services.dispatch import Dispatcher, make_celery
 from services.idempotency import service as idempotency
 from services.limits.leases import Leases
 from services.metrics import exposition
-from services.openstack.cinder import gateway_for
+from services.openstack.cinder_gateway import gateway_for
 from services.plans import cinder_groups
 from services.restore_points.orphans import OrphanReconciler
 from services.scheduler import metrics
@@ -32,7 +32,7 @@ from services.scheduler.reconciler import reconcile
 from services.scheduler.verifies import request_verifies
 from services.settings import Settings, settings_for
 from services.storage.ceph import CephClusters
-from services.webhooks import delivery as webhook_delivery
+from services.webhooks import outbox as webhook_outbox
 
 log = logging.getLogger("cairn.scheduler")
 
@@ -130,7 +130,7 @@ class Scheduler:
         if forgotten:
             log.info("forgot %d idempotency keys older than 24 h", forgotten)
         days = self.settings.event_delivery_log_days
-        purged = webhook_delivery.purge(self.db, utcnow() - timedelta(days=days))
+        purged = webhook_outbox.purge(self.db, utcnow() - timedelta(days=days))
         if purged:
             log.info("forgot %d event deliveries older than %g days", purged, days)
 

@@ -19,7 +19,7 @@ step_failures = Counter(
     "next round).", ["step"])
 target_up = Gauge(
     "cairn_target_up", "Whether the scheduler's last probe reached the backup target (1) or "
-    "not (0): an RBD target's pool, an object target's bucket (0 too when it holds data but "
-    "no data key, another key than Cairn's database records, or none where its key was "
-    "stored).", ["target"],
+    "not (0): an RBD target's pool, an object target's bucket, a directory target's "
+    "directory (0 too when it holds data but no data key, another key than Cairn's "
+    "database records, or none where its key was stored).", ["target"],
     multiprocess_mode="min")

@@ -34,6 +34,11 @@ class StoredObject:
 
 
 class ChunkBackend(Protocol):
+    @property
+    def where(self) -> str:
+        """What messages call where its blobs live, in its kind's word: "bucket and
+        prefix", "directory" (`data_keys.py`: "put the key back in the target's ...")."""
+
     def put(self, key: str, data: bytes) -> None:
         """Stores `data` under `key`, replacing what was there, whole or not at all."""
 

@@ -27,8 +27,9 @@ A target whose bucket holds a key and has no record (made before the database re
 keys, or a database restored from a dump older than the target) gets that key recorded
 the first time a job opens it: adopted once, by the same insert.
 
-"The bucket" (and "its prefix") here and in the messages is wherever the target keeps its
-blobs, a `ChunkBackend`: an S3 bucket under a prefix, or a directory target's path."""
+"The bucket" here is wherever the target keeps its blobs, a `ChunkBackend`: an S3 bucket
+under a prefix, or a directory target's path. The messages name it in its kind's word
+(`ChunkBackend.where`), or say "the target"."""
 
 from __future__ import annotations
 
@@ -110,41 +111,44 @@ def data_without_key(bucket: ChunkBackend) -> str | None:
     return " and ".join(held)
 
 
-def _export_hint(target: str) -> str:
+def _export_hint(target: str, where: str) -> str:
     return (f"Cairn's database keeps a copy: `cairn-manage object-key export {target} --out "
-            f"{target}.data-key`, then copy that file to {DATA_KEY} under the target's "
-            f"prefix ({GUIDE})")
+            f"{target}.data-key`, then copy that file to {DATA_KEY} in the target's {where} "
+            f"({GUIDE})")
 
 
-def missing(target: str, held: str) -> TargetKeyMissing:
+def missing(bucket: ChunkBackend, target: str, held: str) -> TargetKeyMissing:
     return TargetKeyMissing(
-        f"target {target!r} holds {held} but no data key ({DATA_KEY} under its prefix): "
+        f"target {target!r} holds {held} but no data key ({DATA_KEY} in its {bucket.where}): "
         "nothing on it can be read, and a new key could not read what is there, so Cairn "
         "writes nothing to it. Put back the key object from your copy of it, or point the "
-        "target at the bucket and prefix it was made with. " + _export_hint(target),
-        target=target)
+        f"target at the {bucket.where} it was made with. "
+        + _export_hint(target, bucket.where), target=target)
 
 
-def _gone_from_bucket(target: str, record: ObjectTargetKey) -> TargetKeyMissing:
+def _gone_from_bucket(bucket: ChunkBackend, target: str,
+                      record: ObjectTargetKey) -> TargetKeyMissing:
     assert record.stored_at is not None
     return TargetKeyMissing(
-        f"target {target!r}'s bucket and prefix hold no data key ({DATA_KEY}), though its "
+        f"target {target!r}'s {bucket.where} holds no data key ({DATA_KEY}), though its "
         f"key was stored there on {record.stored_at:%Y-%m-%d %H:%M} UTC: the target points "
-        "at another bucket or prefix than the one holding its data, or the key object was "
+        f"at another {bucket.where} than the one holding its data, or the key object was "
         "removed. Cairn writes nothing there until you point the target back, or put the "
-        "key back. " + _export_hint(target), target=target)
+        "key back. " + _export_hint(target, bucket.where), target=target)
 
 
-def _not_the_recorded(target: str, record: ObjectTargetKey, found: str) -> TargetKeyChanged:
+def _not_the_recorded(bucket: ChunkBackend, target: str, record: ObjectTargetKey,
+                      found: str) -> TargetKeyChanged:
     return TargetKeyChanged(
-        f"the data key in target {target!r}'s bucket ({DATA_KEY}, fingerprint {found}) is "
-        f"not the one Cairn's database records for it (fingerprint {record.fingerprint}, "
-        f"{record.origin} on {record.created_at:%Y-%m-%d %H:%M} UTC): it was replaced (by "
-        "hand, by whoever holds the bucket, or by a worker of a Cairn older than the "
+        f"the data key in target {target!r}'s {bucket.where} ({DATA_KEY}, fingerprint "
+        f"{found}) is not the one Cairn's database records for it (fingerprint "
+        f"{record.fingerprint}, {record.origin} on {record.created_at:%Y-%m-%d %H:%M} UTC): "
+        f"it was replaced (by hand, by whoever holds the {bucket.where}, or by a worker of "
+        "a Cairn older than the "
         "database's record that raced to make it). What Cairn stored under the recorded "
         "key cannot be read with it, so nothing is read or written there until the recorded "
         "key is back. Keep a copy of the key object found there, then put the recorded one "
-        "back. " + _export_hint(target), target=target)
+        "back. " + _export_hint(target, bucket.where), target=target)
 
 
 def opened(db: Database, bucket: ChunkBackend, target: str, operator_key: bytes | None, *,
@@ -163,9 +167,9 @@ def opened(db: Database, bucket: ChunkBackend, target: str, operator_key: bytes 
     stored = read(bucket, target)
     if stored is None:
         stored = _store_recorded(bucket, target, record, create=create)
-    key = _bucket_key(target, operator_key, stored, record)
+    key = _bucket_key(bucket, target, operator_key, stored, record)
     if not hmac.compare_digest(key.fingerprint, record.fingerprint):
-        raise _not_the_recorded(target, record, key.fingerprint)
+        raise _not_the_recorded(bucket, target, record, key.fingerprint)
     if stored != record.wrapped:
         key_records.follow_rewrap(db, target, record.fingerprint, stored)
     if record.stored_at is None:
@@ -173,7 +177,7 @@ def opened(db: Database, bucket: ChunkBackend, target: str, operator_key: bytes 
     return key
 
 
-def _bucket_key(target: str, operator_key: bytes | None, stored: bytes,
+def _bucket_key(bucket: ChunkBackend, target: str, operator_key: bytes | None, stored: bytes,
                 record: ObjectTargetKey) -> DataKey:
     """The bucket's key unwrapped. One that does not open while the record's copy does was
     replaced (by something that does not hold the operator's key), not opened with the
@@ -183,7 +187,7 @@ def _bucket_key(target: str, operator_key: bytes | None, stored: bytes,
     except TargetKeyUnavailable as refused:
         if stored == record.wrapped or not _opens(target, operator_key, record.wrapped):
             raise refused from None  # the operator's key is not the target's: say that
-        raise _not_the_recorded(target, record, "none: it does not open with the "
+        raise _not_the_recorded(bucket, target, record, "none: it does not open with the "
                                 "operator's key") from None
 
 
@@ -206,11 +210,11 @@ def _first_record(db: Database, bucket: ChunkBackend, target: str, operator_key:
                                        key_records.ADOPTED)
     held = data_without_key(bucket)
     if held is not None:
-        raise missing(target, held)
+        raise missing(bucket, target, held)
     if not create:
         raise TargetNeverWritten(
             f"target {target!r} holds no data key: it has never been written to, or the "
-            "bucket or prefix is not the one it was made with", target=target)
+            f"{bucket.where} is not the one it was made with", target=target)
     made = unwrapped(target, operator_key, wrap_data_key(_configured(target, operator_key),
                                                          target, new_data_key()))
     return key_records.insert_once(db, target, made.wrapped, made.fingerprint,
@@ -223,9 +227,9 @@ def _store_recorded(bucket: ChunkBackend, target: str, record: ObjectTargetKey, 
     whoever writes them, and never where the key was stored once already or beside data."""
     held = data_without_key(bucket)
     if held is not None:
-        raise missing(target, held)
+        raise missing(bucket, target, held)
     if record.stored_at is not None:
-        raise _gone_from_bucket(target, record)
+        raise _gone_from_bucket(bucket, target, record)
     if not create:
         raise TargetNeverWritten(
             f"target {target!r} holds no data key yet: its first backup has not stored it",
@@ -240,7 +244,7 @@ def _store_recorded(bucket: ChunkBackend, target: str, record: ObjectTargetKey, 
             f"another writer was storing target {target!r}'s data key at the same moment "
             "and the store does not show it yet; run the job again")
     if wrote:
-        log.info("object target %s: stored its data key in the bucket", target)
+        log.info("target %s: stored its data key in its %s", target, bucket.where)
     return stored
 
 
@@ -259,19 +263,20 @@ def check(db: Database, bucket: ChunkBackend, target: str, key: DataKey,
     stored = read(bucket, target)
     if stored is None:
         raise TargetKeyChanged(
-            f"the data key of target {target!r} was removed from its bucket while this job "
-            "ran: what it wrote could not be read back from the bucket alone, so it is not "
-            "kept. Put the key back and run the job again. " + _export_hint(target),
-            target=target)
+            f"the data key of target {target!r} was removed from its {bucket.where} while "
+            f"this job ran: what it wrote could not be read back from the {bucket.where} "
+            "alone, so it is not kept. Put the key back and run the job again. "
+            + _export_hint(target, bucket.where), target=target)
     if stored in (key.wrapped, record.wrapped):
         return
     if not _opens(target, operator_key, stored) or not hmac.compare_digest(
             unwrapped(target, operator_key, stored).fingerprint, key.fingerprint):
         raise TargetKeyChanged(
-            f"the data key in target {target!r}'s bucket is not the one this job sealed "
-            "with (it was replaced while the job ran): what it wrote could not be read back "
-            "from the bucket alone, so it is not kept. Put the recorded key back and run "
-            "the job again. " + _export_hint(target), target=target)
+            f"the data key in target {target!r}'s {bucket.where} is not the one this job "
+            "sealed with (it was replaced while the job ran): what it wrote could not be read "
+            f"back from the {bucket.where} alone, so it is not kept. Put the recorded key "
+            "back and run the job again. " + _export_hint(target, bucket.where),
+            target=target)
 
 
 def check_sealed_with(target: str, key: DataKey, restore_point_id: str,
@@ -285,7 +290,7 @@ def check_sealed_with(target: str, key: DataKey, restore_point_id: str,
     raise TargetKeyChanged(
         f"restore point {restore_point_id} was sealed with the data key of fingerprint "
         f"{sealed_with}, and target {target!r}'s data key is now the one of fingerprint "
-        f"{key.fingerprint} (the key was replaced in the bucket and in Cairn's database): it "
+        f"{key.fingerprint} (the key was replaced on the target and in Cairn's database): it "
         "cannot be read with this key, and is not corrupt. Put the key it was sealed with "
         f"back ({GUIDE})", target=target, restore_point_id=restore_point_id)
 
@@ -304,8 +309,8 @@ def problem(db: Database, bucket: ChunkBackend, target: str) -> str | None:
     stored = read(bucket, target)
     if stored is None:
         return (f"holds no data key, though its key was stored there on "
-                f"{record.stored_at:%Y-%m-%d %H:%M} UTC (pointed at another bucket or "
-                "prefix?)") if record.stored_at is not None else None
+                f"{record.stored_at:%Y-%m-%d %H:%M} UTC (pointed at another "
+                f"{bucket.where}?)") if record.stored_at is not None else None
     if stored != record.wrapped:
         return ("holds a data key object other than the one Cairn's database records "
                 "(replaced?)")

@@ -51,6 +51,8 @@ job can be tried again once the operator has seen to it."""
 class Directory:
     """Thread-safe: every call opens what it needs and closes it."""
 
+    where = "directory"
+
     def __init__(self, root: Path) -> None:
         self.root = root
         self._tree = FileTree(root)

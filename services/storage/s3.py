@@ -57,6 +57,8 @@ class Bucket:
     shares one per target between its uploads (the connection pool is the in-flight
     limit)."""
 
+    where = "bucket and prefix"
+
     def __init__(self, settings: S3Settings) -> None:
         self.settings = settings
         credentials = settings.credentials()

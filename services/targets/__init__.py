@@ -22,11 +22,11 @@ from services.errors import TargetNotConfigured, UnknownTarget
 from services.records.restore_points import RestorePoint
 from services.settings import Settings
 from services.targets import directory, object_store, rbd_pool
-from services.targets.base import Target, not_configured
+from services.targets.base import SnapshotTarget, Target, not_configured
 from services.targets.chunked import ChunkTarget
 
-__all__ = ["ChunkTarget", "Target", "chunked", "every", "find", "get", "holding", "job_limit",
-           "kinds", "names", "resolve"]
+__all__ = ["ChunkTarget", "SnapshotTarget", "Target", "chunked", "every", "find", "get",
+           "holding", "job_limit", "kinds", "names", "resolve", "snapshotted"]
 
 _KINDS: Sequence[tuple[str, Callable[[Settings], Sequence[Target]]]] = (
     (rbd_pool.RbdPoolTarget.kind, rbd_pool.configured),
@@ -75,6 +75,21 @@ def chunked(settings: Settings, name: str) -> ChunkTarget:
     if not isinstance(target, ChunkTarget):
         raise TargetNotConfigured(
             f"target {name!r} (kind {target.kind}) keeps no chunks", target=name)
+    return target
+
+
+def snapshotted(settings: Settings, name: str) -> SnapshotTarget:
+    """The target of this name, which keeps its restore points as RBD snapshots of backup
+    images in a Ceph pool, for what only such a target does (its data path, an instant
+    restore's clone, an off-site copy's read), whatever its kind. Refused
+    (TargetNotConfigured) when the service does not configure it (any more), or configures
+    it as a kind that keeps no snapshots: admission refuses such a job first (by
+    `instant_restore_cluster` and `sends_copies`), so only a settings change in between
+    reaches this."""
+    target = get(settings, name)
+    if not isinstance(target, SnapshotTarget):
+        raise TargetNotConfigured(
+            f"target {name!r} (kind {target.kind}) keeps no RBD snapshots", target=name)
     return target
 
 

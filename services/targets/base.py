@@ -6,7 +6,7 @@ holds; the worker's data paths are the other half of each kind (`worker/targets/
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Generic, Protocol, TypeVar
+from typing import ClassVar, Generic, Protocol, TypeVar, runtime_checkable
 
 from services.db import Database
 from services.errors import TargetNotConfigured
@@ -60,6 +60,22 @@ class Target(Protocol):
         and flag its available restore points whose data is gone. `sharing`: the names of
         every target at this location (itself included). Raises when the location cannot
         be read; `OrphanScan.run` records that and goes on with the next."""
+
+
+@runtime_checkable
+class SnapshotTarget(Target, Protocol):
+    """A target that keeps each restore point as an RBD snapshot of its volume's backup
+    image (`cairn.vol.<volume>@cairn.<rp>`) in a Ceph pool: what the RBD data path writes,
+    reads and measures, what an instant restore clones and what an off-site copy reads.
+    The registry's `targets.snapshotted` finds one by name, never by kind."""
+
+    @property
+    def cluster(self) -> str:
+        """The Ceph cluster of its pool."""
+
+    @property
+    def pool(self) -> str:
+        """The pool holding its backup images, manifests and checkpoints."""
 
 
 KindSettings = TypeVar("KindSettings")

@@ -21,7 +21,7 @@ from services.settings import BackupTargetSettings, Settings
 from services.status import RestorePointStatus
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters
-from services.targets.base import Configured, not_configured
+from services.targets.base import Configured
 from services.targets.scans import Finding, OrphanScan, gone
 
 log = logging.getLogger(__name__)
@@ -74,16 +74,6 @@ def configured(settings: Settings) -> list[RbdPoolTarget]:
     """Every RBD pool target the settings name."""
     return [RbdPoolTarget(name, config, config.max_jobs or settings.max_jobs_per_target)
             for name, config in settings.backup_targets.items()]
-
-
-def named(settings: Settings, name: str) -> RbdPoolTarget:
-    """The RBD pool target of this name, for what only an RBD pool does (its data path,
-    an instant restore); refused like any target the service does not configure (any
-    more): its restore points wait until the operator configures it again."""
-    config = settings.backup_targets.get(name)
-    if config is None:
-        raise not_configured(name)
-    return RbdPoolTarget(name, config, config.max_jobs or settings.max_jobs_per_target)
 
 
 def _scan_pool(scan: OrphanScan, io: rados.Ioctx, where: str, targets: set[str]) -> None:

@@ -16,13 +16,8 @@ from dataclasses import replace
 
 from services.context import RequestContext
 from services.errors import CinderError, VolumeNotFound, VolumeNotOwned
-from services.openstack.cinder import (
-    CinderGateway,
-    CinderGroup,
-    CinderVolume,
-    group_not_found,
-    volume_not_found,
-)
+from services.openstack.cinder import CinderGroup, CinderVolume, group_not_found, volume_not_found
+from services.openstack.cinder_gateway import CinderGateway
 from services.records.volumes import Volume
 
 

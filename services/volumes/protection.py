@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 
 from services.context import RequestContext
 from services.errors import InvalidInput, VolumeNotFound
-from services.openstack.cinder import CinderGateway, CinderVolume
+from services.openstack.cinder import CinderVolume
+from services.openstack.cinder_gateway import CinderGateway
 from services.records.jobs import Job
 from services.records.plans import Plan, PlanVolume
 from services.records.restore_points import RestorePoint

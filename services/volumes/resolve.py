@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from services.context import RequestContext
 from services.errors import Forbidden, InvalidInput
-from services.openstack.cinder import CinderGateway
+from services.openstack.cinder_gateway import CinderGateway
 from services.records.volumes import Volume
 from services.storage import rbd_images
 from services.storage.ceph import CephClusters

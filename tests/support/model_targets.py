@@ -36,7 +36,6 @@ from services.settings import Settings
 from services.storage.ceph import CephClusters
 from services.storage.chunk_backend import ChunkBackend
 from services.storage.object_layout import manifest_key
-from services.targets import rbd_pool
 from tests.support import ceph
 from worker.managers import object_gc
 from worker.runtime import Runtime
@@ -150,7 +149,7 @@ def layout_of(settings: Settings, name: str) -> Layout:
     if isinstance(target, targets.ChunkTarget):
         return Manifests(name, target)
     if target.instant_restore_cluster is not None:
-        pool = rbd_pool.named(settings, name)
+        pool = targets.snapshotted(settings, name)
         return RbdSnapshots(name, pool.cluster, pool.pool)
     raise AssertionError(
         f"the model knows no layout of target {name!r} (kind {target.kind}): neither the "

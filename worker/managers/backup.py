@@ -16,6 +16,7 @@ from contextlib import ExitStack
 import rados
 import rbd
 
+from services import targets
 from services.base import utcnow
 from services.errors import VolumeBusy, VolumeNotFound, VolumeNotOwned
 from services.plans import offsite
@@ -24,7 +25,6 @@ from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.status import RestorePointKind
 from services.storage import rbd_images
-from services.targets import rbd_pool
 from services.volumes import locks
 from services.volumes.ownership import check_owner
 from worker.engine import checkpoint, manifest
@@ -158,7 +158,7 @@ def lock_volume(rt: Runtime, job: ClaimedJob, reporter: JobReporter, volume: Vol
 def _copy(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
           volume: Volume, owner: Callable[[], bool | None],
           ) -> tuple[CopyStats, SourceSnapshotRemoval]:
-    target = rbd_pool.named(rt.settings, rp.target)
+    target = targets.snapshotted(rt.settings, rp.target)
     phases = reporter.phases
     guard = QuotaGuard(rt, rp)
     reporter.quota = guard.progress

@@ -18,13 +18,13 @@ import rados
 import rbd
 from sqlalchemy import select
 
+from services import targets
 from services.errors import DataCorrupt, NotFound
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import repository as restore_points
 from services.status import RestorePointKind, RestorePointStatus
 from services.storage import rbd_images
-from services.targets import rbd_pool
 from services.volumes import locks
 from worker.engine import checkpoint, manifest
 from worker.managers.claim import ClaimedJob
@@ -113,7 +113,7 @@ def create(dst_io: rados.Ioctx, rp: RestorePoint, volume: Volume, size: int,
 
 
 def remove_checkpoint(rt: Runtime, rp: RestorePoint) -> None:
-    target = rbd_pool.named(rt.settings, rp.target)
+    target = targets.snapshotted(rt.settings, rp.target)
     with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
         checkpoint.remove(dst_io, rp.checkpoint_object)
 
@@ -138,7 +138,7 @@ def clean_up(rt: Runtime, rp: RestorePoint) -> None:
     no restore point. Only ever called before the restore point is available (the
     lifecycle's rule); whatever it cannot remove carries the restore point's id in its
     name, for the orphan reconciler."""
-    target = rbd_pool.named(rt.settings, rp.target)
+    target = targets.snapshotted(rt.settings, rp.target)
     with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
         _remove_unfinished_snapshot(dst_io, rp)
         checkpoint.remove(dst_io, rp.checkpoint_object)
@@ -191,7 +191,7 @@ def release_head(rt: Runtime, rp: RestorePoint, volume: Volume, job_id: str, *,
                 RestorePoint.status == RestorePointStatus.CREATING).limit(1))
         if busy is not None:
             return
-        target = rbd_pool.named(rt.settings, rp.target)
+        target = targets.snapshotted(rt.settings, rp.target)
         with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
             try:
                 with rbd_images.open_image(dst_io, rp.backup_image) as backup:

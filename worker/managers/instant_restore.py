@@ -22,6 +22,7 @@ import rados
 import rbd
 from sqlalchemy import select
 
+from services import targets
 from services.base import utcnow
 from services.errors import CairnError, ImageExists, NotFound, StorageError
 from services.quotas.service import GIB
@@ -31,7 +32,6 @@ from services.restore_points.instant import instant_image_name
 from services.restore_points.marks import JOB_KEY, RESTORE_POINT_KEY, remove_if_written_by
 from services.storage import rbd_images
 from services.storage.refs import ImageRef, parse_image_ref
-from services.targets import rbd_pool
 from worker.engine.copy import CopyStats
 from worker.engine.extents import allocated_objects
 from worker.managers.claim import ClaimedJob
@@ -134,7 +134,7 @@ class InstantRestoreSteps(JobSteps):
     def _ensure_clone(self, dest_io: rados.Ioctx) -> None:
         if rbd_images.image_exists_in(dest_io, self.staging):
             return  # made by an earlier attempt: the name is this job's
-        target = rbd_pool.named(self.rt.settings, self.rp.target)
+        target = targets.snapshotted(self.rt.settings, self.rp.target)
         with self.rt.clusters.ioctx(target.cluster, target.pool) as backup_io:
             try:
                 rbd_images.clone_snapshot(backup_io, self.rp.backup_image, self.rp.snapshot,
@@ -201,7 +201,7 @@ class InstantRestoreSteps(JobSteps):
         return Outcome(stats=stats, summary=f"{image} usable at once, then flattened")
 
     def _flatten(self, ref: ImageRef) -> CopyStats:
-        target = rbd_pool.named(self.rt.settings, self.rp.target)
+        target = targets.snapshotted(self.rt.settings, self.rp.target)
         with ExitStack() as stack:
             ioctx = stack.enter_context(self.rt.clusters.ioctx(ref.cluster, ref.pool))
             image = stack.enter_context(rbd_images.open_image(ioctx, ref.image))

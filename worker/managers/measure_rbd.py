@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from services import targets
 from services.errors import NotFound
 from services.quotas.chains import Point
 from services.records.restore_points import backup_image_name, snapshot_name
 from services.storage import rbd_images
-from services.targets import rbd_pool
 from worker.runtime import Runtime
 
 
@@ -21,7 +21,7 @@ class RbdHeld:
         """`head_of`: a restore point whose snapshot may not be taken yet (its commit is
         being checked): measured on the head."""
         self.rt, self.volume_id, self.head_of = rt, volume_id, head_of
-        self.pool = rbd_pool.named(rt.settings, target)
+        self.pool = targets.snapshotted(rt.settings, target)
         self._known: dict[tuple[str | None, str], int] = {}
 
     def present(self, points: Sequence[Point]) -> set[str]:

@@ -13,12 +13,12 @@ from contextlib import ExitStack
 
 from sqlalchemy import select
 
+from services import targets
 from services.errors import NotFound, RestorePointBusy
 from services.plans.prunes import request_prune
 from services.records.restore_points import RestorePoint, backup_image_name, snapshot_name
 from services.status import RestorePointStatus
 from services.storage import rbd_images
-from services.targets import rbd_pool
 from worker.engine.chunk_store import ChunkStore
 from worker.managers.claim import ClaimedJob
 from worker.managers.drive import Aftercare, Outcome, drive
@@ -54,7 +54,7 @@ class CopySteps(RestorePointSteps):
                 f"restore point {rp.copied_from_restore_point_id} is "
                 f"{source.status if source else 'gone'}: there is nothing to copy",
                 restore_point_id=rp.copied_from_restore_point_id)
-        pool = rbd_pool.named(rt.settings, source.target)
+        pool = targets.snapshotted(rt.settings, source.target)
         self.reporter.phases.restart()
         with rt.clusters.ioctx(pool.cluster, pool.pool) as backup_io, ExitStack() as stack:
             try:

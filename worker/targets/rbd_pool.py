@@ -16,6 +16,7 @@ from functools import partial
 import rbd
 from sqlalchemy import func, select
 
+from services import targets
 from services.errors import CairnError, DataCorrupt, NotFound, RestorePointBusy
 from services.quotas import chains
 from services.records.restore_points import RestorePoint
@@ -23,7 +24,6 @@ from services.records.volumes import Volume
 from services.status import RestorePointStatus
 from services.storage import rbd_images
 from services.storage.refs import ImageRef
-from services.targets.rbd_pool import named
 from worker.engine import manifest
 from worker.engine.block_reader import DEFAULT_CACHE_BYTES
 from worker.engine.copy import CopyEngine, CopyStats
@@ -130,7 +130,7 @@ def _verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint,
 def _reader(rt: Runtime, rp: RestorePoint, cache_bytes: int) -> RbdReader:
     """The backup image open at the restore point's snapshot until the reader closes;
     each object read is checked as restore and verify check it (`Manifest.check`)."""
-    target = named(rt.settings, rp.target)
+    target = targets.snapshotted(rt.settings, rp.target)
     with ExitStack() as stack:
         recorded, image = _backup_snapshot(stack, rt, rp)
         boundary = partial(rt.clusters.boundary, target.cluster, target.pool,
@@ -147,7 +147,7 @@ def _backup_snapshot(stack: ExitStack, rt: Runtime, rp: RestorePoint, *,
     snapshot, held by `stack` (with the pool's ioctx: Ceph's errors inside leave as
     Cairn's). A missing manifest is DataCorrupt; a missing snapshot `missing`: corruption
     to a verify and a reader, NotFound to a restore."""
-    target = named(rt.settings, rp.target)
+    target = targets.snapshotted(rt.settings, rp.target)
     backup_io = stack.enter_context(rt.clusters.ioctx(target.cluster, target.pool))
     recorded = manifest.load(backup_io, rp.manifest_object)
     try:
@@ -171,7 +171,7 @@ def sample(chunks: list[Chunk], fraction: float) -> list[Chunk]:
 
 
 def _delete(rt: Runtime, rp: RestorePoint) -> None:
-    target = named(rt.settings, rp.target)
+    target = targets.snapshotted(rt.settings, rp.target)
     with rt.clusters.ioctx(target.cluster, target.pool) as dst_io:
         clones = rbd_images.snapshot_children(dst_io, rp.backup_image, rp.snapshot)
         if clones:

@@ -20,7 +20,7 @@ import rados
 import rbd
 from kombu import Connection
 
-from services.webhooks.delivery import RESEND_AFTER
+from services.webhooks.outbox import RESEND_AFTER
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import start_failing_backup

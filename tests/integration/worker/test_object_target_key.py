@@ -419,7 +419,7 @@ def test_a_target_pointed_at_an_empty_prefix_gets_no_new_key_and_flags_nothing(
         [refused] = keyed.backups([source], "moved")
         assert refused["status"] == "failed", "a new key was made where the target's was"
         assert refused["error"]["code"] == "target_key_missing", refused
-        assert "points at another bucket or prefix" in refused["error"]["message"], refused
+        assert "points at another bucket and prefix" in refused["error"]["message"], refused
         assert list(bucket.list()) == [], "something was written to the empty prefix"
         # The orphan scan of this target alone (what an applied scan would act on).
         alone = _alone(keyed, "moved")
@@ -431,7 +431,7 @@ def test_a_target_pointed_at_an_empty_prefix_gets_no_new_key_and_flags_nothing(
             clusters.close()
         mine = [f for f in report.findings if "object target moved" in f.location]
         assert [(f.action, f.what) for f in mine] == [("report", "data key")], mine
-        assert "pointed at another bucket or prefix" in mine[0].reason
+        assert "pointed at another bucket and prefix" in mine[0].reason
         assert _probed(keyed, "moved") == 0
 
         for key, data in held.items():

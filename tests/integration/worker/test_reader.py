@@ -27,7 +27,6 @@ from services.errors import DataCorrupt
 from services.records.restore_points import RestorePoint, snapshot_name
 from services.storage.ceph import CephClusters
 from services.storage.object_layout import chunk_key
-from services.targets import rbd_pool
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import backup
@@ -115,7 +114,7 @@ def _damage_rbd(rt: Runtime, rp: RestorePoint) -> str:
     """Flips a byte in the middle of the backup snapshot's first object (written without
     a snapshot context, so the snapshot reads it, as `rados put` would); what the error
     must name."""
-    pool = rbd_pool.named(rt.settings, rp.target)
+    pool = targets.snapshotted(rt.settings, rp.target)
     with ceph.ioctx(pool.cluster, pool.pool) as io:
         with rbd.Image(io, rp.backup_image, read_only=True) as image:
             oid = f"{image.stat()['block_name_prefix']}.{0:016x}"

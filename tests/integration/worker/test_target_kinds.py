@@ -32,7 +32,6 @@ from services.limits import target_leases
 from services.restore_points.orphans import OrphanReconciler
 from services.storage.ceph import CephClusters
 from services.storage.object_layout import chunk_key, manifest_key
-from services.targets import rbd_pool
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import backup, restore, restore_point, start_backup, wait_for_progress
@@ -68,7 +67,7 @@ class Rbd:
     unit = "object"
 
     def __init__(self, stack: Stack, name: str) -> None:
-        pool = rbd_pool.named(stack.settings, name)
+        pool = targets.snapshotted(stack.settings, name)
         self.cluster, self.pool = pool.cluster, pool.pool
 
     def damage(self, rp: dict[str, Any]) -> int:

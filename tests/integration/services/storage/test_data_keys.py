@@ -175,11 +175,11 @@ def test_an_empty_prefix_where_the_key_was_stored_is_not_given_a_new_one(
     key, nothing written, and the operator is told where the key is."""
     made = data_keys.opened(db, bucket, target, OPERATOR_KEY, create=True)
     bucket.delete(DATA_KEY)
-    with pytest.raises(TargetKeyMissing, match="points at another bucket or prefix") as refused:
+    with pytest.raises(TargetKeyMissing, match="points at another bucket and prefix") as refused:
         data_keys.opened(db, bucket, target, OPERATOR_KEY, create=True)
     assert f"cairn-manage object-key export {target}" in refused.value.message
     assert list(bucket.list()) == []
-    assert "pointed at another bucket or prefix" in (data_keys.problem(db, bucket, target)
+    assert "pointed at another bucket and prefix" in (data_keys.problem(db, bucket, target)
                                                       or "")
     bucket.put(DATA_KEY, made.wrapped)
     assert data_keys.opened(db, bucket, target, OPERATOR_KEY).fingerprint == made.fingerprint

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from services.db import Database
 from services.settings import Settings
-from services.webhooks import delivery
+from services.webhooks import delivery, outbox
 from tests.support.stack import webhook_key_file
 from tests.support.webhook_receiver import Receiver
 
@@ -129,7 +129,7 @@ def test_a_worker_whose_clock_runs_fast_does_not_take_a_held_attempt(
         for module in ("services.base", "services.db", "services.webhooks.delivery"):
             monkeypatch.setattr(f"{module}.utcnow", lambda: fast, raising=False)
         assert delivery._claim(db, settings, first) is None
-        assert delivery.take_due(db, settings, room=8, held={}) == []
+        assert outbox.take_due(db, settings, room=8, held={}) == []
     finally:
         db.dispose()
     assert _attempts(settings) == {first: 1}

@@ -10,7 +10,9 @@ import requests
 
 from services.context import RequestContext
 from services.errors import InvalidInput, ServiceUnavailable
-from services.openstack.cinder import CallBudget, CinderApi, CinderGateway
+from services.openstack.call_budget import CallBudget
+from services.openstack.cinder import CinderApi
+from services.openstack.cinder_gateway import CinderGateway
 from services.settings import CinderSettings, KeystoneSettings
 
 

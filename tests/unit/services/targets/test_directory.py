@@ -9,7 +9,10 @@ import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from services.db import Database
+from services.errors import TargetKeyMissing, TargetNeverWritten
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.settings import Settings
@@ -54,6 +57,21 @@ def test_a_directory_holding_chunks_but_no_key_is_down(db: Database, tmp_path: P
     target = _target(tmp_path)
     target.backend().put(chunk_key("p", "ab" * 32), b"sealed")
     assert target.probe(None, db) is False  # type: ignore[arg-type]
+
+
+def test_what_is_wrong_with_its_data_key_is_said_of_its_directory_not_a_bucket(
+        db: Database, tmp_path: Path) -> None:
+    backend = _target(tmp_path).backend()
+    with pytest.raises(TargetNeverWritten) as never:
+        data_keys.opened(db, backend, "nfs", OPERATOR_KEY)
+    backend.put(chunk_key("p", "ab" * 32), b"sealed")
+    with pytest.raises(TargetKeyMissing) as missing:
+        data_keys.opened(db, backend, "nfs", OPERATOR_KEY, create=True)
+    for said in (never.value.message, missing.value.message):
+        assert "directory" in said, said
+        assert "bucket" not in said, said
+        assert "prefix" not in said, said
+    assert "point the target at the directory it was made with" in missing.value.message
 
 
 def test_the_orphan_scan_removes_a_deleted_points_manifest_and_old_temporary_files(

@@ -106,6 +106,18 @@ def test_the_chunk_formats_data_path_finds_its_target_by_name_not_by_kind() -> N
         targets.chunked(SETTINGS, "gone")
 
 
+def test_what_only_a_target_keeping_rbd_snapshots_does_finds_it_by_name_not_by_kind() -> None:
+    local, other = targets.snapshotted(SETTINGS, "local"), targets.snapshotted(SETTINGS, "other")
+    assert [(t.name, t.cluster, t.pool) for t in (local, other)] == [
+        ("local", "ceph-a", "backups"), ("other", "ceph-a", "backups")]
+    for chunked in ("s3", "nfs"):
+        with pytest.raises(TargetNotConfigured, match=rf"target '{chunked}' \(kind \w+\) keeps "
+                           "no RBD snapshots"):
+            targets.snapshotted(SETTINGS, chunked)
+    with pytest.raises(TargetNotConfigured, match="target 'gone' is not configured"):
+        targets.snapshotted(SETTINGS, "gone")
+
+
 def test_an_rbd_pool_that_does_not_answer_is_down_not_an_error() -> None:
     class Unreachable:
         def pool_exists(self, cluster: str, pool: str) -> bool:

@@ -18,14 +18,14 @@ from services.db import Database
 from services.metrics import events as metrics
 from services.records.webhooks import EventDelivery, Webhook
 from services.settings import Settings
-from services.webhooks import delivery, sealing, secrets
+from services.webhooks import delivery, outbox, sealing, secrets
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
 
 def _take(db: Database, settings: Settings, room: int = 8,
           held: dict[str, int] | None = None) -> list[tuple[str, str]]:
-    return sorted(delivery.take_due(db, settings, room=room, held=held or {}))
+    return sorted(outbox.take_due(db, settings, room=room, held=held or {}))
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from services.db import Database
 from services.records.webhooks import EventDelivery, Webhook
-from services.webhooks.delivery import purge
+from services.webhooks.outbox import purge
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
