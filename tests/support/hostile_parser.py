@@ -119,7 +119,7 @@ class Operations:
         return found
 
     def _garbage(self) -> str:
-        os.write(1, b"\xff\xff\xff\xffnot a frame at all")
+        os.write(1, len(b"not json at all").to_bytes(4, "big") + b"not json at all")
         return "garbage written"
 
     def _huge(self) -> str:

@@ -63,6 +63,10 @@ class ProtocolError(Exception):
     """A frame broke the framing or its limits: the peer is broken or hostile."""
 
 
+class FrameTooLarge(ProtocolError):
+    """A frame's header or payload is larger than its reader accepts."""
+
+
 @dataclass(frozen=True)
 class FrameLimits:
     """What a reader of frames accepts: the child's frames are bounded by the session's
@@ -99,7 +103,7 @@ def encode(header: dict[str, Any], payload: bytes = b"") -> bytes:
 def header_length(prefix: bytes, limits: FrameLimits) -> int:
     (length,) = LENGTH.unpack(prefix)
     if length > limits.max_header:
-        raise ProtocolError(f"a frame header of {length} bytes (at most {limits.max_header})")
+        raise FrameTooLarge(f"a frame header of {length} bytes (at most {limits.max_header})")
     return int(length)
 
 
@@ -115,7 +119,7 @@ def parse_header(body: bytes, limits: FrameLimits) -> tuple[dict[str, Any], int]
     if type(size) is not int or size < 0:
         raise ProtocolError(f"a frame's payload length is not a count: {size!r}")
     if size > limits.max_payload:
-        raise ProtocolError(f"a frame payload of {size} bytes (at most {limits.max_payload})")
+        raise FrameTooLarge(f"a frame payload of {size} bytes (at most {limits.max_payload})")
     return header, size
 
 

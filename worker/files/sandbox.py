@@ -87,6 +87,7 @@ class Child:
         self._decoder = protocol.FrameDecoder(protocol.FrameLimits(
             max_header=config.max_reply_bytes, max_payload=config.max_reply_bytes))
         self.isolated: bool | None = None
+        self._reaping = threading.Lock()
         self.sealed_after: float | None = None
 
     @property
@@ -140,12 +141,17 @@ class Child:
             if poller.poll(max(1, int(left * 1000) + 1)):
                 return
 
+    def signal(self, number: int) -> None:
+        """Signals the child's whole process group, unless the child was reaped (its pid,
+        and so its group's id, could be another process's by now)."""
+        with self._reaping:
+            if self._process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self._process.pid, number)
+
     def kill(self) -> None:
         """Kills the child's whole process group and reaps the child."""
-        if self._process.returncode is None:
-            # Not reaped yet: its pid (and so its group's id) is still its own.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._process.pid, signal.SIGKILL)
+        self.signal(signal.SIGKILL)
         self.reap()
 
     def reap(self) -> int:
@@ -153,7 +159,8 @@ class Child:
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
-        return self._process.wait()
+        with self._reaping:
+            return self._process.wait()
 
     def close(self) -> None:
         """Ends a child politely (stdin closed: it returns), killing it if it lingers."""
@@ -166,11 +173,13 @@ class Child:
         self.kill()
 
     def alive(self) -> bool:
-        return self._process.poll() is None
+        with self._reaping:
+            return self._process.poll() is None
 
     @property
     def exit_status(self) -> int | None:
-        return self._process.poll()
+        with self._reaping:
+            return self._process.poll()
 
 
 def spawn(config: ChildConfig) -> Child:
