@@ -1,0 +1,161 @@
+"""A stand-in for worker/files/parser/ops.py's Operations that misbehaves on command, run
+inside a real sealed parser child (`ChildConfig(factory=FACTORY)`): what a crafted
+filesystem could make a parser do, or what code it took over could try.
+
+`stat(None, "/<command>")` runs one command and answers what happened; `read` answers the
+image's bytes as the child sees them (through its RemoteImage); `list` answers a
+listing of `limit` made-up entries (a reply as large as asked)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from typing import Any, BinaryIO
+
+FACTORY = "tests.support.hostile_parser:Operations"
+PRELOAD = ("socket", "subprocess")
+
+
+class NotFound(Exception):
+    """Named as worker/files/parser/errors.py's: the protocol sends the class's name."""
+
+
+class Limit(Exception):
+    pass
+
+
+class Operations:
+    def __init__(self, image: BinaryIO, size: int) -> None:
+        self.image = image
+        self.size = size
+
+    def partitions(self) -> list[dict[str, Any]]:
+        return [{"index": 0, "scheme": "disk", "offset": 0, "size": self.size}]
+
+    def read(self, partition: int | None, path: str, offset: int, length: int) -> bytes:
+        self.image.seek(offset)
+        return self.image.read(length)
+
+    def list(self, partition: int | None, path: str, marker: str | None,
+             limit: int) -> dict[str, Any]:
+        entries = [{"name": f"{index:08d}" + "x" * 200, "type": "file"} for index in range(limit)]
+        return {"path": path, "partition": partition, "entries": entries, "next_marker": None}
+
+    def stat(self, partition: int | None, path: str) -> dict[str, Any]:
+        command = path.strip("/")
+        handler = getattr(self, "_" + command.replace("-", "_"), None)
+        if handler is None:
+            raise NotFound(f"no such command: {command}")
+        return {"path": path, "outcome": handler()}
+
+    # What a taken-over parser tries; each answers "refused: ..." or what it got.
+
+    def _loop(self) -> str:
+        while True:
+            pass
+
+    def _bomb(self) -> str:
+        hoard = []
+        while True:
+            hoard.append(bytearray(64 << 20))
+
+    def _socket(self) -> str:
+        return _attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+
+    def _unix_socket(self) -> str:
+        return _attempt(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+
+    def _socketpair(self) -> str:
+        return _attempt(socket.socketpair)
+
+    def _exec(self) -> str:
+        return _attempt(lambda: os.execv("/bin/sh", ["/bin/sh", "-c", "true"]))
+
+    def _spawn(self) -> str:
+        return _attempt(lambda: subprocess.run(["/bin/true"], check=False))
+
+    def _fork(self) -> str:
+        def fork() -> int:
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            return pid
+        return _attempt(fork)
+
+    def _ceph(self) -> str:
+        home = os.path.expanduser("~root")
+        return _attempt(lambda: os.listdir(os.path.join(home, ".ceph")))
+
+    def _keyring(self) -> str:
+        return _attempt(lambda: open("/etc/ceph/ceph.client.admin.keyring", "rb").read())
+
+    def _passwd(self) -> str:
+        return _attempt(lambda: open("/etc/passwd", "rb").read(10))
+
+    def _proc_environ(self) -> str:
+        return _attempt(lambda: open(f"/proc/{os.getppid()}/environ", "rb").read(10))
+
+    def _write(self) -> str:
+        return _attempt(lambda: open("/tmp/cairn-parser-was-here", "wb").write(b"x"))
+
+    def _unlink(self) -> str:
+        return _attempt(lambda: os.unlink("/tmp/cairn-parser-unlink-target"))
+
+    def _kill_parent(self) -> str:
+        return _attempt(lambda: os.kill(os.getppid(), 0))
+
+    def _environment(self) -> dict[str, str]:
+        return dict(os.environ)
+
+    def _fds(self) -> list[int]:
+        found = []
+        for fd in range(1024):
+            try:
+                os.fstat(fd)
+            except OSError:
+                continue
+            found.append(fd)
+        return found
+
+    def _garbage(self) -> str:
+        os.write(1, len(b"not json at all").to_bytes(4, "big") + b"not json at all")
+        return "garbage written"
+
+    def _huge(self) -> str:
+        # A header announcing a 3 GiB payload.
+        header = b'{"type":"result","value":null,"bytes":3000000000}'
+        os.write(1, len(header).to_bytes(4, "big") + header)
+        return "huge frame written"
+
+    def _print(self) -> str:
+        print("a stray print that must not reach the frames")
+        return "printed"
+
+    def _crash(self) -> str:
+        os._exit(9)
+
+    def _memory_error(self) -> str:
+        raise MemoryError
+
+    def _limit(self) -> str:
+        raise Limit("entries: too many entries in one directory")
+
+    def _internal(self) -> str:
+        raise ValueError("a\nmultiline\ntraceback-like reason")
+
+    def _past_end(self) -> str:
+        self.image.seek(self.size - 10)
+        return self.image.read(100).hex()
+
+    def _far_past_end(self) -> str:
+        self.image.seek(self.size * 4)
+        return self.image.read(100).hex()
+
+
+def _attempt(action: Any) -> str:
+    try:
+        result = action()
+    except OSError as error:
+        return f"refused: {type(error).__name__} {error.errno}"
+    return f"done: {result!r}"[:200]

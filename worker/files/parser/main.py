@@ -1,0 +1,353 @@
+"""The parser child: parses a tenant's partitions and filesystems, sealed.
+
+The bytes it parses are the tenant's, so this process is the one a crafted filesystem
+attacks. It starts with nothing worth taking (an empty environment, no fds but its pipes:
+worker/files/sandbox.py) and, before it reads its first call, it locks itself down:
+
+1. rlimits: address space (the session's memory limit), CPU time for its whole life,
+   FSIZE 0 (it writes no file), no core dumps, few fds, no new processes;
+2. a new user and network namespace when the kernel allows it (no network at all; the
+   parent is told when it could not, and logs it once);
+3. it imports everything it will use (the operations' module, the codecs filesystems decode
+   names with), because next
+4. a seccomp filter refuses what a parser never needs: sockets, exec, fork and clone,
+   ptrace and other processes' memory, namespaces and mounts, keyrings, bpf, io_uring,
+   changes to files (unlink, rename, chmod...), signals and rlimits aimed at any other
+   process, executable mappings, and every open() at all: after the warm-up nothing is
+   read from the filesystem of the host, so neither a keyring nor /proc/self can be.
+
+Then it serves calls on stdin/stdout (worker/files/protocol.py). The image it parses is a
+RemoteImage: each read it makes is asked of the parent, whole aligned blocks at a time,
+kept in a small cache, since a filesystem reads its metadata in many small pieces.
+Only frames go to stdout; print() and logging go to stderr (/dev/null by default)."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import importlib
+import io
+import os
+import resource
+import sys
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, BinaryIO, Final
+
+from worker.files import protocol
+
+PRODUCTION_FACTORY: Final = "worker.files.parser.ops:Operations"
+
+BLOCK_SIZE: Final = 256 << 10
+CACHE_BLOCKS: Final = 32
+"""8 MiB of 256 KiB blocks: superblocks, inode tables and directories of one filesystem
+near each other; one round trip to the parent fetches a whole block."""
+
+CACHED_READ_BYTES: Final = 1 << 20
+"""Reads larger than this (a file's contents) bypass the cache rather than flush it."""
+
+WARM_MODULES: Final = (
+    # Codecs are imported on their first use: a filesystem's names (UTF-16 on NTFS and
+    # FAT's long names, code pages on FAT's short ones) would fail once open() is refused.
+    "encodings.utf_8", "encodings.utf_16", "encodings.utf_16_le", "encodings.utf_16_be",
+    "encodings.utf_32", "encodings.latin_1", "encodings.ascii", "encodings.cp437",
+    "encodings.cp850", "encodings.cp1252", "unicodedata", "datetime", "fnmatch", "stat",
+    "posixpath", "zlib", "lzma", "json", "traceback",
+)
+
+CLONE_NEWUSER: Final = 0x10000000
+CLONE_NEWNET: Final = 0x40000000
+
+EXIT_PROTOCOL: Final = 3
+
+
+class ImageUnavailable(OSError):
+    """The parent could not read these bytes of the restore point (a damaged block): an
+    I/O error to the filesystem parser, and the parent fails the call whatever it says."""
+
+
+Fetch = Callable[[int, int], bytes]
+
+
+class RemoteImage(io.RawIOBase):
+    """A restore point's bytes, read through the parent: seekable, read-only, `size` long.
+
+    Small reads are served from whole aligned BLOCK_SIZE blocks kept in an LRU cache of
+    CACHE_BLOCKS; the blocks one read lacks are asked for in one request per run."""
+
+    def __init__(self, fetch: Fetch, size: int, *, block_size: int = BLOCK_SIZE,
+                 cache_blocks: int = CACHE_BLOCKS) -> None:
+        super().__init__()
+        self._fetch = fetch
+        self.size = size
+        self._block = block_size
+        self._cache: OrderedDict[int, bytes] = OrderedDict()
+        self._cache_blocks = cache_blocks
+        self._position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self.size}.get(whence)
+        if base is None:
+            raise ValueError(f"invalid whence {whence}")
+        if base + offset < 0:
+            raise OSError(errno.EINVAL, "negative seek position")
+        self._position = base + offset
+        return self._position
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            size = max(0, self.size - self._position)
+        data = self.pread(self._position, size)
+        self._position += len(data)
+        return data
+
+    def readall(self) -> bytes:
+        return self.read(-1)
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self.read(len(view))
+        view[:len(data)] = data
+        return len(data)
+
+    def pread(self, offset: int, length: int) -> bytes:
+        """Bytes [offset, offset + length) of the image, clipped at its end."""
+        end = min(offset + max(0, length), self.size)
+        if offset >= end:
+            return b""
+        if end - offset > CACHED_READ_BYTES:
+            return self._fetch_all(offset, end - offset)
+        first, last = offset // self._block, (end - 1) // self._block
+        self._load(first, last)
+        data = b"".join(self._cache[index] for index in range(first, last + 1))
+        start = offset - first * self._block
+        return data[start:start + end - offset]
+
+    def _load(self, first: int, last: int) -> None:
+        missing = [index for index in range(first, last + 1) if index not in self._cache]
+        for index in range(first, last + 1):
+            if index in self._cache:
+                self._cache.move_to_end(index)
+        while missing:
+            run = 1
+            while run < len(missing) and missing[run] == missing[0] + run:
+                run += 1
+            start = missing[0] * self._block
+            data = self._fetch_all(start, min(run * self._block, self.size - start))
+            for step in range(run):
+                self._cache[missing[step]] = data[step * self._block:(step + 1) * self._block]
+            missing = missing[run:]
+        while len(self._cache) > max(self._cache_blocks, last - first + 1):
+            self._cache.popitem(last=False)
+
+    def _fetch_all(self, offset: int, length: int) -> bytes:
+        parts: list[bytes] = []
+        while length > 0:
+            part = self._fetch(offset, min(length, protocol.MAX_READ_BYTES))
+            if not part:
+                break
+            parts.append(part)
+            offset += len(part)
+            length -= len(part)
+        return b"".join(parts)
+
+
+OperationsFactory = Callable[[RemoteImage, int], Any]
+"""Operations(image, size): worker/files/parser/ops.py's, or a test's stand-in."""
+
+
+class Channel:
+    """The child's end of the pipes: frames in from the parent, frames out to it."""
+
+    def __init__(self, incoming: BinaryIO, outgoing: BinaryIO, max_reply: int) -> None:
+        self._in = incoming
+        self._out = outgoing
+        self.max_reply = max_reply
+
+    def receive(self) -> protocol.Frame | None:
+        return protocol.read_frame(self._in, protocol.CHILD_READS)
+
+    def send(self, header: dict[str, Any], payload: bytes = b"") -> None:
+        frame = protocol.encode(header, payload)
+        if len(frame) > self.max_reply and header.get("type") == protocol.RESULT:
+            frame = protocol.encode({"type": protocol.ERROR, "error": protocol.LIMIT,
+                                     "message": "reply size: the answer is too large"})
+        view = memoryview(frame)
+        while view:
+            written = self._out.write(view)
+            view = view[written or 0:]
+        self._out.flush()
+
+    def fetch(self, offset: int, length: int) -> bytes:
+        """Asks the parent for image bytes; ImageUnavailable when it could not read them."""
+        self.send({"type": protocol.READ, "offset": offset, "length": length})
+        frame = self.receive()
+        if frame is None:
+            raise SystemExit(EXIT_PROTOCOL)
+        if frame.type == protocol.DATA and len(frame.payload) <= length:
+            return frame.payload
+        if frame.type == protocol.FAIL:
+            raise ImageUnavailable(errno.EIO, str(frame.header.get("message", "read failed")))
+        raise SystemExit(EXIT_PROTOCOL)
+
+
+def main(argv: list[str] | None = None) -> None:
+    options = _options(sys.argv[1:] if argv is None else argv)
+    limit_resources(options.memory, options.cpu, options.nofile)
+    isolated = enter_namespaces()
+    incoming = sys.stdin.buffer
+    outgoing = open(1, "wb", buffering=0, closefd=False)  # noqa: SIM115 (fd 1, for life)
+    # Nothing but frames may reach fd 1: anything printed goes where stderr goes.
+    sys.stdout = sys.stderr
+    factory = load_factory(options.factory)
+    seal()
+    channel = Channel(incoming, outgoing, options.max_reply)
+    channel.send({"type": protocol.READY, "pid": os.getpid(), "namespaces": isolated})
+    serve(channel, factory)
+
+
+def _options(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="cairn-parser")
+    parser.add_argument("--factory", default=PRODUCTION_FACTORY)
+    parser.add_argument("--memory", type=int, default=512 << 20)
+    parser.add_argument("--cpu", type=int, default=300)
+    parser.add_argument("--nofile", type=int, default=16)
+    parser.add_argument("--max-reply", type=int, default=16 << 20)
+    return parser.parse_args(argv)
+
+
+def limit_resources(memory: int, cpu: int, nofile: int) -> None:
+    """The child's own rlimits, set before any byte of the image is read (hard and soft:
+    it cannot raise them again). CPU's hard limit is a second later: SIGXCPU, then KILL."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))
+    resource.setrlimit(resource.RLIMIT_MEMLOCK, (0, 0))
+
+
+def enter_namespaces() -> bool:
+    """A user namespace (holding no capability outside it) and a network namespace with
+    no interface but a down loopback; False where the kernel refuses (then seccomp's
+    refusal of socket() is what keeps the network out)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    return int(libc.unshare(CLONE_NEWUSER | CLONE_NEWNET)) == 0
+
+
+def load_factory(spec: str) -> OperationsFactory:
+    """The operations class named "module:attribute", imported with everything it says it
+    needs (a module's PRELOAD: names of modules its code imports late) and WARM_MODULES."""
+    module_name, _, attribute = spec.partition(":")
+    module = importlib.import_module(module_name)
+    for name in (*WARM_MODULES, *getattr(module, "PRELOAD", ())):
+        importlib.import_module(name)
+    factory: OperationsFactory = getattr(module, attribute or "Operations")
+    return factory
+
+
+DENIED: Final = (
+    "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
+    "execve", "execveat", "fork", "vfork", "clone",
+    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_open", "pidfd_getfd",
+    "pidfd_send_signal", "process_madvise",
+    "mount", "umount2", "unshare", "setns", "chroot", "pivot_root", "fsopen", "fsmount",
+    "fspick", "move_mount", "open_tree", "mount_setattr",
+    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
+    "io_uring_setup", "io_uring_enter", "io_uring_register", "memfd_create",
+    "open_by_handle_at", "name_to_handle_at",
+    "unlink", "unlinkat", "rename", "renameat", "renameat2", "link", "linkat", "symlink",
+    "symlinkat", "mkdir", "mkdirat", "rmdir", "mknod", "mknodat", "chmod", "fchmod",
+    "fchmodat", "chown", "fchown", "lchown", "fchownat", "truncate", "ftruncate",
+    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+    "utime", "utimes", "utimensat", "futimesat", "setrlimit", "setpriority", "personality",
+    "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
+    "setfsuid", "setfsgid",
+)
+"""What a filesystem parser never does, refused with EPERM."""
+
+OPENS: Final = ("open", "openat", "openat2", "creat")
+"""Refused with EACCES after the warm-up: the child reads the image through its pipe only."""
+
+SIGNALS: Final = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
+"""Allowed only towards the child itself (a same-user process could otherwise be hit)."""
+
+
+def seal() -> None:
+    """Loads the seccomp filter: from here on, the refusals in the module's docstring."""
+    import pyseccomp as seccomp
+
+    os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    deny = seccomp.ERRNO(errno.EPERM)
+    rules = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
+    for name in DENIED:
+        rules.add_rule(deny, name)
+    for name in OPENS:
+        rules.add_rule(seccomp.ERRNO(errno.EACCES), name)
+    # glibc falls back from clone3 to clone on ENOSYS, which is refused too.
+    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    own = os.getpid()
+    for name in SIGNALS:
+        rules.add_rule(deny, name, seccomp.Arg(0, seccomp.NE, own))
+    rules.add_rule(deny, "prlimit64", seccomp.Arg(2, seccomp.NE, 0))
+    for name in ("mmap", "mprotect", "pkey_mprotect"):
+        rules.add_rule(deny, name, seccomp.Arg(2, seccomp.MASKED_EQ, 0x4, 0x4))  # PROT_EXEC
+    rules.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.EQ, 0x5412))  # TIOCSTI
+    rules.load()
+
+
+def serve(channel: Channel, factory: OperationsFactory) -> None:
+    """Answers calls until the parent closes stdin."""
+    operations: Any = None
+    while (frame := channel.receive()) is not None:
+        if frame.type != protocol.CALL or frame.header.get("op") not in protocol.OPS:
+            raise SystemExit(EXIT_PROTOCOL)
+        op = str(frame.header["op"])
+        arguments = frame.header.get("args") or {}
+        payload = b""
+        try:
+            if not isinstance(arguments, dict):
+                raise TypeError("a call's arguments are not an object")
+            if op == protocol.OPEN:
+                size = int(arguments["size"])
+                operations = factory(RemoteImage(channel.fetch, size), size)
+                value: Any = None
+            elif operations is None:
+                raise RuntimeError("no image is open")
+            elif op == "read":
+                payload = bytes(operations.read(**arguments))
+                value = None
+            else:
+                value = getattr(operations, op)(**arguments)
+            channel.send({"type": protocol.RESULT, "value": value}, payload)
+        except MemoryError:
+            payload = b""
+            channel.send({"type": protocol.ERROR, "error": protocol.LIMIT,
+                          "message": "memory: the parser ran out of its memory limit"})
+        except RecursionError:
+            channel.send({"type": protocol.ERROR, "error": protocol.LIMIT,
+                          "message": "depth: the filesystem nests too deep to parse"})
+        except Exception as error:
+            channel.send({"type": protocol.ERROR, "error": error_name(error),
+                          "message": protocol.message_of(error)})
+
+
+def error_name(error: BaseException) -> str:
+    """The protocol's name for a parser error: the nearest class in its MRO named as one
+    of worker/files/parser/errors.py's (NotFound, ...); anything else is Internal."""
+    for kind in type(error).__mro__:
+        if kind.__name__ in protocol.PARSER_ERRORS:
+            return kind.__name__
+    return protocol.INTERNAL
