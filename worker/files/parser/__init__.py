@@ -4,4 +4,4 @@ of a restore point.
 
 Everything under this package imports only the standard library and Dissect: it runs in a
 process that holds no credentials and may load nothing else (no `services`, no
-`worker.engine`); tests/unit/worker/files/test_parser_imports.py keeps it so."""
+`worker.engine`); an import-linter contract in pyproject.toml keeps it so."""
