@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, Final
 
 from worker.files import protocol
+from worker.files.parser.errors import ImageReadFailed
 
 PRODUCTION_FACTORY: Final = "worker.files.parser.ops:Operations"
 
@@ -61,7 +62,7 @@ CLONE_NEWNET: Final = 0x40000000
 EXIT_PROTOCOL: Final = 3
 
 
-class ImageUnavailable(OSError):
+class ImageUnavailable(ImageReadFailed, OSError):
     """The parent could not read these bytes of the restore point (a damaged block): an
     I/O error to the filesystem parser, and the parent fails the call whatever it says."""
 
