@@ -553,7 +553,8 @@ def test_the_file_service_reads_like_a_worker_and_answers_the_api_alone(name: st
     [worker_container] = _containers(worker)
     ceph = {m["mountPath"] for m in worker_container["volumeMounts"]
             if m["mountPath"].startswith("/etc/ceph/")}
-    assert ceph and ceph <= {m["mountPath"] for m in container["volumeMounts"]}
+    assert ceph
+    assert ceph <= {m["mountPath"] for m in container["volumeMounts"]}
     assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "files"}
     service = _named(objects, "Service", "files")
     assert [(p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [(8790, "files")]
