@@ -166,9 +166,9 @@ class SessionTable:
             return list(self._open)
 
     def _take(self, restore_point_id: str) -> _Open:
-        closing: list[_Open] = []
+        full = False
         with self._lock:
-            closing += self._expired()
+            closing = self._expired()
             entry = self._open.get(restore_point_id)
             if entry is not None:
                 entry.users += 1
@@ -179,15 +179,18 @@ class SessionTable:
                     victim = next((e for e in self._open.values()
                                    if e.users == 0 and e.ready.is_set()), None)
                     if victim is None:
-                        self._close_each(closing)
-                        raise FileServiceUnavailable(
-                            f"the file service has {self.capacity} restore points open, all "
-                            "of them in use; retry in a few seconds")
-                    del self._open[victim.restore_point_id]
-                    closing.append(victim)
-                entry = self._open[restore_point_id] = _Open(restore_point_id)
-                opener = True
-        self._close_each(closing)
+                        full = True
+                    else:
+                        del self._open[victim.restore_point_id]
+                        closing.append(victim)
+                if not full:
+                    entry = self._open[restore_point_id] = _Open(restore_point_id)
+                    opener = True
+        self._close_each(closing)  # outside the lock: closing waits for the parser's end
+        if full or entry is None:
+            raise FileServiceUnavailable(
+                f"the file service has {self.capacity} restore points open, all of them in "
+                "use; retry in a few seconds")
         if opener:
             try:
                 entry.opened = self.points.open(restore_point_id)
