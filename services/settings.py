@@ -485,6 +485,98 @@ class Settings(BaseSettings):
     """How often cairn-scheduler checks that each backup target's pool answers
     (`cairn_target_up`)."""
 
+    # File-level restore (issue 34): the file service, `cairn-files` (worker/files/), which
+    # reads restore points for cairn-api's file routes; and the limits of its parser.
+
+    files_url: str = Field(default="http://127.0.0.1:8790",
+                           pattern=r"^https?://[^/@\s?#]+/?$")
+    """Where cairn-api reaches cairn-files (http://host:port): the API proxies every file
+    request there, with `files_token`."""
+
+    files_bind: str = Field(default="127.0.0.1:8790",
+                            pattern=r"^([^\s:\[\]]+|\[[0-9A-Fa-f:.]+\]):\d{1,5}$")
+    """Where cairn-files listens, host:port ([::1]:port for IPv6). Only cairn-api should
+    reach it: loopback beside the API, or a NetworkPolicy that admits the API's pods only."""
+
+    files_token: SecretStr | None = None
+    """The bearer token cairn-api presents to cairn-files (at least 32 characters: `openssl
+    rand -hex 32`); cairn-files refuses to start without it. The same on both sides."""
+
+    files_sessions: int = Field(default=16, ge=1, le=1024)
+    """Restore points one cairn-files process keeps open at once (each a reader with its
+    cache and a sandboxed parser process); the least recently used idle one is closed for a
+    new one, and when all are busy a request is refused (503, Retry-After)."""
+
+    files_idle_seconds: float = Field(default=60.0, gt=0)
+    """An open restore point nobody read for this long is closed."""
+
+    files_cache_bytes: int = Field(default=64 << 20, ge=0)
+    """Checked blocks each open restore point's reader keeps (a file system is read in
+    small pieces, each costing its whole 4 MiB block). Memory: up to `files_sessions`
+    times this, plus the downloads in flight."""
+
+    files_per_project: int = Field(default=4, ge=1)
+    """File requests of one project cairn-files works on at once (429 beyond): below
+    `files_sessions`, so one project never holds every open restore point."""
+
+    files_hash_max_bytes: int = Field(default=256 << 20, ge=0)
+    """The versions of a file across restore points carry the sha256 of each version up to
+    this size (hashing reads the whole file); larger ones carry none."""
+
+    files_version_threads: int = Field(default=4, ge=1, le=64)
+    """Restore points one versions request reads at once (each holds an open restore
+    point meanwhile): at most `files_sessions`."""
+
+    files_search_max_visits: int = Field(default=100_000, ge=1)
+    """Directory entries one search may look at before it answers with what it found
+    (`truncated`)."""
+
+    files_archive_max_entries: int = Field(default=100_000, ge=1)
+    """Entries (files, directories, links) one archive download may hold (422 beyond)."""
+
+    files_archive_max_bytes: int = Field(default=64 << 30, ge=1)
+    """Bytes of file data one archive download may hold (422 beyond)."""
+
+    files_parser_memory_bytes: int = Field(default=512 << 20, ge=64 << 20)
+    """The address space a parser process may take (RLIMIT_AS); past it the call fails
+    (422 parser_limit_exceeded) and the process is replaced."""
+
+    files_parser_cpu_seconds: int = Field(default=300, ge=1)
+    """CPU time one parser process may use in its whole life (RLIMIT_CPU)."""
+
+    files_call_seconds: float = Field(default=10.0, gt=0)
+    """Wall time one parser call (list, stat, a file's extents, a read) may take."""
+
+    files_search_seconds: float = Field(default=20.0, gt=0)
+    """Wall time one search or one archive's walk may take in the parser."""
+
+    @property
+    def files_bind_address(self) -> tuple[str, int]:
+        """`files_bind` as (host, port), an IPv6 host without its brackets."""
+        host, _, port = self.files_bind.rpartition(":")
+        return host.removeprefix("[").removesuffix("]"), int(port)
+
+    @model_validator(mode="after")
+    def _check_files(self) -> Settings:
+        if self.files_token is not None and len(self.files_token.get_secret_value()) < 32:
+            raise ValueError("CAIRN_FILES_TOKEN must hold at least 32 characters (`openssl "
+                             "rand -hex 32`): it is all that stands between the network and "
+                             "every project's files")
+        if not 0 < self.files_bind_address[1] <= 65535:
+            raise ValueError(f"CAIRN_FILES_BIND {self.files_bind!r}: the port must be "
+                             "1-65535")
+        if self.files_per_project >= self.files_sessions and self.files_sessions > 1:
+            raise ValueError(
+                f"CAIRN_FILES_PER_PROJECT ({self.files_per_project}) must be below "
+                f"CAIRN_FILES_SESSIONS ({self.files_sessions}): one project's requests may "
+                "never hold every open restore point")
+        if self.files_version_threads > self.files_sessions:
+            raise ValueError(
+                f"CAIRN_FILES_VERSION_THREADS ({self.files_version_threads}) must be at most "
+                f"CAIRN_FILES_SESSIONS ({self.files_sessions}): each holds an open restore "
+                "point")
+        return self
+
     webhook_allowed_networks: list[IPvAnyNetwork] = Field(default_factory=list)
     """Private, loopback or link-local networks webhooks may nevertheless point to (JSON
     list of CIDRs). Empty: webhooks reach public addresses only."""

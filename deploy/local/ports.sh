@@ -8,6 +8,8 @@ PG_PORT=${CAIRN_PG_PORT:-31432}
 CEPH_A_PORT=${CAIRN_CEPH_A_PORT:-31789}
 CEPH_B_PORT=${CAIRN_CEPH_B_PORT:-31790}
 API_PORT=${CAIRN_API_PORT:-8787}
+# cairn-files, the file service only cairn-api reaches (file-level restore, docs/files.md).
+FILES_PORT=${CAIRN_FILES_PORT:-31880}
 # OpenStack (only with CAIRN_OPENSTACK=1, and always for `make test`).
 KEYSTONE_PORT=${CAIRN_KEYSTONE_PORT:-31000}
 CINDER_PORT=${CAIRN_CINDER_PORT:-31776}

@@ -9,7 +9,8 @@
 # ceph-b as well, CAIRN_OPENSTACK=1 to start Keystone and Cinder too (Cairn then
 # authenticates with Keystone and protects Cinder volumes), CAIRN_PROMETHEUS=1 to run
 # Prometheus scraping Cairn with its alert rules, CAIRN_RGW=1 to run Ceph RGW (an S3
-# endpoint with a bucket) on ceph-a, CAIRN_API_PORT (default 8787).
+# endpoint with a bucket) on ceph-a, CAIRN_API_PORT (default 8787), CAIRN_FILES_PORT
+# (cairn-files, default 31880).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -95,6 +96,9 @@ CAIRN_SCHEDULER_METRICS_PORT=$SCHEDULER_METRICS_PORT
 CAIRN_API_METRICS_PORT=$API_METRICS_PORT
 CAIRN_PORTAL_SESSION_KEY_FILE=$state/portal-session.key
 CAIRN_WEBHOOK_SECRET_KEY_FILE=$state/webhook-secret.key
+CAIRN_FILES_URL=http://127.0.0.1:$FILES_PORT
+CAIRN_FILES_BIND=127.0.0.1:$FILES_PORT
+CAIRN_FILES_TOKEN=$(files_token)
 ENV
     # The key sealing the portal's session cookies: made once, so a restart keeps sessions.
     [ -s "$state/portal-session.key" ] || (umask 077 && od -An -vtx1 -N32 /dev/urandom | tr -d ' \n' >"$state/portal-session.key")
@@ -140,6 +144,13 @@ PY
     fi
 }
 cairn_password=cairn-service
+# The token cairn-api presents to cairn-files: made once for this stack (a restart of one
+# of the two keeps it), readable by its user only.
+files_token() {
+    local file="$state/files.token"
+    [ -s "$file" ] || (umask 077 && od -An -vtx1 -N32 /dev/urandom | tr -d ' \n' >"$file")
+    cat "$file"
+}
 # run_cairn NAME CMD...: start a Cairn process unless it runs with this very configuration
 # (the env file and its command line). One that runs with another (`make up` again with
 # other switches) is restarted, and the names of the settings that changed are printed.
@@ -193,8 +204,12 @@ cairn_up() {
     run_cairn cairn-api "$venv/bin/cairn-api" --host 127.0.0.1 --port "$API_PORT"
     run_cairn cairn-worker "$venv/bin/cairn-worker"
     run_cairn cairn-scheduler "$venv/bin/cairn-scheduler"
+    pid_alive "$state/run/cairn-files.pid" || require_free_port "$FILES_PORT" cairn-files CAIRN_FILES_PORT
+    run_cairn cairn-files "$venv/bin/cairn-files"
     wait_for 30 cairn-api curl -sf "http://127.0.0.1:$API_PORT/healthz"
     echo "cairn-api: up (http://127.0.0.1:$API_PORT)"
+    wait_for 30 cairn-files curl -sf "http://127.0.0.1:$FILES_PORT/healthz"
+    echo "cairn-files: up (http://127.0.0.1:$FILES_PORT, cairn-api's only)"
     if [ "$openstack" = 1 ]; then
         (
             export OS_AUTH_URL="http://127.0.0.1:$KEYSTONE_PORT/v3" OS_USERNAME=admin \
@@ -240,7 +255,7 @@ prometheus_down() {
 }
 
 cairn_down() {
-    for name in cairn-scheduler cairn-worker cairn-api; do
+    for name in cairn-files cairn-scheduler cairn-worker cairn-api; do
         stop_pidfile "$state/run/$name.pid" "$name"
         rm -f "$state/run/$name.conf"
         echo "$name: stopped"
@@ -286,7 +301,7 @@ case "$cmd" in
         "$here/ceph.sh" status ceph-b "$CEPH_B_PORT" || true
         "$here/rgw.sh" status ceph-a "$RGW_PORT" || true
         if [ -d "$state/openstack" ]; then "$here/openstack.sh" status; fi
-        for name in cairn-api cairn-worker cairn-scheduler prometheus; do
+        for name in cairn-api cairn-worker cairn-scheduler cairn-files prometheus; do
             status_line "$name" pid_alive "$state/run/$name.pid"
         done
         ;;

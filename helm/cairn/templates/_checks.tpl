@@ -21,6 +21,9 @@ to set; templates/checks.yaml runs them on every render, whatever `manifests` sw
 {{- if not .Values.secrets.webhook_secret_key -}}
 {{- fail "set secrets.webhook_secret_key ({name, key} of a Secret holding `openssl rand -hex 32`): the API seals webhook signing secrets under it, the workers open them to sign deliveries, and the db-sync job needs it for migrations that seal them" -}}
 {{- end -}}
+{{- if and .Values.manifests.deployment_files (not .Values.secrets.files_token) -}}
+{{- fail "set secrets.files_token ({name, key} of a Secret holding `openssl rand -hex 32`): cairn-api presents it to the file service (cairn-files), which answers nobody without it. manifests.deployment_files: false runs no file service" -}}
+{{- end -}}
 {{- if and .Values.manifests.ingress_api (empty $conf.api_trusted_proxies) -}}
 {{- fail "manifests.ingress_api is on but conf.cairn.api_trusted_proxies is empty: every tenant would reach the API as the Ingress controller's address, sharing one client's limits (one client's garbage tokens or failed sign-ins would refuse everyone's). Set it to the controller pods' CIDR, e.g. [\"10.244.0.0/16\"] (`kubectl get pods -n ingress-nginx -o wide` shows their addresses)" -}}
 {{- end -}}

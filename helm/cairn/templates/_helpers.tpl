@@ -98,8 +98,9 @@ affinity:
 {{- end }}
 {{- end -}}
 
-{{/* A NetworkPolicy of one component: its metrics port open to the monitoring namespace
-only, what `ingress` adds, and egress to the destinations of network_policy.egress. */}}
+{{/* A NetworkPolicy of one component: its metrics port (if it has one) open to the
+monitoring namespace only, what `ingress` adds, and egress to the destinations of
+network_policy.egress and what `egress` adds. */}}
 {{- define "cairn.networkPolicy" -}}
 {{- $root := .root -}}
 apiVersion: networking.k8s.io/v1
@@ -117,6 +118,7 @@ spec:
 {{- with .ingress }}
 {{ . | trim | indent 4 }}
 {{- end }}
+{{- if .metrics_port }}
     # Metrics: the monitoring namespace only (they name every tenant's projects and volumes).
     - from:
         - namespaceSelector:
@@ -124,6 +126,7 @@ spec:
 {{ toYaml $root.Values.network_policy.monitoring_namespace_selector | indent 14 }}
       ports:
         - {port: {{ .metrics_port }}, protocol: TCP}
+{{- end }}
   egress:
 {{- range $name, $destination := $root.Values.network_policy.egress }}
 {{- $wanted := or (ne $name "messaging") (hasPrefix "messaging" (toString $root.Values.conf.cairn.notification_driver)) }}
@@ -206,5 +209,44 @@ are stored; the scheduler never reads one, so it is not mounted there. */}}
     secretName: {{ .name }}
     items: [{key: {{ .key }}, path: secret.key}]
     defaultMode: 0440
+{{- end -}}
+{{- end -}}
+
+
+{{/* The file service (cairn-files): its Service's address, and the token cairn-api
+presents to it, from its Secret, in both. */}}
+{{- define "cairn.filesUrl" -}}
+http://{{ include "cairn.fullname" . }}-files:{{ .Values.endpoints.files.port }}
+{{- end -}}
+
+{{- define "cairn.filesTokenEnv" -}}
+{{- with .Values.secrets.files_token -}}
+- name: CAIRN_FILES_TOKEN
+  valueFrom:
+    secretKeyRef: {name: {{ .name }}, key: {{ .key }}}
+{{- end -}}
+{{- end -}}
+
+{{/* Who reaches cairn-files: the API's pods, on its port, and nobody else. */}}
+{{- define "cairn.filesIngress" -}}
+# The file service's internal routes: cairn-api's pods only.
+- from:
+    - podSelector:
+        matchLabels:
+{{ include "cairn.selector" (dict "root" . "component" "api") | indent 10 }}
+  ports:
+    - {port: {{ .Values.endpoints.files.port }}, protocol: TCP}
+{{- end -}}
+
+{{/* The API's way to cairn-files. */}}
+{{- define "cairn.filesEgress" -}}
+{{- if .Values.manifests.deployment_files -}}
+# The file service (cairn-files), which the API proxies file requests to.
+- to:
+    - podSelector:
+        matchLabels:
+{{ include "cairn.selector" (dict "root" . "component" "files") | indent 10 }}
+  ports:
+    - {port: {{ .Values.endpoints.files.port }}, protocol: TCP}
 {{- end -}}
 {{- end -}}

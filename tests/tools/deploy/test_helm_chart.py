@@ -96,7 +96,7 @@ def test_every_container_is_probed_limited_and_non_root(name: str) -> None:
     workloads = [obj for obj in _objects(name) if obj["kind"] in ("Deployment", "Job")]
     assert {obj["metadata"]["name"] for obj in workloads} >= {
         "cairn-cairn-api", "cairn-cairn-scheduler", "cairn-cairn-worker",
-        "cairn-cairn-db-sync"}
+        "cairn-cairn-files", "cairn-cairn-db-sync"}
     for obj in workloads:
         pod = obj["spec"]["template"]["spec"]
         assert pod["securityContext"]["runAsNonRoot"] is True
@@ -131,7 +131,7 @@ def test_the_database_is_migrated_before_anything_runs() -> None:
     assert scheduler["spec"]["replicas"] == 2
     disruption = {obj["metadata"]["name"] for obj in _objects("production")
                   if obj["kind"] == "PodDisruptionBudget"}
-    assert disruption == {f"cairn-cairn-{c}" for c in ("api", "scheduler", "worker")}
+    assert disruption == {f"cairn-cairn-{c}" for c in ("api", "scheduler", "worker", "files")}
 
 
 @pytest.mark.parametrize("name", VALUE_SETS)
@@ -150,6 +150,9 @@ def test_no_secret_reaches_a_config_map(name: str) -> None:
             for name_ in ("CAIRN_DATABASE_URL", "CAIRN_REDIS_URL", "CAIRN_KEYSTONE__PASSWORD"):
                 assert "secretKeyRef" in env[name_]["valueFrom"], name_
                 assert "value" not in env[name_], name_
+            if "CAIRN_FILES_TOKEN" in env:
+                assert "secretKeyRef" in env["CAIRN_FILES_TOKEN"]["valueFrom"]
+                assert "value" not in env["CAIRN_FILES_TOKEN"]
 
 
 def test_an_autoscaler_owns_the_workers_replicas_when_asked() -> None:
@@ -192,7 +195,8 @@ def test_the_charts_alert_rules_are_deploys() -> None:
     'conf.cairn.environment=null', 'conf.cairn.metrics_allowed_networks=["10.0.0.0/8"]',
     'conf.cairn.api_metrics_port=8787', 'endpoints.metrics.api_port=0',
     'conf.cairn.api_trusted_proxies=["ingress-nginx"]',
-    'network_policy.egress.ceph.to=[{"ipBlock": {"cidr": "10.0.0.0/8"}, "from": "x"}]'])
+    'network_policy.egress.ceph.to=[{"ipBlock": {"cidr": "10.0.0.0/8"}, "from": "x"}]',
+    'endpoints.files.port=0', 'pod.replicas.files=-1', 'secrets.files_token={"name": "x"}'])
 def test_the_schema_refuses_bad_values(bad: str) -> None:
     done = _render(CHART / "ci" / "minimal-values.yaml", sets=(bad,), check=False)
     assert done.returncode != 0, f"accepted {bad}"
@@ -221,6 +225,7 @@ def test_the_config_map_is_settings_cairn_accepts(name: str, tmp_path: Path,
     for cluster in settings.clusters.values():
         assert str(cluster.conf).startswith("/etc/ceph/")
     assert settings.worker_metrics_port > 0
+    assert settings.files_url == "http://cairn-cairn-files:8790"
 
 
 MINIMAL = CHART / "ci" / "minimal-values.yaml"
@@ -257,6 +262,7 @@ def _named(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any
     (('secrets.portal_session_key=null',),
      "pod.replicas.api is 2: set secrets.portal_session_key"),
     (('secrets.webhook_secret_key=null',), "set secrets.webhook_secret_key"),
+    (('secrets.files_token=null',), "set secrets.files_token"),
     # An egress policy that would cut the pods off Ceph.
     (('network_policy.egress.ceph.to=[]',), "network_policy.egress.ceph.to is empty"),
     # Behind an Ingress, the API must know the controller's pods, or every tenant is one.
@@ -409,11 +415,19 @@ NOT_PUBLIC_V6 = ["::/96", "::ffff:0:0/96", "64:ff9b::/96", "2002::/16", "fc00::/
 def test_network_policies_open_each_port_to_its_peers_only(name: str) -> None:
     values = yaml.safe_load((CHART / "ci" / f"{name}-values.yaml").read_text())
     policies = _policies(_objects(name))
-    assert set(policies) == {"api", "scheduler", "worker"}
+    assert set(policies) == {"api", "scheduler", "worker", "files"}
     metrics = {"api": 9103, "scheduler": 9102, "worker": 9101}
     for component, spec in policies.items():
         assert spec["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == component
         assert set(spec["policyTypes"]) == {"Ingress", "Egress"}
+        if component == "files":
+            # No metrics port; its own port from the API's pods alone.
+            [rule] = spec["ingress"]
+            assert rule["from"] == [{"podSelector": {"matchLabels": {
+                "app.kubernetes.io/name": "cairn", "app.kubernetes.io/instance": "cairn",
+                "app.kubernetes.io/component": "api"}}}]
+            assert _ports(rule) == {8790}
+            continue
         # Metrics: from the monitoring namespace only, in a rule of their own.
         [scrape] = [rule for rule in spec["ingress"] if metrics[component] in _ports(rule)]
         assert scrape["from"] == [MONITORING_PEER]
@@ -516,3 +530,50 @@ def test_the_keys_are_files_in_the_pods_that_use_them(name: str) -> None:
             assert volume["secretName"] == secret
             assert [item["path"] for item in volume["items"]] == [file]
             assert volume["defaultMode"] == 0o440
+
+
+@pytest.mark.parametrize("name", VALUE_SETS)
+def test_the_file_service_reads_like_a_worker_and_answers_the_api_alone(name: str) -> None:
+    """cairn-files (issue 34): the worker's Ceph keyrings, the database, a token from a
+    Secret shared with the API; a Service on its own port, which the API's egress reaches
+    and nothing else's ingress rule opens."""
+    objects = _objects(name)
+    files, worker, api = (_named(objects, "Deployment", c) for c in ("files", "worker", "api"))
+    [container] = _containers(files)
+    assert container["command"] == ["cairn-files"]
+    assert [(p["name"], p["containerPort"]) for p in container["ports"]] == [("files", 8790)]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["CAIRN_FILES_BIND"]["value"] == "0.0.0.0:8790"
+    assert "CAIRN_WEBHOOK_SECRET_KEY_FILE" not in env  # it signs nothing
+    [api_container] = _containers(api)
+    api_env = {e["name"]: e for e in api_container["env"]}
+    token = {"secretKeyRef": {"name": "cairn-files", "key": "token"}}
+    assert env["CAIRN_FILES_TOKEN"]["valueFrom"] == api_env["CAIRN_FILES_TOKEN"]["valueFrom"]
+    assert env["CAIRN_FILES_TOKEN"]["valueFrom"] == token
+    [worker_container] = _containers(worker)
+    ceph = {m["mountPath"] for m in worker_container["volumeMounts"]
+            if m["mountPath"].startswith("/etc/ceph/")}
+    assert ceph
+    assert ceph <= {m["mountPath"] for m in container["volumeMounts"]}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "files"}
+    service = _named(objects, "Service", "files")
+    assert [(p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [(8790, "files")]
+    assert service["spec"]["selector"]["app.kubernetes.io/component"] == "files"
+    [config] = [obj for obj in objects if obj["kind"] == "ConfigMap"]
+    assert config["data"]["CAIRN_FILES_URL"] == "http://cairn-cairn-files:8790"
+    policies = _policies(objects)
+    to_files = [rule for rule in policies["api"]["egress"]
+                if 8790 in _ports(rule)]
+    assert [r["to"][0]["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
+            for r in to_files] == ["files"]
+    for component in ("worker", "scheduler"):
+        assert not [rule for rule in policies[component]["egress"] if 8790 in _ports(rule)]
+
+
+def test_without_the_file_service_nothing_of_it_renders() -> None:
+    objects = _objects_with('manifests.deployment_files=false', 'secrets.files_token=null')
+    assert not [obj for obj in objects if obj["metadata"]["name"] == "cairn-cairn-files"]
+    [config] = [obj for obj in objects if obj["kind"] == "ConfigMap"]
+    assert "CAIRN_FILES_URL" not in config["data"]
+    [api] = _containers(_named(objects, "Deployment", "api"))
+    assert "CAIRN_FILES_TOKEN" not in {e["name"] for e in api["env"]}

@@ -57,7 +57,7 @@ def test_the_image_runs_as_the_chart_expects(image: str) -> None:
     config = json.loads(_buildah("inspect", "--type", "image", image))["OCIv1"]["config"]
     assert config["User"] == "42424"
     assert config["Cmd"][0] == "cairn-api"
-    assert {"8787/tcp", "9101/tcp", "9102/tcp"} <= set(config["ExposedPorts"])
+    assert {"8787/tcp", "8790/tcp", "9101/tcp", "9102/tcp"} <= set(config["ExposedPorts"])
 
 
 def test_every_entry_point_starts_and_migrations_run(container: str) -> None:
@@ -70,7 +70,8 @@ def test_every_entry_point_starts_and_migrations_run(container: str) -> None:
         assert shown.returncode == 0, f"{entry}: {shown.stdout}{shown.stderr}"
     # Debian's librbd, seen by the venv's interpreter, and the worker's tasks importable.
     found = _run(container, "env", "CAIRN_ENVIRONMENT=development", "CAIRN_AUTH_STRATEGY=noauth",
-                 "python", "-c", "import rbd, rados, worker.celery_app, services.scheduler.main; "
+                 "python", "-c", "import rbd, rados, worker.celery_app, services.scheduler.main, "
+                 "worker.files.main; "
                  "print(rbd.RBD().version())")
     assert found.returncode == 0, found.stdout + found.stderr
     assert found.stdout.strip().startswith("(")
@@ -85,6 +86,9 @@ def test_the_image_fails_closed(image: str, container: str) -> None:
     cases = [((), command, "CAIRN_AUTH_STRATEGY is not set"),
              ((), ["cairn-worker"], "CAIRN_AUTH_STRATEGY is not set"),
              ((), ["cairn-scheduler"], "CAIRN_AUTH_STRATEGY is not set"),
+             ((), ["cairn-files"], "CAIRN_AUTH_STRATEGY is not set"),
+             (("CAIRN_AUTH_STRATEGY=noauth", "CAIRN_ENVIRONMENT=development"),
+              ["cairn-files"], "CAIRN_FILES_TOKEN is not set"),
              (("CAIRN_AUTH_STRATEGY=noauth",), command,
               "only with CAIRN_ENVIRONMENT=development set explicitly"),
              (("CAIRN_AUTH_STRATEGY=noauth", "CAIRN_ENVIRONMENT=development"), command,

@@ -1,0 +1,168 @@
+"""Archives of a fake tree, written without seeking as the service streams them, then read
+back by Python's own tarfile and zipfile: every name safe, every byte there."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from services.errors import FilesUnreadable, ParserLimitExceeded
+from worker.files import archive
+from worker.files.archive import Member, archive_name, members
+
+
+@pytest.mark.parametrize(("path", "base", "name"), [
+    ("/etc/nginx", "/etc/nginx", "nginx"),
+    ("/etc/nginx/nginx.conf", "/etc/nginx", "nginx/nginx.conf"),
+    ("/etc/nginx/nginx.conf", "/etc/nginx/", "nginx/nginx.conf"),
+    ("/etc/passwd", "/", "etc/passwd"),
+    ("/", "/", None),                       # the root has no name of its own
+    ("/etc/nginx2/x", "/etc/nginx", None),  # not under the path asked for
+    ("/etc/../../x", "/etc", None),         # a `..` the child should never have sent
+    ("/etc/a\0b", "/etc", None),
+    ("/etc//./x", "/etc", "etc/x"),
+])
+def test_names_are_relative_and_safe(path: str, base: str, name: str | None) -> None:
+    assert archive_name(path, base) == name
+
+
+def _entry(path: str, kind: str, size: int = 0, **more: Any) -> dict[str, Any]:
+    return {"path": path, "name": path.rsplit("/", 1)[-1], "type": kind, "size": size,
+            "mode": 0o640 if kind == "file" else 0o755, "uid": 1000, "gid": 100,
+            "mtime": "2026-11-27T06:00:00.123456Z", "target": None, **more}
+
+
+MTIME = datetime(2026, 11, 27, 6, 0, 0, 123456, tzinfo=UTC).timestamp()
+
+DATA = {"/srv/www/index.html": b"<h1>hello</h1>\n",
+        "/srv/www/big.bin": bytes(range(256)) * 5000,
+        "/srv/www/empty": b"",
+        "/srv/www/Übersicht.txt": "schön\n".encode(),
+        "/etc/hosts": b"127.0.0.1 localhost\n",
+        "/srv/www/sub/..\\..\\win": b""}
+
+WALKS = [
+    ("/srv/www", [
+        _entry("/srv/www", "dir"),
+        _entry("/srv/www/index.html", "file", len(DATA["/srv/www/index.html"])),
+        _entry("/srv/www/big.bin", "file", len(DATA["/srv/www/big.bin"])),
+        _entry("/srv/www/empty", "file", 0),
+        _entry("/srv/www/Übersicht.txt", "file", len(DATA["/srv/www/Übersicht.txt"])),
+        _entry("/srv/www/sub", "dir"),
+        _entry("/srv/www/sub/link", "symlink", target="../../../etc/shadow"),
+        _entry("/srv/www/sub/fifo", "other"),
+        _entry("/srv/www/sub/..\\..\\win", "file", 0),
+    ]),
+    ("/etc/hosts", [_entry("/etc/hosts", "file", len(DATA["/etc/hosts"]))]),
+]
+
+
+@contextmanager
+def _contents(member: Member) -> Iterator[Iterator[bytes]]:
+    data = DATA.get(member.path, b"")
+    # In uneven pieces, as a reader's blocks would come.
+    yield iter([data[i:i + 7000] for i in range(0, len(data), 7000)])
+
+
+class Unseekable:
+    """What the service writes to: write and flush, no tell, no seek."""
+
+    def __init__(self) -> None:
+        self.buffer = io.BytesIO()
+
+    def write(self, data: bytes) -> int:
+        return self.buffer.write(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def _written(fmt: archive.Format) -> bytes:
+    out = Unseekable()
+    chosen = members(WALKS, fmt, max_entries=100, max_bytes=1 << 30)
+    (archive.write_tar if fmt == "tar" else archive.write_zip)(chosen, out, _contents)
+    return out.buffer.getvalue()
+
+
+def test_a_tar_holds_the_tree_with_safe_names_and_links() -> None:
+    with tarfile.open(fileobj=io.BytesIO(_written("tar"))) as tar:
+        found = {m.name: m for m in tar.getmembers()}
+        assert set(found) == {"www", "www/index.html", "www/big.bin", "www/empty",
+                              "www/Übersicht.txt", "www/sub", "www/sub/link",
+                              "www/sub/..\\..\\win", "hosts"}
+        for name, member in found.items():
+            assert not name.startswith("/")
+            assert ".." not in name.split("/")
+            if member.isfile():
+                path = ("/etc/" if name == "hosts" else "/srv/") + name
+                extracted = tar.extractfile(member)
+                assert extracted is not None
+                assert extracted.read() == DATA[path], name
+                assert member.mode == 0o640
+                assert (member.uid, member.gid) == (1000, 100)
+                assert member.mtime == pytest.approx(MTIME)
+        assert found["www"].isdir()
+        assert found["www/sub/link"].issym()
+        assert found["www/sub/link"].linkname == "../../../etc/shadow"
+
+
+def test_a_zip_holds_the_tree_without_links_and_with_windows_safe_names() -> None:
+    with zipfile.ZipFile(io.BytesIO(_written("zip"))) as archive_:
+        assert archive_.testzip() is None  # every CRC checks
+        names = archive_.namelist()
+        assert set(names) == {"www/", "www/index.html", "www/big.bin", "www/empty",
+                              "www/Übersicht.txt", "www/sub/", "www/sub/.._.._win", "hosts"}
+        for name in names:
+            if not name.endswith("/"):
+                path = ("/etc/" if name == "hosts" else "/srv/") + name
+                assert archive_.read(name) == DATA.get(path, b""), name
+        info = archive_.getinfo("www/big.bin")
+        assert info.flag_bits & 0x08  # sizes in a data descriptor: written without seeking
+        assert info.date_time == (2026, 11, 27, 6, 0, 0)
+        assert (info.external_attr >> 16) & 0o7777 == 0o640
+
+
+def test_a_zip_past_zips_small_limits_uses_zip64(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The limits lowered (4 GiB and 65 535 entries would take seconds to pass): a member
+    # larger than the size limit and more entries than the count limit, read back.
+    monkeypatch.setattr(zipfile, "ZIP64_LIMIT", 100_000)
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 5)
+    data = _written("zip")
+    assert b"PK\x06\x06" in data  # the ZIP64 end of central directory record
+    with zipfile.ZipFile(io.BytesIO(data)) as archive_:
+        assert archive_.read("www/big.bin") == DATA["/srv/www/big.bin"]
+        assert len(archive_.namelist()) == 8
+
+
+@pytest.mark.parametrize(("max_entries", "max_bytes", "limit"), [
+    (3, 1 << 30, "entries"), (100, 1000, "bytes")])
+def test_an_archive_over_its_bounds_is_refused(max_entries: int, max_bytes: int,
+                                               limit: str) -> None:
+    with pytest.raises(ParserLimitExceeded) as raised:
+        members(WALKS, "tar", max_entries=max_entries, max_bytes=max_bytes)
+    assert raised.value.details["limit"] == limit
+
+
+@pytest.mark.parametrize("fmt", ["tar", "zip"])
+def test_a_file_shorter_than_its_size_fails_the_archive(fmt: archive.Format) -> None:
+    chosen = [Member("x", "/x", "file", 10, 0o644, 0, 0, 0.0, "")]
+
+    @contextmanager
+    def short(member: Member) -> Iterator[Iterator[bytes]]:
+        yield iter([b"12345"])
+
+    with pytest.raises((FilesUnreadable, OSError)):
+        (archive.write_tar if fmt == "tar" else archive.write_zip)(chosen, Unseekable(), short)
+
+
+def test_the_same_name_twice_is_kept_once() -> None:
+    twice = [("/a/x", [_entry("/a/x", "file", 1)]), ("/b/x", [_entry("/b/x", "file", 2)])]
+    chosen = members(twice, "tar", max_entries=10, max_bytes=10)
+    assert [(m.name, m.path) for m in chosen] == [("x", "/a/x")]

@@ -1,0 +1,215 @@
+"""The file service's table of open restore points, its bounds, downloads off the reader
+and versions, over a fake restore point (tests/unit/worker/files/fakes.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+
+import pytest
+
+from services.errors import (
+    FileServiceUnavailable,
+    IsADirectory,
+    RestorePointDamaged,
+    RestorePointNotFound,
+    TooManyRequests,
+)
+from services.status import RestorePointStatus
+from tests.unit.worker.files.fakes import FakeCalls, FakeFs, FakePoints, FakeReader
+from worker.files.headers import RangeNotSatisfiable
+from worker.files.service import FileLimits, FileService, SessionTable
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _table(points: FakePoints, clock: Clock, capacity: int = 2) -> SessionTable:
+    return SessionTable(points, capacity=capacity, idle_seconds=60, clock=clock)
+
+
+def test_a_restore_point_is_opened_once_and_closed_when_idle() -> None:
+    points, clock = FakePoints(), Clock()
+    table = _table(points, clock)
+    for _ in range(3):
+        with table.using("a") as opened:
+            assert opened is points.opened[0]
+    assert points.openings == ["a"]
+    clock.now += 59
+    table.reap()
+    assert table.open_ids() == ["a"]
+    clock.now += 1
+    table.reap()
+    assert table.open_ids() == []
+    assert points.opened[0].calls.closed
+    assert points.opened[0].reader.closed
+
+
+def test_the_least_recently_used_idle_one_makes_room_and_a_busy_table_refuses() -> None:
+    points, clock = FakePoints(), Clock()
+    table = _table(points, clock)
+    with table.using("a"):
+        pass
+    with table.using("b"):
+        pass
+    with table.using("a"):  # a is now the more recent
+        pass
+    with table.using("c"):
+        assert table.open_ids() == ["a", "c"]
+        # Both open ones in use: a fourth is refused at once, never waited for.
+        with table.using("a"), pytest.raises(FileServiceUnavailable), table.using("d"):
+            pass
+    assert points.openings == ["a", "b", "c"]
+    assert points.opened[1].calls.closed  # b's  # type: ignore[attr-defined]
+
+
+def test_a_restore_point_in_use_is_never_closed_under_its_reader() -> None:
+    points, clock = FakePoints(), Clock()
+    table = _table(points, clock, capacity=1)
+    with table.using("a") as opened:
+        clock.now += 3600
+        table.reap()
+        table.discard("a")  # e.g. found deleted: closed when its user ends
+        assert not opened.reader.closed  # type: ignore[attr-defined]
+    assert opened.reader.closed  # type: ignore[attr-defined]
+
+
+def test_requests_racing_for_one_restore_point_open_it_once() -> None:
+    points, clock = FakePoints(), Clock()
+    started, release = threading.Event(), threading.Event()
+    real_open = points.open
+
+    def slow_open(restore_point_id: str) -> object:
+        started.set()
+        release.wait(5)
+        return real_open(restore_point_id)
+
+    points.open = slow_open  # type: ignore[method-assign,assignment]
+    table = _table(points, clock)
+    seen: list[object] = []
+
+    def use() -> None:
+        with table.using("a") as opened:
+            seen.append(opened)
+
+    threads = [threading.Thread(target=use) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    started.wait(5)
+    release.set()
+    for thread in threads:
+        thread.join(5)
+    assert points.openings == ["a"]
+    assert len(seen) == 4
+    assert len(set(map(id, seen))) == 1
+
+
+def _service(fs: FakeFs, **limits: int) -> tuple[FileService, FakePoints]:
+    points = FakePoints(fs)
+    return FileService(points, FileLimits(**{"sessions": 4, "per_project": 2, **limits})), points
+
+
+def _tree() -> FakeFs:
+    fs = FakeFs()
+    fs.add("/etc", "dir")
+    fs.add("/etc/hosts", "file", data=b"127.0.0.1 localhost\n" * 3000, hole=5000)
+    fs.add("/etc/packed", "file", data=b"compressed data " * 1000, inline=True)
+    fs.add("/etc/link", "symlink", target="hosts")
+    return fs
+
+
+def test_a_download_reads_the_runs_off_the_reader_and_a_range_of_them() -> None:
+    fs = _tree()
+    service, points = _service(fs)
+    whole = fs.data("/etc/hosts")
+    download = service.download("p", "rp", None, "/etc/hosts")
+    assert download.status == 200
+    assert b"".join(download.body) == whole
+    download.body.close()
+    assert download.headers["Content-Length"] == str(len(whole))
+    assert download.headers["Content-Disposition"].endswith("filename*=UTF-8''hosts")
+    calls = points.opened[0].calls
+    assert isinstance(calls, FakeCalls)
+    assert "read" not in calls.calls
+    reader = points.opened[0].reader
+    assert isinstance(reader, FakeReader)
+    assert reader.reads
+    part = service.download("p", "rp", None, "/etc/hosts", range_header="bytes=-6000")
+    assert part.status == 206
+    assert b"".join(part.body) == whole[-6000:]  # the end of its data and its hole
+    part.body.close()
+    size = len(whole)
+    assert part.headers["Content-Range"] == f"bytes {size - 6000}-{size - 1}/{size}"
+    with pytest.raises(RangeNotSatisfiable):
+        service.download("p", "rp", None, "/etc/hosts", range_header=f"bytes={len(whole)}-")
+    assert service.slots._running == {}  # every request's slot given back
+
+
+def test_data_that_is_not_plain_blocks_is_read_through_the_parser() -> None:
+    fs = _tree()
+    service, points = _service(fs)
+    download = service.download("p", "rp", None, "/etc/packed")
+    assert b"".join(download.body) == fs.data("/etc/packed")
+    download.body.close()
+    assert "read" in points.opened[0].calls.calls  # type: ignore[attr-defined]
+
+
+def test_a_directory_or_a_link_has_no_content() -> None:
+    service, _points = _service(_tree())
+    with pytest.raises(IsADirectory):
+        service.download("p", "rp", None, "/etc")
+    with pytest.raises(Exception, match="not a regular file"):
+        service.download("p", "rp", None, "/etc/link")
+
+
+def test_one_project_holds_at_most_its_share_of_requests() -> None:
+    service, _points = _service(_tree(), per_project=2)
+    first = service.download("p", "rp", None, "/etc/hosts")
+    second = service.download("p", "rp2", None, "/etc/hosts")
+    with pytest.raises(TooManyRequests):
+        service.stat("p", "rp", None, "/etc/hosts")
+    assert service.stat("q", "rp", None, "/etc/hosts")["type"] == "file"  # others go on
+    first.body.close()
+    assert service.stat("p", "rp", None, "/etc/hosts")["type"] == "file"
+    second.body.close()
+
+
+def test_a_restore_point_deleted_while_read_is_404_and_damage_is_409() -> None:
+    fs = _tree()
+    service, points = _service(fs)
+    assert service.stat("p", "rp", None, "/etc/hosts")
+    reader = points.opened[0].reader
+    assert isinstance(reader, FakeReader)
+    reader.corrupt_from = 0
+    with pytest.raises(RestorePointDamaged):  # still available: its data is damaged
+        service.download("p", "rp", None, "/etc/hosts")
+    points.statuses["rp"] = RestorePointStatus.DELETING
+    with pytest.raises(RestorePointNotFound, match="deleted while being read"):
+        service.download("p", "rp", None, "/etc/hosts")
+    assert service.table.open_ids() == []
+    with pytest.raises(RestorePointNotFound):
+        service.stat("p", "rp", None, "/etc/hosts")
+
+
+def test_versions_across_restore_points_hash_files_up_to_the_limit() -> None:
+    fs = _tree()
+    service, _points = _service(fs, hash_max_bytes=20_000, version_threads=3)
+    _points.statuses["gone"] = RestorePointStatus.DELETED
+    found = service.versions("p", ["a", "b", "gone"], None, "/etc/packed")
+    assert [v["restore_point_id"] for v in found["versions"]] == ["a", "b", "gone"]
+    a, _b, gone = found["versions"]
+    assert a["present"]
+    assert a["type"] == "file"
+    assert a["sha256"] == hashlib.sha256(fs.data("/etc/packed")).hexdigest()
+    assert not gone["present"]
+    assert "not found" in gone["reason"]
+    big = service.versions("p", ["a"], None, "/etc/hosts")["versions"][0]
+    assert big["present"]
+    assert big["sha256"] is None
+    missing = service.versions("p", ["a"], None, "/etc/nothing")["versions"][0]
+    assert (missing["present"], missing["reason"]) == (False, None)
