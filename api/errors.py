@@ -26,9 +26,16 @@ restart, Keystone behind a load balancer) take seconds."""
 log = logging.getLogger(__name__)
 
 
-class ClientNotReading(Exception):
+class AnswerCut(Exception):
+    """An answer was cut short after it began (its status is sent, so no error can be
+    answered any more): raised through the application to the door (api/gate.py), which
+    logs it in a line; the server closes the connection, and the client sees its answer
+    end before its Content-Length."""
+
+
+class ClientNotReading(AnswerCut):
     """The door (api/gate.py) could not hand on part of an answer in time: the client
-    stopped reading. Raised through the application; the connection is closed."""
+    stopped reading."""
 
 
 class ErrorBody(BaseModel):
@@ -76,13 +83,19 @@ def _field(loc: tuple[Any, ...]) -> str:
     return ".".join(parts)
 
 
+def render_error(exc: CairnError) -> JSONResponse:
+    """A CairnError as every route answers it: for code that answers outside a route's
+    error handling (a streaming answer deciding before its first byte)."""
+    if exc.status_code >= 500:
+        log.error("%s: %s", exc.code, exc.message)
+    retry_after = exc.retry_after if isinstance(exc, TooManyRequests) else None
+    return _render(exc.status_code, exc.code, exc.message, exc.details, retry_after)
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(CairnError)
     async def cairn_error(_request: Request, exc: CairnError) -> JSONResponse:
-        if exc.status_code >= 500:
-            log.error("%s: %s", exc.code, exc.message)
-        retry_after = exc.retry_after if isinstance(exc, TooManyRequests) else None
-        return _render(exc.status_code, exc.code, exc.message, exc.details, retry_after)
+        return render_error(exc)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -140,7 +153,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
-        if not isinstance(exc, ClientNotReading):  # the door logs those, in a line
+        if not isinstance(exc, AnswerCut):  # the door logs those, in a line
             log.exception("unhandled error")
         return _render(500, "internal_error", "internal error; the operator's logs have details")
 

@@ -29,6 +29,10 @@ phase has a deadline: `api/http_protocol.py`.)
 6. Its client takes each part of the answer within `api_send_timeout_seconds`, or the
    connection is closed and the slot given back: a client that stopped reading held it for
    good (a 240 KB /openapi.json does not fit the socket's buffers).
+7. An answer that streams for long (a file download, `api/files_proxy.py`) hands its slots
+   back once its route's work is done, before its first byte: `scope["state"]
+   [RELEASE_SLOT]()`. A download of an hour would otherwise hold a slot, and one of its
+   caller's, for that hour; what bounds those is the file routes' own per-project limit.
 Waiting at 2, 4 and 5 is asynchronous and costs nothing."""
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from collections.abc import Awaitable, Callable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.callers import SESSION_PATH, Caller, Callers
-from api.errors import ClientNotReading
+from api.errors import AnswerCut, ClientNotReading
 from services.clock import Clock
 from services.errors import CairnError, ServiceUnavailable, TooManyRequests
 
@@ -50,6 +54,10 @@ log = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
 """As api/errors.py's for a 503."""
+
+RELEASE_SLOT = "release_slot"
+"""In a request's `scope["state"]`: an awaitable that gives its slots back, at once and
+once (later calls do nothing); an answer that streams for long calls it before streaming."""
 
 SINGLE_HEADERS = frozenset({b"x-auth-token", b"x-project-id", b"x-roles", b"cookie",
                             b"x-csrf-token", b"content-length", b"transfer-encoding"})
@@ -110,9 +118,12 @@ class RequestGate:
         client = self._client(key)
         shared = self._anonymous if caller.anonymous else contextlib.nullcontext()
         try:
-            async with client, shared, self._slots:
+            async with contextlib.AsyncExitStack() as slot:
+                for semaphore in (client, shared, self._slots):
+                    await slot.enter_async_context(semaphore)
+                scope["state"][RELEASE_SLOT] = slot.aclose
                 await self.app(scope, replay, timed)
-        except ClientNotReading as exc:
+        except AnswerCut as exc:
             # The server closes a connection whose answer was left incomplete.
             log.warning("%s: %s", caller.address, exc)
         finally:
@@ -122,7 +133,7 @@ class RequestGate:
                          send: Send) -> None:
         try:
             await self.app(scope, receive, send)
-        except ClientNotReading as exc:
+        except AnswerCut as exc:
             log.warning("%s: %s", caller.address, exc)
 
     async def _caller(self, scope: Scope, headers: dict[bytes, bytes]) -> Caller:

@@ -16,11 +16,13 @@ from prometheus_client import CollectorRegistry
 
 from api import docs, errors, idempotency, links, portal
 from api.callers import Callers
+from api.files_proxy import FileService
 from api.gate import RequestGate
 from api.noauth_peers import LoopbackOnly
 from api.request_metrics import RequestMetrics
 from api.routers import (
     backups,
+    files,
     health,
     jobs,
     orphans,
@@ -85,6 +87,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.portal_sign_outs.close()
         app.state.sign_in_throttle.close()
         app.state.clusters.close()
+        await app.state.files.aclose()
         app.state.leases.close()
         app.state.db.dispose()
 
@@ -131,6 +134,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                       sign_outs=app.state.portal_sign_outs, cookie=app.state.portal_cookie,
                       trusted_proxies=settings.api_trusted_proxies)
     app.state.cinder = gateway_for(settings.keystone, settings.cinder)
+    app.state.files = FileService(
+        settings.files_url,
+        settings.files_token.get_secret_value() if settings.files_token else None,
+        per_project=settings.api_file_requests_per_project)
     app.state.fleet = fleet_registry(app.state.db, settings, app.state.clock)
     errors.install(app)
     idempotency.install(app)
@@ -145,7 +152,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.add_middleware(LoopbackOnly)  # however the process was started
     app.add_middleware(RequestMetrics)  # added last: outermost, it sees the door's refusals
     for module in (health, overview, volumes, plans, backups, jobs, restore_points,
-                   restore_point_groups, quotas, targets, orphans, webhooks, session):
+                   restore_point_groups, files, quotas, targets, orphans, webhooks,
+                   session):
         app.include_router(module.router)
     docs.install(app, settings.portal_dir)
     portal.install(app, settings.portal_dir)  # last: its catch-all must not hide a route

@@ -4,9 +4,10 @@ database error."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Path, Query
+from pydantic import AfterValidator, StringConstraints
 
 from api.errors import VOLUME_FILTER
 from services.formats import PROJECT, UUID, VOLUME_REF
@@ -22,3 +23,39 @@ Marker = Annotated[str | None, Query(pattern=UUID,
                                      description="`next_marker` of the previous page")]
 PlanFilter = Annotated[str | None, Query(pattern=UUID, description="Only what this plan made")]
 VolumeFilter = Annotated[str | None, Query(pattern=VOLUME_REF, description=VOLUME_FILTER)]
+VolumeId = Annotated[str, Path(pattern=UUID, description="The volume's id: a restore "
+                                                      "point's `volume_id`, or its Cinder "
+                                                      "volume's id")]
+
+MAX_FILE_PATH_BYTES = 4096
+"""PATH_MAX of Linux: no filesystem Cairn reads names a longer path."""
+
+
+def _path_bytes(path: str) -> str:
+    if len(path.encode("utf-8", "surrogatepass")) > MAX_FILE_PATH_BYTES:
+        raise ValueError(f"a path is at most {MAX_FILE_PATH_BYTES} bytes in UTF-8")
+    return path
+
+
+FilePathText = Annotated[str, StringConstraints(pattern=r"^/[^\x00]*$",
+                                                max_length=MAX_FILE_PATH_BYTES),
+                         AfterValidator(_path_bytes)]
+"""An absolute path in a restore point's filesystem: `/`-separated, at most 4096 bytes, no
+NUL. `..` is refused by the parser, never resolved."""
+FilePath = Annotated[FilePathText, Query(
+    description="An absolute path in the filesystem (`/`-separated, at most 4096 bytes "
+                "in UTF-8, no NUL)")]
+Partition = Annotated[int | None, Query(
+    ge=0, le=65535, description="The partition's `index` (GET .../partitions); the first "
+                                "readable filesystem when omitted")]
+FilesPage = Annotated[int, Query(ge=1, le=1000, description="Page size")]
+FileMarker = Annotated[str | None, Query(
+    min_length=1, max_length=1024, pattern=r"^[^\x00]*$",
+    description="`next_marker` of the previous page (the last name it listed)")]
+NamePattern = Annotated[str, Query(
+    min_length=1, max_length=255, pattern=r"^[^\x00]*$",
+    description="A shell pattern matched against each name, not the path (`*.conf`, "
+                "`nginx.conf`, `report-202?-*`; `*`, `?`, `[...]`), case-sensitive")]
+ArchiveFormat = Annotated[Literal["tar", "zip"], Query(
+    alias="format",
+    description="`tar` (POSIX pax: symlinks kept as symlinks) or `zip` (symlinks left out)")]

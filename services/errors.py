@@ -296,6 +296,14 @@ class ParserLimitExceeded(InvalidInput):
     code = "parser_limit_exceeded"
 
 
+class RestorePointNotReadable(Conflict):
+    """Files are read only from an `available` restore point: one being created holds no
+    data yet, one in error or being deleted may have lost some. The message names its
+    status."""
+
+    code = "restore_point_not_readable"
+
+
 class RestorePointDamaged(Conflict):
     """A block read for a file request failed its checksum or is missing: DataCorrupt,
     as the file service answers it (verify the restore point, restore another one)."""

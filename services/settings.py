@@ -414,6 +414,20 @@ class Settings(BaseSettings):
     Nothing a client sends resets it: a client sending one byte a second, blank lines, or
     nothing, holds a socket that long and no more."""
 
+    files_url: str | None = None
+    """Where cairn-api reaches the file service (`cairn-files`, file-level restore), e.g.
+    http://127.0.0.1:8788. None: the file routes answer 503."""
+
+    files_token: SecretStr | None = None
+    """The Bearer token cairn-api sends the file service, which refuses requests without
+    it (a mounted secret in production)."""
+
+    api_file_requests_per_project: int = Field(default=4, ge=1, le=64)
+    """File requests (listings, downloads, archives) of one project one cairn-api process
+    passes to the file service at once (429 beyond). They hold no request slot while they
+    stream (api/files_proxy.py): this is what keeps one project's downloads from taking
+    every connection to the file service."""
+
     worker_database_wait_seconds: float = Field(default=60.0, ge=0)
     """How long cairn-worker waits at start for the database to answer (to check its
     webhook key against the deployment's) before it exits, for its supervisor to start it

@@ -52,6 +52,14 @@ DEFAULT_RULES: dict[str, str] = {
     "restore_point:copy": "rule:member",
     "restore_point_group:get": "rule:reader",
     "restore_point_group:restore": "rule:member",
+    # Files of restore points (file-level restore): reading a file is reading the data a
+    # restore would bring back, which a reader may list already; a cloud that wants
+    # downloads for members only says "file:get": "rule:member" (and file:versions, whose
+    # hashes tell a file's content from another's).
+    "file:list": "rule:reader",
+    "file:get": "rule:reader",
+    "file:search": "rule:reader",
+    "file:versions": "rule:reader",
     "job:list": "rule:reader",
     "job:get": "rule:reader",
     "job:update": "rule:member",
@@ -79,7 +87,8 @@ _CALLER, _ANOTHER = "policy-check-own-project", "policy-check-another-project"
 ACTION_WORDS = {
     "list": "list", "get": "read", "create": "create", "update": "change", "delete": "delete",
     "run": "run", "restore": "restore", "verify": "verify", "cancel": "cancel",
-    "rotate": "rotate the secret of", "test": "test",
+    "rotate": "rotate the secret of", "test": "test", "search": "search",
+    "versions": "compare the versions of",
 }
 
 _TOKEN = re.compile(r"\s*(\(|\)|(?:%\([\w.]*\)s|[^\s()])+)")

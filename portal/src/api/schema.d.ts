@@ -497,6 +497,136 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/restore-points/{restore_point_id}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a directory
+         * @description A directory of the restore point's filesystem, a page at a time, sorted by name:
+         *     each entry's type, size, mode, owner, mtime and a symlink's target (symlinks are
+         *     never followed).
+         */
+        get: operations["list_directory_v1_restore_points__restore_point_id__files_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/restore-points/{restore_point_id}/files/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download directories and files as one archive
+         * @description The paths and everything under them as one `tar` or `zip`, streamed as it is made.
+         *     Names in it are relative (no leading `/`, no `..`); devices, FIFOs and sockets are left
+         *     out.
+         */
+        get: operations["archive_v1_restore_points__restore_point_id__files_archive_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/restore-points/{restore_point_id}/files/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a file
+         * @description The file's bytes, streamed as they are read from the restore point, with its
+         *     Content-Length and a Content-Disposition naming it. A Range asks for part of it (206),
+         *     to resume a download.
+         */
+        get: operations["content_v1_restore_points__restore_point_id__files_content_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/restore-points/{restore_point_id}/files/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find files by name
+         * @description Entries under `path` whose name matches `pattern`, bounded in matches, entries
+         *     visited and time (`truncated` says when it stopped early).
+         */
+        get: operations["search_v1_restore_points__restore_point_id__files_search_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/restore-points/{restore_point_id}/files/stat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Describe one path
+         * @description What a listing says of one entry, by its path.
+         */
+        get: operations["stat_v1_restore_points__restore_point_id__files_stat_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/restore-points/{restore_point_id}/partitions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The partitions and filesystems of a restore point
+         * @description The partitions of the volume at the restore point (GPT, MBR, LVM2 logical volumes,
+         *     or the whole volume when it holds a filesystem without a table), each with the
+         *     filesystem found on it and whether its files can be read (an encrypted one cannot:
+         *     `reason`).
+         */
+        get: operations["partitions_v1_restore_points__restore_point_id__partitions_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/restore-points/{restore_point_id}/restore": {
         parameters: {
             query?: never;
@@ -677,6 +807,28 @@ export interface paths {
         };
         /** One Cinder volume and its protection */
         get: operations["get_one_volume_v1_volumes__volume_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/volumes/{volume_id}/file-versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One file across a volume's restore points
+         * @description The file at `path` in each of the volume's last `limit` available restore points,
+         *     newest first: present or not, its size, mtime and a SHA-256 of its bytes, to find the
+         *     last good copy in one call.
+         */
+        get: operations["file_versions_v1_volumes__volume_id__file_versions_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -962,6 +1114,44 @@ export interface components {
             /** Runs */
             runs: components["schemas"]["NextRun"][];
         };
+        /** Entry */
+        Entry: {
+            /** Gid */
+            gid: number | null;
+            /**
+             * Mode
+             * @description The permission bits and file type, as st_mode
+             */
+            mode: number;
+            /**
+             * Mtime
+             * @description Last modification, UTC
+             */
+            mtime: string | null;
+            /**
+             * Name
+             * @description The entry's name (names that are not UTF-8: docs/files.md)
+             */
+            name: string;
+            /**
+             * Size
+             * @description Bytes (a file's length; a symlink's target's length)
+             */
+            size: number;
+            /**
+             * Target
+             * @description A symlink's target (never followed)
+             */
+            target: string | null;
+            /**
+             * Type
+             * @description `other`: a device, a FIFO or a socket
+             * @enum {string}
+             */
+            type: "file" | "dir" | "symlink" | "other";
+            /** Uid */
+            uid: number | null;
+        };
         /** ErrorBody */
         ErrorBody: {
             /** Code */
@@ -989,6 +1179,42 @@ export interface components {
              * @description Each restore point kept (and by which rules) or pruned, newest first; the newest 500 at most
              */
             restore_points: components["schemas"]["RetentionItem"][];
+        };
+        /** FileVersion */
+        FileVersion: {
+            /** Mtime */
+            mtime: string | null;
+            /**
+             * Present
+             * @description Whether the path exists in this restore point
+             */
+            present: boolean;
+            /**
+             * Reason
+             * @description Why the restore point could not be read (then `present` is false)
+             */
+            reason: string | null;
+            /** Restore Point Id */
+            restore_point_id: string;
+            /**
+             * Sha256
+             * @description Of the file's bytes; null for what is not a file, or a file over the service's hash limit
+             */
+            sha256: string | null;
+            /** Size */
+            size: number | null;
+            /** Type */
+            type: ("file" | "dir" | "symlink" | "other") | null;
+        };
+        /** FileVersions */
+        FileVersions: {
+            /** Path */
+            path: string;
+            /**
+             * Versions
+             * @description Newest restore point first
+             */
+            versions: components["schemas"]["FileVersion"][];
         };
         /** FindingPublic */
         FindingPublic: {
@@ -1321,6 +1547,26 @@ export interface components {
             kind: components["schemas"]["RestorePointKind"] | null;
             status: components["schemas"]["JobStatus"];
         };
+        /** Listing */
+        Listing: {
+            /**
+             * Entries
+             * @description Sorted by name (bytewise, UTF-8)
+             */
+            entries: components["schemas"]["Entry"][];
+            /**
+             * Next Marker
+             * @description Pass as `marker` to get the next page; null on the last page
+             */
+            next_marker: string | null;
+            /**
+             * Partition
+             * @description The partition listed (the first readable one when the request named none)
+             */
+            partition: number;
+            /** Path */
+            path: string;
+        };
         /** NewVolume */
         NewVolume: {
             /** Description */
@@ -1400,6 +1646,108 @@ export interface components {
             findings: components["schemas"]["FindingPublic"][];
             /** Grace Seconds */
             grace_seconds: number;
+        };
+        /** Partition */
+        Partition: {
+            /**
+             * Filesystem
+             * @description null: none Cairn can read
+             */
+            filesystem: ("ext2" | "ext3" | "ext4" | "xfs" | "ntfs" | "fat12" | "fat16" | "fat32" | "btrfs") | null;
+            /**
+             * Index
+             * @description Pass as `partition` to read this one
+             */
+            index: number;
+            /**
+             * Label
+             * @description The filesystem's label
+             */
+            label: string | null;
+            /**
+             * Name
+             * @description The partition's or logical volume's name
+             */
+            name: string | null;
+            /**
+             * Offset
+             * @description Its first byte on the volume
+             */
+            offset: number;
+            /**
+             * Readable
+             * @description Whether its files can be listed
+             */
+            readable: boolean;
+            /**
+             * Reason
+             * @description Why not, when not readable (an encrypted volume, an unknown filesystem)
+             */
+            reason: string | null;
+            /**
+             * Scheme
+             * @description Where it was found: a GPT or MBR partition, an LVM2 logical volume, or `disk`: a filesystem on the whole volume, no partition table
+             * @enum {string}
+             */
+            scheme: "gpt" | "mbr" | "lvm" | "disk";
+            /**
+             * Size
+             * @description Its size in bytes
+             */
+            size: number;
+            /**
+             * Type
+             * @description The partition type (GPT type GUID, MBR type)
+             */
+            type: string | null;
+        };
+        /** PartitionList */
+        PartitionList: {
+            /** Partitions */
+            partitions: components["schemas"]["Partition"][];
+        };
+        /** PathEntry */
+        PathEntry: {
+            /** Gid */
+            gid: number | null;
+            /**
+             * Mode
+             * @description The permission bits and file type, as st_mode
+             */
+            mode: number;
+            /**
+             * Mtime
+             * @description Last modification, UTC
+             */
+            mtime: string | null;
+            /**
+             * Name
+             * @description The entry's name (names that are not UTF-8: docs/files.md)
+             */
+            name: string;
+            /**
+             * Path
+             * @description Its absolute path in the filesystem
+             */
+            path: string;
+            /**
+             * Size
+             * @description Bytes (a file's length; a symlink's target's length)
+             */
+            size: number;
+            /**
+             * Target
+             * @description A symlink's target (never followed)
+             */
+            target: string | null;
+            /**
+             * Type
+             * @description `other`: a device, a FIFO or a socket
+             * @enum {string}
+             */
+            type: "file" | "dir" | "symlink" | "other";
+            /** Uid */
+            uid: number | null;
         };
         /** PlanCreate */
         PlanCreate: {
@@ -2007,6 +2355,21 @@ export interface components {
              * @example Europe/Berlin
              */
             timezone?: string | null;
+        };
+        /** SearchResult */
+        SearchResult: {
+            /** Entries */
+            entries: components["schemas"]["PathEntry"][];
+            /**
+             * Truncated
+             * @description The search stopped at `limit` matches, or at the entries or time it may visit: more may match
+             */
+            truncated: boolean;
+            /**
+             * Visited
+             * @description Entries looked at
+             */
+            visited: number;
         };
         /** SessionPublic */
         SessionPublic: {
@@ -4501,6 +4864,639 @@ export interface operations {
             };
         };
     };
+    list_directory_v1_restore_points__restore_point_id__files_get: {
+        parameters: {
+            query?: {
+                /** @description An absolute path in the filesystem (`/`-separated, at most 4096 bytes in UTF-8, no NUL) */
+                path?: string;
+                /** @description The partition's `index` (GET .../partitions); the first readable filesystem when omitted */
+                partition?: number | null;
+                /** @description Page size */
+                limit?: number;
+                /** @description `next_marker` of the previous page (the last name it listed) */
+                marker?: string | null;
+            };
+            header?: {
+                /** @description Keystone token */
+                "x-auth-token"?: string | null;
+                /** @description Project (noauth) */
+                "x-project-id"?: string | null;
+                /** @description Comma-separated roles (noauth) */
+                "x-roles"?: string | null;
+            };
+            path: {
+                /** @description The restore point's id (a UUID) */
+                restore_point_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Listing"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such restore point in your project (or volume, or path in its filesystem) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The restore point is not available, or is damaged */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; or the restore point's filesystem cannot be read (encrypted, unknown, damaged), the path is not what the request needs (a directory, a file), or the parser reached one of its limits: the message says which */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Your project's file requests are at their bound; Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The file service is unreachable or at its capacity */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    archive_v1_restore_points__restore_point_id__files_archive_get: {
+        parameters: {
+            query: {
+                /** @description A file or directory to include (everything under it); repeat for several, at most 1000 */
+                path: string[];
+                /** @description The partition's `index` (GET .../partitions); the first readable filesystem when omitted */
+                partition?: number | null;
+                /** @description `tar` (POSIX pax: symlinks kept as symlinks) or `zip` (symlinks left out) */
+                format?: "tar" | "zip";
+            };
+            header?: {
+                /** @description Keystone token */
+                "x-auth-token"?: string | null;
+                /** @description Project (noauth) */
+                "x-project-id"?: string | null;
+                /** @description Comma-separated roles (noauth) */
+                "x-roles"?: string | null;
+            };
+            path: {
+                /** @description The restore point's id (a UUID) */
+                restore_point_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archive, streamed (no Content-Length) */
+            200: {
+                headers: {
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-tar": string;
+                    "application/zip": string;
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such restore point in your project (or volume, or path in its filesystem) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The restore point is not available, or is damaged */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; or the restore point's filesystem cannot be read (encrypted, unknown, damaged), the path is not what the request needs (a directory, a file), or the parser reached one of its limits: the message says which */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Your project's file requests are at their bound; Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The file service is unreachable or at its capacity */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    content_v1_restore_points__restore_point_id__files_content_get: {
+        parameters: {
+            query: {
+                /** @description An absolute path in the filesystem (`/`-separated, at most 4096 bytes in UTF-8, no NUL) */
+                path: string;
+                /** @description The partition's `index` (GET .../partitions); the first readable filesystem when omitted */
+                partition?: number | null;
+            };
+            header?: {
+                /** @description bytes=a-b, bytes=a- or bytes=-n: one range */
+                Range?: string | null;
+                /** @description An ETag: the range only if the file is still that one, the whole file otherwise */
+                "If-Range"?: string | null;
+                /** @description Keystone token */
+                "x-auth-token"?: string | null;
+                /** @description Project (noauth) */
+                "x-project-id"?: string | null;
+                /** @description Comma-separated roles (noauth) */
+                "x-roles"?: string | null;
+            };
+            path: {
+                /** @description The restore point's id (a UUID) */
+                restore_point_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes */
+            200: {
+                headers: {
+                    /** @description bytes */
+                    "Accept-Ranges"?: string;
+                    /** @description attachment; filename*=UTF-8''<the file's name> */
+                    "Content-Disposition"?: string;
+                    "Content-Length"?: number;
+                    /** @description Changes with the file's size and mtime; for If-Range */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description The range asked for (Range) */
+            206: {
+                headers: {
+                    /** @description bytes */
+                    "Accept-Ranges"?: string;
+                    /** @description attachment; filename*=UTF-8''<the file's name> */
+                    "Content-Disposition"?: string;
+                    "Content-Length"?: number;
+                    /** @description bytes a-b/size */
+                    "Content-Range"?: string;
+                    /** @description Changes with the file's size and mtime; for If-Range */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such restore point in your project (or volume, or path in its filesystem) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The restore point is not available, or is damaged */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The range lies beyond the file's end (Content-Range: bytes *\/size) */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; or the restore point's filesystem cannot be read (encrypted, unknown, damaged), the path is not what the request needs (a directory, a file), or the parser reached one of its limits: the message says which */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Your project's file requests are at their bound; Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The file service is unreachable or at its capacity */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    search_v1_restore_points__restore_point_id__files_search_get: {
+        parameters: {
+            query: {
+                /** @description A shell pattern matched against each name, not the path (`*.conf`, `nginx.conf`, `report-202?-*`; `*`, `?`, `[...]`), case-sensitive */
+                pattern: string;
+                /** @description An absolute path in the filesystem (`/`-separated, at most 4096 bytes in UTF-8, no NUL) */
+                path?: string;
+                /** @description The partition's `index` (GET .../partitions); the first readable filesystem when omitted */
+                partition?: number | null;
+                /** @description Page size */
+                limit?: number;
+            };
+            header?: {
+                /** @description Keystone token */
+                "x-auth-token"?: string | null;
+                /** @description Project (noauth) */
+                "x-project-id"?: string | null;
+                /** @description Comma-separated roles (noauth) */
+                "x-roles"?: string | null;
+            };
+            path: {
+                /** @description The restore point's id (a UUID) */
+                restore_point_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SearchResult"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such restore point in your project (or volume, or path in its filesystem) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The restore point is not available, or is damaged */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; or the restore point's filesystem cannot be read (encrypted, unknown, damaged), the path is not what the request needs (a directory, a file), or the parser reached one of its limits: the message says which */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Your project's file requests are at their bound; Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The file service is unreachable or at its capacity */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    stat_v1_restore_points__restore_point_id__files_stat_get: {
+        parameters: {
+            query: {
+                /** @description An absolute path in the filesystem (`/`-separated, at most 4096 bytes in UTF-8, no NUL) */
+                path: string;
+                /** @description The partition's `index` (GET .../partitions); the first readable filesystem when omitted */
+                partition?: number | null;
+            };
+            header?: {
+                /** @description Keystone token */
+                "x-auth-token"?: string | null;
+                /** @description Project (noauth) */
+                "x-project-id"?: string | null;
+                /** @description Comma-separated roles (noauth) */
+                "x-roles"?: string | null;
+            };
+            path: {
+                /** @description The restore point's id (a UUID) */
+                restore_point_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PathEntry"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such restore point in your project (or volume, or path in its filesystem) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The restore point is not available, or is damaged */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; or the restore point's filesystem cannot be read (encrypted, unknown, damaged), the path is not what the request needs (a directory, a file), or the parser reached one of its limits: the message says which */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Your project's file requests are at their bound; Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The file service is unreachable or at its capacity */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    partitions_v1_restore_points__restore_point_id__partitions_get: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Keystone token */
+                "x-auth-token"?: string | null;
+                /** @description Project (noauth) */
+                "x-project-id"?: string | null;
+                /** @description Comma-separated roles (noauth) */
+                "x-roles"?: string | null;
+            };
+            path: {
+                /** @description The restore point's id (a UUID) */
+                restore_point_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PartitionList"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such restore point in your project (or volume, or path in its filesystem) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The restore point is not available, or is damaged */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; or the restore point's filesystem cannot be read (encrypted, unknown, damaged), the path is not what the request needs (a directory, a file), or the parser reached one of its limits: the message says which */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Your project's file requests are at their bound; Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The file service is unreachable or at its capacity */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     restore_v1_restore_points__restore_point_id__restore_post: {
         parameters: {
             query?: never;
@@ -5148,6 +6144,106 @@ export interface operations {
                 };
             };
             /** @description A Ceph cluster, Keystone or Cinder is unreachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    file_versions_v1_volumes__volume_id__file_versions_get: {
+        parameters: {
+            query: {
+                /** @description An absolute path in the filesystem (`/`-separated, at most 4096 bytes in UTF-8, no NUL) */
+                path: string;
+                /** @description The partition's `index` (GET .../partitions); the first readable filesystem when omitted */
+                partition?: number | null;
+                /** @description How many restore points, newest first */
+                limit?: number;
+            };
+            header?: {
+                /** @description Keystone token */
+                "x-auth-token"?: string | null;
+                /** @description Project (noauth) */
+                "x-project-id"?: string | null;
+                /** @description Comma-separated roles (noauth) */
+                "x-roles"?: string | null;
+            };
+            path: {
+                /** @description The volume's id: a restore point's `volume_id`, or its Cinder volume's id */
+                volume_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FileVersions"];
+                };
+            };
+            /** @description Missing or invalid credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The caller's role may not do this */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such restore point in your project (or volume, or path in its filesystem) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The restore point is not available, or is damaged */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Invalid input; or the restore point's filesystem cannot be read (encrypted, unknown, damaged), the path is not what the request needs (a directory, a file), or the parser reached one of its limits: the message says which */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Your project's file requests are at their bound; Retry-After says when to try again */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The file service is unreachable or at its capacity */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -12,7 +12,7 @@ from typing import Any
 from redis import Redis
 
 from api.callers import Callers
-from api.gate import ANONYMOUS_MAX_BODY_BYTES, RequestGate
+from api.gate import ANONYMOUS_MAX_BODY_BYTES, RELEASE_SLOT, RequestGate
 from services.auth.portal_sessions import COOKIE, SessionSeal
 from services.auth.portal_signouts import PortalSignOuts
 from tests.unit.api.test_token_checks import _run
@@ -144,3 +144,37 @@ def test_the_portal_session_routes_take_no_slot() -> None:
         return inside
 
     assert _run(scenario()) == ["/v1/jobs", "/v1/session", "/v1/session/project"]
+
+
+def test_an_answer_that_gives_its_slot_back_lets_the_next_request_in() -> None:
+    """A streaming answer (a file download) calls RELEASE_SLOT before its first byte: the
+    process's only slot, and its caller's, serve the next request while it streams."""
+    streaming = asyncio.Event()
+    done = asyncio.Event()
+    inside: list[str] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        inside.append(scope["path"])
+        if scope["path"] == "/download":
+            await scope["state"][RELEASE_SLOT]()
+            await scope["state"][RELEASE_SLOT]()  # a second call does nothing
+            streaming.set()
+            await done.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    gate = _gate(app, limit=1)
+    headers = [(b"x-project-id", b"project-a")]
+
+    async def scenario() -> list[str]:
+        download = asyncio.ensure_future(gate(_scope("/download", headers=headers),
+                                              _body(b""), Answers()))
+        await asyncio.wait_for(streaming.wait(), 5)
+        await asyncio.wait_for(gate(_scope("/v1/jobs", headers=headers), _body(b""),
+                                    Answers()), 5)
+        done.set()
+        await download
+        return inside
+
+    assert _run(scenario()) == ["/download", "/v1/jobs"]
+    assert gate._clients == {}

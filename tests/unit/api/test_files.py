@@ -1,0 +1,444 @@
+"""The file routes on the real app (its door, policy and errors; SQLite for the rows), with a
+stand-in for the file service at httpx's transport: what a query may hold (422 before any
+row is read or the file service asked), whose restore points are readable (404 as missing),
+and the relay itself: what passes each way, errors as the file service says them, 503 when
+it is down, and a download that streams as it comes, outside the request slots, within its
+project's bound."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from api.files_proxy import FileService
+from api.main import create_app
+from services.base import Base
+from services.records.restore_points import RestorePoint
+from services.records.volumes import Volume
+from services.settings import Settings
+from services.status import RestorePointStatus
+
+FILES_URL = "http://cairn-files.test"
+TOKEN = "files-token-of-the-deployment"
+
+
+class Body(httpx.AsyncByteStream):
+    """An upstream body whose chunks come when the test says: a chunk, then each next one
+    once `more` is set."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+        self.more = asyncio.Event()
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for n, chunk in enumerate(self.chunks):
+            if n:
+                await self.more.wait()
+            yield chunk
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+@dataclass
+class Upstream(httpx.AsyncBaseTransport):
+    """The file service: records each request, answers with `answer(request)`."""
+
+    answer: Callable[[httpx.Request], httpx.Response]
+    requests: list[httpx.Request] = field(default_factory=list)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return self.answer(request)
+
+
+def _answer(status: int, content: bytes, headers: dict[str, str]) -> httpx.Response:
+    """As a real transport gives it: a stream not read yet."""
+    return httpx.Response(status, headers={"Content-Length": str(len(content)), **headers},
+                          stream=Body([content]))
+
+
+def _json(status: int, body: Any, **headers: str) -> Callable[[httpx.Request], httpx.Response]:
+    return lambda request: _answer(status, json.dumps(body).encode(),
+                                   {"Content-Type": "application/json", **headers})
+
+
+@dataclass
+class Answer:
+    status: int = 0
+    headers: dict[str, str] = field(default_factory=dict)
+    chunks: list[bytes] = field(default_factory=list)
+    first_chunk: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.chunks)
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+@dataclass
+class Stack:
+    app: FastAPI
+    rp: str
+    """An available restore point of project p."""
+    busy: str
+    """A restore point of project p being created."""
+    volume: str
+
+    def upstream(self, answer: Callable[[httpx.Request], httpx.Response],
+                 per_project: int = 4, url: str | None = FILES_URL) -> Upstream:
+        upstream = Upstream(answer)
+        self.app.state.files = FileService(url, TOKEN, per_project=per_project,
+                                           transport=upstream)
+        return upstream
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """One app for the module: FastAPI builds a route's dependencies when a request first
+    matches it, ~0.7 s for an app's routes, paid once here. Each test sets its own file
+    service (`Stack.upstream`)."""
+    tmp_path = tmp_path_factory.mktemp("files-api")
+    app = create_app(Settings(
+        auth_strategy="noauth", environment="development", portal_dir=None,
+        database_url=f"sqlite:///{tmp_path / 'cairn.db'}", api_threads=1,
+        api_client_threads=1))
+    Base.metadata.create_all(app.state.db.engine)
+    with app.state.db.session() as session:
+        volume = Volume(project_id="p", cluster="ceph-a", pool="volumes", image="vm-disk")
+        session.add(volume)
+        session.flush()
+        rps = [RestorePoint(project_id="p", volume_id=volume.id, target="local", status=status,
+                            created_at=datetime(2026, 11, 27, n, tzinfo=UTC))
+               for n, status in enumerate([RestorePointStatus.AVAILABLE,
+                                           RestorePointStatus.CREATING])]
+        session.add_all(rps)
+        session.flush()
+        ids = [rp.id for rp in rps]
+        volume_id = volume.id
+    yield Stack(app, ids[0], ids[1], volume_id)
+    app.state.db.dispose()
+
+
+async def _request(app: FastAPI, path: str, params: list[tuple[str, str]] | None = None,
+                   project: str = "p", headers: dict[str, str] | None = None,
+                   answer: Answer | None = None,
+                   disconnect: asyncio.Event | None = None) -> Answer:
+    """One GET through the whole app, as uvicorn would call it. The client goes away when
+    `disconnect` is set."""
+    answer = answer or Answer()
+    sent = [(b"x-project-id", project.encode())]
+    sent += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+             "method": "GET", "scheme": "http", "path": path, "raw_path": path.encode(),
+             "query_string": urlencode(params or []).encode(), "root_path": "",
+             "headers": sent, "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", 8787)}
+    asked = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal asked
+        if not asked:
+            asked = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await (disconnect or asyncio.Event()).wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            answer.status = message["status"]
+            answer.headers = {k.decode(): v.decode() for k, v in message["headers"]}
+        elif message.get("body"):
+            answer.chunks.append(message["body"])
+            answer.first_chunk.set()
+
+    await app(scope, receive, send)
+    return answer
+
+
+def _get(app: FastAPI, path: str, params: list[tuple[str, str]] | None = None,
+         **kwargs: Any) -> Answer:
+    return asyncio.run(asyncio.wait_for(_request(app, path, params, **kwargs), 10))
+
+
+def _routes(stack: Stack, rp: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Every file route, with a query each accepts."""
+    base = f"/v1/restore-points/{rp}"
+    return [(f"{base}/partitions", []), (f"{base}/files", [("path", "/etc")]),
+            (f"{base}/files/stat", [("path", "/etc/hosts")]),
+            (f"{base}/files/content", [("path", "/etc/hosts")]),
+            (f"{base}/files/archive", [("path", "/etc"), ("format", "zip")]),
+            (f"{base}/files/search", [("pattern", "*.conf")])]
+
+
+# What a query may hold.
+
+LONG_IN_BYTES = "/" + "é" * 2048
+"""2049 characters, 4097 bytes in UTF-8: a path's bound is counted in bytes."""
+
+
+@pytest.mark.parametrize(("route", "params", "field"), [
+    ("files", [("path", "etc")], "query path"),
+    ("files", [("path", "/etc\x00/x")], "query path"),
+    ("files", [("path", LONG_IN_BYTES)], "query path"),
+    ("files", [("path", "/" + "a" * 4096)], "query path"),
+    ("files", [("limit", "0")], "query limit"),
+    ("files", [("limit", "1001")], "query limit"),
+    ("files", [("partition", "-1")], "query partition"),
+    ("files", [("marker", "a\x00")], "query marker"),
+    ("files/stat", [], "query path"),
+    ("files/content", [("path", "/x"), ("partition", "one")], "query partition"),
+    ("files/archive", [], "query path"),
+    ("files/archive", [("path", "/etc"), ("format", "rar")], "query format"),
+    ("files/archive", [("path", "/etc"), ("path", "tmp")], "query path.1"),
+    ("files/search", [], "query pattern"),
+    ("files/search", [("pattern", "x" * 256)], "query pattern"),
+    ("files/search", [("pattern", "*"), ("limit", "1001")], "query limit"),
+])
+def test_a_query_out_of_bounds_is_refused_before_anything_is_read(
+        stack: Stack, route: str, params: list[tuple[str, str]], field: str) -> None:
+    upstream = stack.upstream(_json(200, {}))
+    answer = _get(stack.app, f"/v1/restore-points/{stack.rp}/{route}", params)
+    assert answer.status == 422, answer.body
+    assert answer.json()["error"]["code"] == "invalid_request"
+    assert [d["field"] for d in answer.json()["error"]["details"]] == [field]
+    assert upstream.requests == []
+
+
+def test_a_path_at_its_bound_passes(stack: Stack) -> None:
+    upstream = stack.upstream(_json(200, {"path": "/", "entries": []}))
+    at_bound = "/" + "é" * 2047 + "a"  # 4096 bytes
+    assert _get(stack.app, f"/v1/restore-points/{stack.rp}/files/stat",
+                [("path", at_bound)]).status == 200
+    assert upstream.requests[0].url.params["path"] == at_bound
+
+
+def test_versions_are_asked_of_at_most_sixty_restore_points(stack: Stack) -> None:
+    upstream = stack.upstream(_json(200, {}))
+    answer = _get(stack.app, f"/v1/volumes/{stack.volume}/file-versions",
+                  [("path", "/etc/hosts"), ("limit", "61")])
+    assert answer.status == 422
+    assert upstream.requests == []
+
+
+# Whose restore points.
+
+def test_another_projects_restore_point_is_404_on_every_route_as_a_missing_one(
+        stack: Stack) -> None:
+    upstream = stack.upstream(_json(200, {}))
+    missing = "3f0c6a2e-9b1d-4c55-8e8a-0d6f1e2b7c41"
+    for (path, params), (missing_path, _) in zip(_routes(stack, stack.rp),
+                                                  _routes(stack, missing), strict=True):
+        other = _get(stack.app, path, params, project="q")
+        nobody = _get(stack.app, missing_path, params, project="q")
+        assert other.status == nobody.status == 404, path
+        assert other.json()["error"]["code"] == "restore_point_not_found"
+        assert other.body.replace(stack.rp.encode(), b"ID") == \
+            nobody.body.replace(missing.encode(), b"ID")
+    versions = _get(stack.app, f"/v1/volumes/{stack.volume}/file-versions",
+                    [("path", "/etc/hosts")], project="q")
+    assert versions.status == 404
+    assert versions.json()["error"]["code"] == "volume_not_found"
+    assert upstream.requests == []
+
+
+def test_a_restore_point_being_created_is_409_naming_its_status(stack: Stack) -> None:
+    upstream = stack.upstream(_json(200, {}))
+    for path, params in _routes(stack, stack.busy):
+        answer = _get(stack.app, path, params)
+        assert answer.status == 409, path
+        assert answer.json()["error"]["code"] == "restore_point_not_readable"
+        assert "creating" in answer.json()["error"]["message"]
+    assert upstream.requests == []
+
+
+def test_a_role_the_policy_refuses_is_403(stack: Stack) -> None:
+    stack.upstream(_json(200, {}))
+    answer = _get(stack.app, f"/v1/restore-points/{stack.rp}/files/content",
+                  [("path", "/etc/hosts")], headers={"X-Roles": "observer"})
+    assert answer.status == 403
+    assert "file:get" in answer.json()["error"]["message"]
+
+
+# The relay.
+
+def test_a_range_goes_to_the_file_service_and_its_answer_comes_back_as_it_is(
+        stack: Stack) -> None:
+    upstream = stack.upstream(lambda request: _answer(206, b"llo", {
+        "Content-Type": "application/octet-stream", "Content-Range": "bytes 2-4/11",
+        "Content-Disposition": "attachment; filename*=UTF-8''hosts", "ETag": '"e1"',
+        "Accept-Ranges": "bytes", "Set-Cookie": "files=1", "X-Internal": "no"}))
+    answer = _get(stack.app, f"/v1/restore-points/{stack.rp}/files/content",
+                  [("path", "/etc/hosts"), ("partition", "2")],
+                  headers={"Range": "bytes=2-4", "If-Range": '"e1"', "Cookie": "a=b"})
+    assert (answer.status, answer.body) == (206, b"llo")
+    assert {k: v for k, v in answer.headers.items() if k != "content-length"} == {
+        "content-type": "application/octet-stream", "content-range": "bytes 2-4/11",
+        "content-disposition": "attachment; filename*=UTF-8''hosts", "etag": '"e1"',
+        "accept-ranges": "bytes"}
+    assert answer.headers["content-length"] == "3"
+    [request] = upstream.requests
+    assert str(request.url) == (f"{FILES_URL}/internal/v1/restore-points/{stack.rp}/files/"
+                                "content?path=%2Fetc%2Fhosts&partition=2")
+    assert request.headers["authorization"] == f"Bearer {TOKEN}"
+    assert request.headers["x-cairn-project"] == "p"
+    assert request.headers["range"] == "bytes=2-4"
+    assert request.headers["if-range"] == '"e1"'
+    assert request.headers["accept-encoding"] == "identity"
+    assert "cookie" not in request.headers
+    assert "x-project-id" not in request.headers
+
+
+def test_each_route_asks_the_file_service_for_its_own(stack: Stack) -> None:
+    upstream = stack.upstream(_json(200, {}))
+    for path, params in _routes(stack, stack.rp):
+        assert _get(stack.app, path, params).status == 200
+    base = f"/internal/v1/restore-points/{stack.rp}"
+    assert [(r.url.path, str(r.url.params)) for r in upstream.requests] == [
+        (f"{base}/partitions", ""),
+        (f"{base}/files", "path=%2Fetc&limit=100"),
+        (f"{base}/files/stat", "path=%2Fetc%2Fhosts"),
+        (f"{base}/files/content", "path=%2Fetc%2Fhosts"),
+        (f"{base}/files/archive", "path=%2Fetc&format=zip"),
+        (f"{base}/files/search", "pattern=%2A.conf&path=%2F&limit=100"),
+    ]
+
+
+def test_versions_name_the_volumes_available_restore_points_newest_first(
+        stack: Stack) -> None:
+    with stack.app.state.db.session() as session:
+        volume = Volume(project_id="p", cluster="ceph-a", pool="volumes", image="versioned",
+                        cinder_volume_id="5a1d0c3e-0000-4000-8000-00000000000a")
+        session.add(volume)
+        session.flush()
+        rps = [RestorePoint(project_id="p", volume_id=volume.id, target="local",
+                            status=status, created_at=datetime(2026, 11, 28, n, tzinfo=UTC))
+               for n, status in enumerate([RestorePointStatus.AVAILABLE,
+                                           RestorePointStatus.ERROR,
+                                           RestorePointStatus.AVAILABLE])]
+        session.add_all(rps)
+        session.flush()
+        older, newer = rps[0].id, rps[2].id
+    upstream = stack.upstream(_json(200, {"path": "/etc/hosts", "versions": []}))
+    answer = _get(stack.app, "/v1/volumes/5a1d0c3e-0000-4000-8000-00000000000a/file-versions",
+                  [("path", "/etc/hosts")])
+    assert answer.status == 200
+    [request] = upstream.requests
+    assert request.url.path == "/internal/v1/file-versions"
+    assert request.url.params.get_list("restore_point") == [newer, older]
+    assert request.url.params["path"] == "/etc/hosts"
+
+
+def test_a_volume_with_no_available_restore_point_has_no_versions(stack: Stack) -> None:
+    with stack.app.state.db.session() as session:
+        empty = Volume(project_id="p", cluster="ceph-a", pool="volumes", image="new")
+        session.add(empty)
+        session.flush()
+        empty_id = empty.id
+    upstream = stack.upstream(_json(200, {}))
+    answer = _get(stack.app, f"/v1/volumes/{empty_id}/file-versions", [("path", "/a")])
+    assert (answer.status, answer.json()) == (200, {"path": "/a", "versions": []})
+    assert upstream.requests == []
+
+
+def test_the_file_services_errors_reach_the_client_as_it_says_them(stack: Stack) -> None:
+    envelope = {"error": {"code": "path_not_found", "message": "/etc/nope: no such file",
+                          "details": None}}
+    stack.upstream(_json(404, envelope))
+    answer = _get(stack.app, f"/v1/restore-points/{stack.rp}/files/stat",
+                  [("path", "/etc/nope")])
+    assert (answer.status, answer.json()) == (404, envelope)
+    stack.upstream(_json(503, {"error": {"code": "file_service_unavailable", "message": "busy",
+                                         "details": None}}, **{"Retry-After": "7"}))
+    busy = _get(stack.app, f"/v1/restore-points/{stack.rp}/files", [])
+    assert (busy.status, busy.headers["retry-after"]) == (503, "7")
+
+
+def test_a_file_service_down_is_503_with_retry_after(stack: Stack) -> None:
+    def down(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    stack.upstream(down)
+    answer = _get(stack.app, f"/v1/restore-points/{stack.rp}/files", [])
+    assert answer.status == 503
+    assert answer.json()["error"]["code"] == "file_service_unavailable"
+    assert answer.headers["retry-after"]
+    stack.upstream(_json(200, {}), url=None)
+    unconfigured = _get(stack.app, f"/v1/restore-points/{stack.rp}/files", [])
+    assert unconfigured.status == 503
+    assert "CAIRN_FILES_URL" in unconfigured.json()["error"]["message"]
+
+
+def test_a_download_streams_outside_the_slots_within_its_projects_bound(
+        stack: Stack) -> None:
+    """api_threads=1, api_client_threads=1: while p's download streams, p's other requests
+    are served, and its second file request is 429 (bound 1) while q's is not."""
+    body = Body([b"first chunk", b"second chunk"])
+    content = f"/v1/restore-points/{stack.rp}/files/content"
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/content"):
+            return httpx.Response(200, stream=body)
+        return _json(200, {})(request)
+
+    stack.upstream(answer, per_project=1)
+
+    async def scenario() -> tuple[Answer, Answer, Answer, Answer, bytes]:
+        download = Answer()
+        task = asyncio.ensure_future(_request(stack.app, content, [("path", "/big")],
+                                              answer=download))
+        # The first chunk reaches the client while the file service has not sent the rest:
+        # nothing waits for the whole file.
+        await asyncio.wait_for(download.first_chunk.wait(), 5)
+        read = await asyncio.wait_for(
+            _request(stack.app, f"/v1/restore-points/{stack.rp}"), 5)
+        second = await asyncio.wait_for(_request(stack.app, content, [("path", "/x")]), 5)
+        other = await asyncio.wait_for(_request(
+            stack.app, "/v1/restore-points/3f0c6a2e-9b1d-4c55-8e8a-0d6f1e2b7c41/files",
+            project="q"), 5)
+        seen = download.body
+        body.more.set()
+        await asyncio.wait_for(task, 5)
+        return download, read, second, other, seen
+
+    download, read, second, other, seen = asyncio.run(scenario())
+    assert seen == b"first chunk"
+    assert (download.status, download.body) == (200, b"first chunksecond chunk")
+    assert read.status == 200
+    assert second.status == 429
+    assert second.json()["error"]["code"] == "too_many_requests"
+    assert second.headers["retry-after"] == "1"
+    assert other.status == 404  # past the bound of p: q's request was read, and refused
+    assert stack.app.state.files.open_requests("p") == 0
+
+
+def test_a_client_that_goes_away_ends_the_relay_and_frees_its_place(stack: Stack) -> None:
+    body = Body([b"first chunk", b"never sent"])
+    stack.upstream(lambda request: httpx.Response(200, stream=body), per_project=1)
+
+    async def scenario() -> Answer:
+        gone = asyncio.Event()
+        download = Answer()
+        task = asyncio.ensure_future(_request(
+            stack.app, f"/v1/restore-points/{stack.rp}/files/content", [("path", "/big")],
+            answer=download, disconnect=gone))
+        await asyncio.wait_for(download.first_chunk.wait(), 5)
+        gone.set()
+        await asyncio.wait_for(task, 5)
+        return download
+
+    download = asyncio.run(scenario())
+    assert download.body == b"first chunk"
+    assert body.closed
+    assert stack.app.state.files.open_requests("p") == 0
