@@ -222,8 +222,8 @@ function Listing({ pointId, partition, dir, size, onSize, onOpen, onVersions }: 
       {pages.isLoading && <p className="muted">Reading {dir}…</p>}
       {pages.data && loaded.length === 0 && <p className="muted">Empty directory.</p>}
       {loaded.length > 0 && (
-        <table className="file-table" aria-label={`Contents of ${dir}`} aria-describedby="sort-note">
-          <caption id="sort-note" className="muted small">
+        <table className="file-table" aria-label={`Contents of ${dir}`}>
+          <caption className="muted small">
             {pages.hasNextPage ? `The first ${loaded.length} entries by name, sorted among themselves` : `${loaded.length} entries`}
           </caption>
           <thead>
