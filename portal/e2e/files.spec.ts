@@ -46,7 +46,7 @@ test("a member browses a restore point's files, downloads one and finds its vers
   await page.locator(`tr[data-restore-point="${NEWER}"]`).getByRole("link", { name: /^Files of the restore point of / }).click();
   await expect(page).toHaveURL(new RegExp(`/restore-points/${NEWER}/files\\?path=%2F$`));
   const crumbs = page.getByRole("navigation", { name: "Breadcrumb" });
-  const listing = page.getByRole("table", { name: "Contents of /" });
+  const listing = page.getByRole("table", { name: "Contents of /", exact: true });
   await expect(listing.locator("tr[data-entry]")).not.toHaveCount(0);
 
   // Keyboard only: the directory's link, reached by Tab, opens with Enter.
@@ -55,7 +55,7 @@ test("a member browses a restore point's files, downloads one and finds its vers
   await page.keyboard.press("Enter");
   await expect(page).toHaveURL(/path=%2Fetc$/);
   await expect(crumbs.locator('[aria-current="location"]')).toHaveText("etc");
-  const rows = page.getByRole("table", { name: "Contents of /etc" }).locator("tr[data-entry]");
+  const rows = page.getByRole("table", { name: "Contents of /etc", exact: true }).locator("tr[data-entry]");
   await expect(rows.filter({ hasText: "app.conf" })).toHaveCount(1);
 
   // Sortable headings say their order to a screen reader.
@@ -114,7 +114,7 @@ test("a member browses a restore point's files, downloads one and finds its vers
   // A crumb leads back up; a path that is not there says so (the API's 404 message).
   await search.getByRole("button", { name: "Clear search" }).click();
   await crumbs.getByRole("link").first().click();
-  await expect(page.getByRole("table", { name: "Contents of /" })).toBeVisible();
+  await expect(page.getByRole("table", { name: "Contents of /", exact: true })).toBeVisible();
   await page.goto(`/restore-points/${NEWER}/files?path=%2Fno-such-dir`);
   await expect(page.getByRole("alert")).toBeVisible();
 });
