@@ -2,10 +2,10 @@
 with Keystone, Cinder and Ceph: project A's member signs in, backs a Cinder volume up from
 the volume list and watches it finish; a reader sees no write button; signing out ends the
 session; a restore point of an ext4 volume is browsed, a file of it downloaded and its
-versions found (e2e/files.spec.ts). The screenshots it takes are the README's (docs/portal/) when asked
-(CAIRN_E2E_SCREENSHOTS=docs/portal), else the test's own files. The session's
-Keystone side (wrong password, another user's project, revocation on sign-out) is checked
-here too, through the API."""
+versions found (e2e/files.spec.ts). The screenshots it takes are the README's
+(docs/portal/) when asked (CAIRN_E2E_SCREENSHOTS=docs/portal), else the test's own files.
+The session's Keystone side (wrong password, another user's project, revocation on
+sign-out) is checked here too, through the API."""
 
 from __future__ import annotations
 
