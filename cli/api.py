@@ -4,6 +4,8 @@ the Keystone catalog (service type `volume-backup`) unless one is given."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,12 +28,15 @@ def _session(auth: BaseAuthPlugin | None, verify: bool | str = True) -> ks_sessi
 
 
 class ApiError(Exception):
-    """The API (or Keystone) said no; `message` is what it said."""
+    """The API (or Keystone) said no; `message` is what it said, `code` the error's code
+    in the API's envelope (`path_not_found`) when it gave one."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None,
+                 code: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
+        self.code = code
 
 
 @dataclass
@@ -62,14 +67,37 @@ class Api:
 
     def call(self, method: str, path: str, *, json: Any = None,
              params: dict[str, Any] | None = None) -> Any:
+        response = self._send(method, path, json=json, params=params)
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    @contextmanager
+    def stream(self, path: str, *,
+               params: dict[str, Any] | None = None) -> Iterator[requests.Response]:
+        """A GET whose body is read as it arrives (`iter_content`), never held whole: a
+        file or an archive of a restore point can be larger than the memory."""
+        response = self._send("GET", path, params=params, stream=True,
+                              headers={"Accept": "*/*"})
+        try:
+            yield response
+        finally:
+            response.close()
+
+    def _send(self, method: str, path: str, *, json: Any = None,
+              params: dict[str, Any] | None = None, stream: bool = False,
+              headers: dict[str, str] | None = None) -> requests.Response:
         url = (self.endpoint.rstrip("/") + path) if self.endpoint else path
-        kwargs: dict[str, Any] = {"raise_exc": False, "headers": self.headers}
+        kwargs: dict[str, Any] = {"raise_exc": False, "headers": {**self.headers,
+                                                                  **(headers or {})}}
         if not self.endpoint:
             kwargs["endpoint_filter"] = self.endpoint_filter
         if json is not None:
             kwargs["json"] = json
         if params:
             kwargs["params"] = {k: v for k, v in params.items() if v is not None}
+        if stream:
+            kwargs["stream"] = True
         try:
             response: requests.Response = self.session.request(url, method, **kwargs)
         except ks_exc.EndpointNotFound:
@@ -83,13 +111,18 @@ class Api:
         except Exception as exc:  # keystoneauth raises plain Exception for bad options
             raise ApiError(str(exc)) from None
         if response.status_code >= 400:
-            raise ApiError(_message(response), response.status_code)
-        if response.status_code == 204 or not response.content:
-            return None
-        return response.json()
+            try:
+                raise ApiError(_message(response), response.status_code, _code(response))
+            finally:
+                response.close()
+        return response
 
 
 def _message(response: requests.Response) -> str:
+    return _said(response) + _retry_after(response)
+
+
+def _said(response: requests.Response) -> str:
     try:
         body = response.json()
     except ValueError:
@@ -98,3 +131,20 @@ def _message(response: requests.Response) -> str:
     if isinstance(error, dict) and "message" in error:
         return str(error["message"])
     return f"HTTP {response.status_code}: {body}"
+
+
+def _code(response: requests.Response) -> str | None:
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        return None
+    return str(error["code"]) if isinstance(error, dict) and "code" in error else None
+
+
+def _retry_after(response: requests.Response) -> str:
+    """When to ask again, for a refusal that passes (429 too many at once, 503 busy): the
+    API's Retry-After in seconds, so a script or a person waits as long as it said."""
+    if response.status_code not in (429, 503):
+        return ""
+    seconds = response.headers.get("Retry-After", "")
+    return f" (try again in {seconds} s)" if seconds.isdigit() else " (try again later)"

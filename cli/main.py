@@ -19,10 +19,9 @@ import click
 
 from cli import progress
 from cli.api import Api, ApiError
-from cli.output import Column, emit, field, printable, show
+from cli.files import files
+from cli.output import FORMAT, Column, emit, field, printable, show
 
-FORMAT = click.option("-f", "--format", "fmt", type=click.Choice(["table", "json"]),
-                      default="table", show_default=True, help="Output format")
 WAIT = click.option("--wait", is_flag=True, help="Follow the job to its end with a progress bar")
 
 JOB_COLUMNS: list[Column] = [
@@ -58,9 +57,9 @@ def cli(ctx: click.Context, os_cloud: str | None, os_endpoint: str | None) -> No
     ctx.obj = State(os_cloud, os_endpoint)
 
 
-def main() -> None:
+def main(args: list[str] | None = None) -> None:
     try:
-        cli.main(standalone_mode=False)
+        cli.main(args=args, prog_name="cairn", standalone_mode=False)
     except ApiError as exc:
         click.echo(f"cairn: {printable(exc.message)}", err=True)
         sys.exit(1)
@@ -357,6 +356,9 @@ def restore_point_lock(state: State, rp_id: str, until: str | None, fmt: str) ->
     """Keep a restore point from retention and deletion until a time."""
     show(state.api.call("PATCH", f"/v1/restore-points/{rp_id}",
                         json={"locked_until": until}), fmt)
+
+
+restore_point.add_command(files)
 
 
 # ------------------------------------------------------------------ restores

@@ -19,6 +19,9 @@ import click
 
 Column = tuple[str, Callable[[dict[str, Any]], Any]]
 
+FORMAT = click.option("-f", "--format", "fmt", type=click.Choice(["table", "json"]),
+                      default="table", show_default=True, help="Output format")
+
 
 def field(name: str) -> Callable[[dict[str, Any]], Any]:
     return lambda row: row.get(name)

@@ -1,6 +1,7 @@
 import { useSession, useSignOut, useSwitchProject } from "./api/session";
 import { ErrorNote } from "./components/ErrorNote";
 import { JobDetail } from "./pages/JobDetail";
+import { FileBrowser } from "./pages/FileBrowser";
 import { Jobs } from "./pages/Jobs";
 import { Overview } from "./pages/Overview";
 import { Plans } from "./pages/Plans";
@@ -71,6 +72,8 @@ function Shell() {
 function Page({ route }: { route: string }) {
   const volume = /^\/volumes\/([^/]+)$/.exec(route);
   if (volume?.[1]) return <VolumeDetail volumeId={decodeURIComponent(volume[1])} />;
+  const files = /^\/restore-points\/([^/]+)\/files$/.exec(route);
+  if (files?.[1]) return <FileBrowser pointId={decodeURIComponent(files[1])} />;
   const job = /^\/jobs\/([^/]+)$/.exec(route);
   if (job?.[1]) return <JobDetail jobId={decodeURIComponent(job[1])} />;
   switch (route) {

@@ -25,20 +25,41 @@ export function useRoute() {
   return useContext(RouteContext);
 }
 
-export function Link({ to, children, className }: { to: string; children: ReactNode; className?: string }) {
+type LinkProps = { to: string; children: ReactNode; className?: string; exact?: boolean; label?: string };
+
+/** A link to a screen of the portal; `exact`: current only at that very address (a
+ * directory's crumb is not current below it, as a section's nav link is). */
+export function Link({ to, children, className, exact, label }: LinkProps) {
   const { go, path } = useRoute();
-  const active = path === to || (to !== "/" && path.startsWith(to));
+  const active = path === to || (!exact && to !== "/" && path.startsWith(to));
   return (
     <a
       href={to}
       className={[className, active ? "active" : ""].filter(Boolean).join(" ")}
       aria-current={active ? "page" : undefined}
+      aria-label={label}
       onClick={(event) => {
         if (event.metaKey || event.ctrlKey || event.shiftKey) return;
         event.preventDefault();
         go(to);
       }}
     >
+      {children}
+    </a>
+  );
+}
+
+/** What the API lets a browser download: its file routes, on the portal's own origin. */
+const DOWNLOADS = /^\/v1\/restore-points\/[^/?#]+\/files\/(content|archive)\?/;
+
+/** A plain link to one of the API's download routes (built by files.ts from a path the
+ * API listed): the browser streams the answer to disk itself, with the session cookie, so
+ * a file of any size never passes through the page's memory. Anything else is not made a
+ * link at all. */
+export function Download({ to, children, label }: { to: string; children: ReactNode; label?: string }) {
+  if (!DOWNLOADS.test(to)) return <span>{children}</span>;
+  return (
+    <a href={to} download aria-label={label} className="download">
       {children}
     </a>
   );

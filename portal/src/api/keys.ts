@@ -27,6 +27,14 @@ export const keys = {
   volumeRestorePoints: (volumeId: string) => ["restore-points", volumeId],
   restorePointPages: (volumeId: string, size: number) => ["restore-points", volumeId, size],
   restorePointDays: (volumeId: string) => ["restore-points", "days", volumeId],
+  restorePoint: (pointId: string) => ["restore-points", "one", pointId],
+  /** A file across a volume's restore points: under `restorePoints`, so a backup or a
+   * deletion that changes which restore points there are reads it again. */
+  fileVersions: (volumeId: string, partition: number | null, path: string) => ["restore-points", "file-versions", volumeId, partition, path],
+  /** What a restore point holds never changes: these are read once and kept. */
+  partitions: (pointId: string) => ["files", pointId, "partitions"],
+  fileListing: (pointId: string, partition: number | null, path: string, size: number) => ["files", pointId, "list", partition, path, size],
+  fileSearch: (pointId: string, partition: number | null, path: string, pattern: string) => ["files", pointId, "search", partition, path, pattern],
   plans: ["plans"],
   planPreview: (draft: string) => ["plan-preview", draft],
 } as const satisfies Record<string, QueryKey | ((...args: never[]) => QueryKey)>;

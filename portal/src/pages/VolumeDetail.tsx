@@ -12,6 +12,7 @@ import { Progress } from "../components/Progress";
 import { RestoreWizard } from "../components/RestoreWizard";
 import { ShowMore } from "../components/ShowMore";
 import { confirmed } from "../confirm";
+import { browserPath } from "../files";
 import { bytes, when } from "../format";
 import { ACTIVE } from "../jobs";
 import { perPage, withParam } from "../paging";
@@ -85,13 +86,16 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
 }
 
 /** What the user may do to a restore point (from the session, once for the table). */
-type Allowed = { restore: boolean; verify: boolean; update: boolean; remove: boolean };
+type Allowed = { restore: boolean; browse: boolean; verify: boolean; update: boolean; remove: boolean };
 
 function PointTable({ points, onRestore }: { points: RestorePoint[]; onRestore: (p: RestorePoint) => void }) {
   const { data: session } = useSession();
   const allowed = useMemo<Allowed>(
     () => ({
       restore: can(session, "restore_point:restore"),
+      // Reading files is a read like listing restore points (the file routes' own rule,
+      // if the policy names one, is the API's to enforce).
+      browse: can(session, "restore_point:get"),
       verify: can(session, "restore_point:verify"),
       update: can(session, "restore_point:update"),
       remove: can(session, "restore_point:delete"),
@@ -193,6 +197,11 @@ const PointRow = memo(function PointRow({ point, allowed, busy, error, verifyJob
           <button type="button" className="primary" onClick={() => onRestore(point)}>
             Restore…
           </button>
+        )}
+        {available && allowed.browse && (
+          <Link to={browserPath(point.id, "/")} className="button-link" label={`Files of the restore point of ${when(point.created_at)}`}>
+            Files
+          </Link>
         )}
         {available && allowed.verify && (
           <VerifyButton point={point} busy={busy} jobId={verifyJobId} onAction={onAction} />

@@ -1,10 +1,11 @@
 """The portal in a real browser (Debian's Chromium, driven by Playwright) on a real Cairn
 with Keystone, Cinder and Ceph: project A's member signs in, backs a Cinder volume up from
 the volume list and watches it finish; a reader sees no write button; signing out ends the
-session. The screenshots it takes are the README's (docs/portal/) when asked
-(CAIRN_E2E_SCREENSHOTS=docs/portal), else the test's own files. The session's
-Keystone side (wrong password, another user's project, revocation on sign-out) is checked
-here too, through the API."""
+session; a restore point of an ext4 volume is browsed, a file of it downloaded and its
+versions found (e2e/files.spec.ts). The screenshots it takes are the README's
+(docs/portal/) when asked (CAIRN_E2E_SCREENSHOTS=docs/portal), else the test's own files.
+The session's Keystone side (wrong password, another user's project, revocation on
+sign-out) is checked here too, through the API."""
 
 from __future__ import annotations
 
@@ -99,12 +100,15 @@ def test_a_member_protects_a_volume_in_the_browser(cloud: Cloud, os_cairn: OpenS
     plan_name = ceph.unique_name("portal-plan")
     admin_image = f"ceph-a/volumes/{ceph.unique_name('portal-admin-restore')}"
     with cinder_volume(member, name) as volume_id, \
-            cinder_volume(admin, ceph.unique_name("portal-admin")) as admin_volume_id:
+            cinder_volume(admin, ceph.unique_name("portal-admin")) as admin_volume_id, \
+            cinder_volume(member, ceph.unique_name("portal-files")) as files_volume_id:
         for volume, seed in ((volume_id, 14), (admin_volume_id, 15)):
             with ceph.ioctx("ceph-a", "volumes") as io, \
                     rbd.Image(io, image_of(volume)) as image:
                 ceph.write_mixed(image, size=8 * ceph.MiB + 4096 * 3, seed=seed)
         admin_rp = _backed_up(os_cairn, admin.token(), admin_volume_id)
+        files_rps = _files_backed_up_twice(os_cairn, member.token(), files_volume_id,
+                                           tmp_path)
         # The README's pictures (docs/portal/) are retaken on purpose, with
         # CAIRN_E2E_SCREENSHOTS=docs/portal; a run otherwise leaves the checkout clean.
         shots = Path(os.environ.get("CAIRN_E2E_SCREENSHOTS", tmp_path))
@@ -122,6 +126,10 @@ def test_a_member_protects_a_volume_in_the_browser(cloud: Cloud, os_cairn: OpenS
                  "CAIRN_E2E_OTHER": "b-member", "CAIRN_E2E_ADMIN": "n-admin",
                  "CAIRN_E2E_ADMIN_VOLUME_ID": admin_volume_id,
                  "CAIRN_E2E_ADMIN_IMAGE": admin_image,
+                 "CAIRN_E2E_FILES_VOLUME_ID": files_volume_id,
+                 "CAIRN_E2E_FILES_OLDER_POINT": files_rps[0]["id"],
+                 "CAIRN_E2E_FILES_POINT": files_rps[1]["id"],
+                 "CAIRN_E2E_FILES_TEXT": APP_CONF[1],
                  "CAIRN_E2E_SCREENSHOTS": str(shots)})
         token = member.token()
         try:
@@ -143,18 +151,53 @@ def test_a_member_protects_a_volume_in_the_browser(cloud: Cloud, os_cairn: OpenS
             with ceph.ioctx("ceph-a", "volumes") as volumes:
                 ceph.remove_image(volumes, admin_image.rsplit("/", maxsplit=1)[-1])
             os_cairn.call("DELETE", f"/v1/restore-points/{admin_rp['id']}", admin.token())
+            for rp in reversed(files_rps):
+                os_cairn.call("DELETE", f"/v1/restore-points/{rp['id']}", token)
     shutil.rmtree(PORTAL / "test-results", ignore_errors=True)
 
 
-def _backed_up(cairn: OpenStackCairn, token: str, volume_id: str) -> dict[str, Any]:
+def _backed_up(cairn: OpenStackCairn, token: str, volume_id: str,
+               kind: str = "full") -> dict[str, Any]:
     started = cairn.call("POST", "/v1/backups", token, json={"volume": volume_id,
-                                                             "kind": "full"})
+                                                             "kind": kind})
     assert started.status_code == 202, started.text
     job = cairn.wait_job(started.json()["id"], token)
     assert job["status"] == "succeeded", job
     rp: dict[str, Any] = cairn.call("GET", f"/v1/restore-points/{job['restore_point_id']}",
                                     token).json()
     return rp
+
+
+APP_CONF = ("listen 80;\nworkers 2;\n", "listen 8080;\nworkers 4; # changed\n")
+"""/etc/app.conf in the files volume's older and newer restore point (e2e/files.spec.ts)."""
+
+
+def _files_backed_up_twice(cairn: OpenStackCairn, token: str, volume_id: str,
+                           tmp_path: Path) -> list[dict[str, Any]]:
+    """An ext4 filesystem over the whole volume (no partition table, made by mke2fs -d from
+    a tree), backed up, then made again with /etc/app.conf changed and backed up again:
+    the older and the newer restore point, for the file browser's test."""
+    points = []
+    for version, text in enumerate(APP_CONF):
+        tree = tmp_path / f"tree-{version}"
+        for path, content in {"etc/app.conf": text, "etc/hosts": "127.0.0.1 localhost\n",
+                              "home/user/notes.txt": "remember the milk\n",
+                              "readme.txt": "a filesystem for the portal's file browser\n"
+                              }.items():
+            (tree / path).parent.mkdir(parents=True, exist_ok=True)
+            (tree / path).write_text(content)
+        fs = tmp_path / f"fs-{version}.img"
+        subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-L", "portal",
+                        "-d", str(tree), str(fs), "32M"], check=True, capture_output=True)
+        with ceph.ioctx("ceph-a", "volumes") as io, rbd.Image(io, image_of(volume_id)) as image, \
+                fs.open("rb") as source:
+            offset = 0
+            while chunk := source.read(4 * ceph.MiB):
+                image.write(chunk, offset)
+                offset += len(chunk)
+        points.append(_backed_up(cairn, token, volume_id, "full" if version == 0
+                                 else "incremental"))
+    return points
 
 
 def _check_what_the_browser_did(cairn: OpenStackCairn, token: str, volume_id: str) -> None:
