@@ -414,14 +414,6 @@ class Settings(BaseSettings):
     Nothing a client sends resets it: a client sending one byte a second, blank lines, or
     nothing, holds a socket that long and no more."""
 
-    files_url: str | None = None
-    """Where cairn-api reaches the file service (`cairn-files`, file-level restore), e.g.
-    http://127.0.0.1:8788. None: the file routes answer 503."""
-
-    files_token: SecretStr | None = None
-    """The Bearer token cairn-api sends the file service, which refuses requests without
-    it (a mounted secret in production)."""
-
     api_file_requests_per_project: int = Field(default=4, ge=1, le=64)
     """File requests (listings, downloads, archives) of one project one cairn-api process
     passes to the file service at once (429 beyond). They hold no request slot while they

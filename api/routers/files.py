@@ -32,11 +32,11 @@ from services.context import RequestContext
 from services.db import Database
 from services.files import access
 from services.files.schemas import (
+    FileListing,
+    FilePartitionList,
+    FilePathEntry,
+    FileSearchResult,
     FileVersions,
-    Listing,
-    PartitionList,
-    PathEntry,
-    SearchResult,
 )
 
 router = APIRouter(tags=["files"])
@@ -106,7 +106,7 @@ def _files_of(rp_id: str, what: str = "") -> str:
     return f"{INTERNAL}/restore-points/{rp_id}/files{what}"
 
 
-@router.get("/v1/restore-points/{restore_point_id}/partitions", response_model=PartitionList,
+@router.get("/v1/restore-points/{restore_point_id}/partitions", response_model=FilePartitionList,
             responses=_with_unreadable(_errors()),
             summary="The partitions and filesystems of a restore point",
             dependencies=[allowed("file:list")])
@@ -122,7 +122,7 @@ async def partitions(restore_point_id: RestorePointId, request: Request, db: Dat
                         request.headers)
 
 
-@router.get("/v1/restore-points/{restore_point_id}/files", response_model=Listing,
+@router.get("/v1/restore-points/{restore_point_id}/files", response_model=FileListing,
             responses=_with_unreadable(_errors()), summary="List a directory",
             dependencies=[allowed("file:list")])
 async def list_directory(restore_point_id: RestorePointId, request: Request,
@@ -139,7 +139,7 @@ async def list_directory(restore_point_id: RestorePointId, request: Request,
     return files.answer(ctx.project_id, _files_of(restore_point_id), params, request.headers)
 
 
-@router.get("/v1/restore-points/{restore_point_id}/files/stat", response_model=PathEntry,
+@router.get("/v1/restore-points/{restore_point_id}/files/stat", response_model=FilePathEntry,
             responses=_with_unreadable(_errors()), summary="Describe one path",
             dependencies=[allowed("file:list")])
 async def stat(restore_point_id: RestorePointId, request: Request, db: DatabaseDep,
@@ -216,7 +216,7 @@ async def archive(
                         request.headers)
 
 
-@router.get("/v1/restore-points/{restore_point_id}/files/search", response_model=SearchResult,
+@router.get("/v1/restore-points/{restore_point_id}/files/search", response_model=FileSearchResult,
             responses=_with_unreadable(_errors()), summary="Find files by name",
             dependencies=[allowed("file:search")])
 async def search(restore_point_id: RestorePointId, request: Request, db: DatabaseDep,

@@ -14,7 +14,7 @@ FilesystemKind = Literal["ext2", "ext3", "ext4", "xfs", "ntfs", "fat12", "fat16"
 EntryType = Literal["file", "dir", "symlink", "other"]
 
 
-class Partition(BaseModel):
+class FilePartition(BaseModel):
     index: int = Field(description="Pass as `partition` to read this one")
     scheme: Literal["gpt", "mbr", "lvm", "disk"] = Field(
         description="Where it was found: a GPT or MBR partition, an LVM2 logical volume, or "
@@ -30,11 +30,11 @@ class Partition(BaseModel):
                                            "volume, an unknown filesystem)")
 
 
-class PartitionList(BaseModel):
-    partitions: list[Partition]
+class FilePartitionList(BaseModel):
+    partitions: list[FilePartition]
 
 
-class Entry(BaseModel):
+class FileEntry(BaseModel):
     name: str = Field(description="The entry's name (names that are not UTF-8: "
                                   "docs/files.md)")
     type: EntryType = Field(description="`other`: a device, a FIFO or a socket")
@@ -46,21 +46,21 @@ class Entry(BaseModel):
     target: str | None = Field(description="A symlink's target (never followed)")
 
 
-class PathEntry(Entry):
+class FilePathEntry(FileEntry):
     path: str = Field(description="Its absolute path in the filesystem")
 
 
-class Listing(BaseModel):
+class FileListing(BaseModel):
     path: str
     partition: int = Field(description="The partition listed (the first readable one "
                                        "when the request named none)")
-    entries: list[Entry] = Field(description="Sorted by name (bytewise, UTF-8)")
+    entries: list[FileEntry] = Field(description="Sorted by name (bytewise, UTF-8)")
     next_marker: str | None = Field(
         description="Pass as `marker` to get the next page; null on the last page")
 
 
-class SearchResult(BaseModel):
-    entries: list[PathEntry]
+class FileSearchResult(BaseModel):
+    entries: list[FilePathEntry]
     truncated: bool = Field(description="The search stopped at `limit` matches, or at the "
                                         "entries or time it may visit: more may match")
     visited: int = Field(description="Entries looked at")

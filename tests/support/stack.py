@@ -81,12 +81,19 @@ def service_env(database_url: str, redis_db: int, **overrides: str) -> dict[str,
         "CAIRN_WEBHOOK_POLL_SECONDS": "0.2",
         "CAIRN_WEBHOOK_SECRET_KEY_FILE": str(webhook_key_file()),
     }
+    # Each stack's own file service (file-level restore): the API proxies to it.
+    files_port = free_port()
+    env.update({"CAIRN_FILES_BIND": f"127.0.0.1:{files_port}",
+                "CAIRN_FILES_URL": f"http://127.0.0.1:{files_port}",
+                "CAIRN_FILES_TOKEN": FILES_TOKEN})
     env.update(object_target_env(database_url))
     env.update(directory_target_env(database_url))
     env.update(overrides)
     return env
 
 
+FILES_TOKEN = "tests-file-service-token-" + "0" * 40
+"""The Bearer token the test stacks' API presents to their cairn-files (a test value)."""
 OBJECT_KEY_FILE = STATE / "tests-object-target.key"
 WEBHOOK_KEY_FILE = STATE / "tests-webhook-secret.key"
 DIRECTORY_TARGETS = STATE / "directory-targets"
@@ -312,6 +319,9 @@ def api_process(env: Mapping[str, str], log: Path) -> Iterator[str]:
         process.stop()
 
 
+FILES_READY = "Uvicorn running"
+
+
 def start_stack(database_url: str, redis_db: int, log_dir: Path, **overrides: str) -> Stack:
     subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "-n", str(redis_db), "flushdb"],
                    check=True, capture_output=True)
@@ -321,20 +331,23 @@ def start_stack(database_url: str, redis_db: int, log_dir: Path, **overrides: st
     worker = Process("cairn-worker", [str(BIN / "cairn-worker")], env, log_dir / "worker.log")
     scheduler = Process("cairn-scheduler", [str(BIN / "cairn-scheduler")], env,
                         log_dir / "scheduler.log")
+    files = Process("cairn-files", [str(BIN / "cairn-files")], env, log_dir / "files.log")
     try:
         worker.launch()
         scheduler.launch()
+        files.launch()
         client = TestClient(create_app(settings))
         client.__enter__()
         worker.wait_ready("ready")
         scheduler.wait_ready("cairn-scheduler started")
+        files.wait_ready(FILES_READY)
     except BaseException:
         # Nothing outlives a stack that did not start (a fixture that raised never stops
         # what it started).
-        for proc in (scheduler, worker):
+        for proc in (files, scheduler, worker):
             proc.stop()
         raise
-    return Stack(settings, env, client, worker, scheduler, log_dir)
+    return Stack(settings, env, client, worker, scheduler, log_dir, extra=[files])
 
 
 def stop_stack(stack: Stack) -> None:

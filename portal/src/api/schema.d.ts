@@ -1114,8 +1114,36 @@ export interface components {
             /** Runs */
             runs: components["schemas"]["NextRun"][];
         };
-        /** Entry */
-        Entry: {
+        /** ErrorBody */
+        ErrorBody: {
+            /** Code */
+            code: string;
+            /** Details */
+            details?: unknown | null;
+            /** Message */
+            message: string;
+        };
+        /** ErrorResponse */
+        ErrorResponse: {
+            error: components["schemas"]["ErrorBody"];
+        };
+        /** ExistingVerdicts */
+        ExistingVerdicts: {
+            /** Kept */
+            kept: number;
+            /**
+             * Pruned
+             * @description Restore points the first prune after saving would delete
+             */
+            pruned: number;
+            /**
+             * Restore Points
+             * @description Each restore point kept (and by which rules) or pruned, newest first; the newest 500 at most
+             */
+            restore_points: components["schemas"]["RetentionItem"][];
+        };
+        /** FileEntry */
+        FileEntry: {
             /** Gid */
             gid: number | null;
             /**
@@ -1152,33 +1180,142 @@ export interface components {
             /** Uid */
             uid: number | null;
         };
-        /** ErrorBody */
-        ErrorBody: {
-            /** Code */
-            code: string;
-            /** Details */
-            details?: unknown | null;
-            /** Message */
-            message: string;
-        };
-        /** ErrorResponse */
-        ErrorResponse: {
-            error: components["schemas"]["ErrorBody"];
-        };
-        /** ExistingVerdicts */
-        ExistingVerdicts: {
-            /** Kept */
-            kept: number;
+        /** FileListing */
+        FileListing: {
             /**
-             * Pruned
-             * @description Restore points the first prune after saving would delete
+             * Entries
+             * @description Sorted by name (bytewise, UTF-8)
              */
-            pruned: number;
+            entries: components["schemas"]["FileEntry"][];
             /**
-             * Restore Points
-             * @description Each restore point kept (and by which rules) or pruned, newest first; the newest 500 at most
+             * Next Marker
+             * @description Pass as `marker` to get the next page; null on the last page
              */
-            restore_points: components["schemas"]["RetentionItem"][];
+            next_marker: string | null;
+            /**
+             * Partition
+             * @description The partition listed (the first readable one when the request named none)
+             */
+            partition: number;
+            /** Path */
+            path: string;
+        };
+        /** FilePartition */
+        FilePartition: {
+            /**
+             * Filesystem
+             * @description null: none Cairn can read
+             */
+            filesystem: ("ext2" | "ext3" | "ext4" | "xfs" | "ntfs" | "fat12" | "fat16" | "fat32" | "btrfs") | null;
+            /**
+             * Index
+             * @description Pass as `partition` to read this one
+             */
+            index: number;
+            /**
+             * Label
+             * @description The filesystem's label
+             */
+            label: string | null;
+            /**
+             * Name
+             * @description The partition's or logical volume's name
+             */
+            name: string | null;
+            /**
+             * Offset
+             * @description Its first byte on the volume
+             */
+            offset: number;
+            /**
+             * Readable
+             * @description Whether its files can be listed
+             */
+            readable: boolean;
+            /**
+             * Reason
+             * @description Why not, when not readable (an encrypted volume, an unknown filesystem)
+             */
+            reason: string | null;
+            /**
+             * Scheme
+             * @description Where it was found: a GPT or MBR partition, an LVM2 logical volume, or `disk`: a filesystem on the whole volume, no partition table
+             * @enum {string}
+             */
+            scheme: "gpt" | "mbr" | "lvm" | "disk";
+            /**
+             * Size
+             * @description Its size in bytes
+             */
+            size: number;
+            /**
+             * Type
+             * @description The partition type (GPT type GUID, MBR type)
+             */
+            type: string | null;
+        };
+        /** FilePartitionList */
+        FilePartitionList: {
+            /** Partitions */
+            partitions: components["schemas"]["FilePartition"][];
+        };
+        /** FilePathEntry */
+        FilePathEntry: {
+            /** Gid */
+            gid: number | null;
+            /**
+             * Mode
+             * @description The permission bits and file type, as st_mode
+             */
+            mode: number;
+            /**
+             * Mtime
+             * @description Last modification, UTC
+             */
+            mtime: string | null;
+            /**
+             * Name
+             * @description The entry's name (names that are not UTF-8: docs/files.md)
+             */
+            name: string;
+            /**
+             * Path
+             * @description Its absolute path in the filesystem
+             */
+            path: string;
+            /**
+             * Size
+             * @description Bytes (a file's length; a symlink's target's length)
+             */
+            size: number;
+            /**
+             * Target
+             * @description A symlink's target (never followed)
+             */
+            target: string | null;
+            /**
+             * Type
+             * @description `other`: a device, a FIFO or a socket
+             * @enum {string}
+             */
+            type: "file" | "dir" | "symlink" | "other";
+            /** Uid */
+            uid: number | null;
+        };
+        /** FileSearchResult */
+        FileSearchResult: {
+            /** Entries */
+            entries: components["schemas"]["FilePathEntry"][];
+            /**
+             * Truncated
+             * @description The search stopped at `limit` matches, or at the entries or time it may visit: more may match
+             */
+            truncated: boolean;
+            /**
+             * Visited
+             * @description Entries looked at
+             */
+            visited: number;
         };
         /** FileVersion */
         FileVersion: {
@@ -1547,26 +1684,6 @@ export interface components {
             kind: components["schemas"]["RestorePointKind"] | null;
             status: components["schemas"]["JobStatus"];
         };
-        /** Listing */
-        Listing: {
-            /**
-             * Entries
-             * @description Sorted by name (bytewise, UTF-8)
-             */
-            entries: components["schemas"]["Entry"][];
-            /**
-             * Next Marker
-             * @description Pass as `marker` to get the next page; null on the last page
-             */
-            next_marker: string | null;
-            /**
-             * Partition
-             * @description The partition listed (the first readable one when the request named none)
-             */
-            partition: number;
-            /** Path */
-            path: string;
-        };
         /** NewVolume */
         NewVolume: {
             /** Description */
@@ -1646,108 +1763,6 @@ export interface components {
             findings: components["schemas"]["FindingPublic"][];
             /** Grace Seconds */
             grace_seconds: number;
-        };
-        /** Partition */
-        Partition: {
-            /**
-             * Filesystem
-             * @description null: none Cairn can read
-             */
-            filesystem: ("ext2" | "ext3" | "ext4" | "xfs" | "ntfs" | "fat12" | "fat16" | "fat32" | "btrfs") | null;
-            /**
-             * Index
-             * @description Pass as `partition` to read this one
-             */
-            index: number;
-            /**
-             * Label
-             * @description The filesystem's label
-             */
-            label: string | null;
-            /**
-             * Name
-             * @description The partition's or logical volume's name
-             */
-            name: string | null;
-            /**
-             * Offset
-             * @description Its first byte on the volume
-             */
-            offset: number;
-            /**
-             * Readable
-             * @description Whether its files can be listed
-             */
-            readable: boolean;
-            /**
-             * Reason
-             * @description Why not, when not readable (an encrypted volume, an unknown filesystem)
-             */
-            reason: string | null;
-            /**
-             * Scheme
-             * @description Where it was found: a GPT or MBR partition, an LVM2 logical volume, or `disk`: a filesystem on the whole volume, no partition table
-             * @enum {string}
-             */
-            scheme: "gpt" | "mbr" | "lvm" | "disk";
-            /**
-             * Size
-             * @description Its size in bytes
-             */
-            size: number;
-            /**
-             * Type
-             * @description The partition type (GPT type GUID, MBR type)
-             */
-            type: string | null;
-        };
-        /** PartitionList */
-        PartitionList: {
-            /** Partitions */
-            partitions: components["schemas"]["Partition"][];
-        };
-        /** PathEntry */
-        PathEntry: {
-            /** Gid */
-            gid: number | null;
-            /**
-             * Mode
-             * @description The permission bits and file type, as st_mode
-             */
-            mode: number;
-            /**
-             * Mtime
-             * @description Last modification, UTC
-             */
-            mtime: string | null;
-            /**
-             * Name
-             * @description The entry's name (names that are not UTF-8: docs/files.md)
-             */
-            name: string;
-            /**
-             * Path
-             * @description Its absolute path in the filesystem
-             */
-            path: string;
-            /**
-             * Size
-             * @description Bytes (a file's length; a symlink's target's length)
-             */
-            size: number;
-            /**
-             * Target
-             * @description A symlink's target (never followed)
-             */
-            target: string | null;
-            /**
-             * Type
-             * @description `other`: a device, a FIFO or a socket
-             * @enum {string}
-             */
-            type: "file" | "dir" | "symlink" | "other";
-            /** Uid */
-            uid: number | null;
         };
         /** PlanCreate */
         PlanCreate: {
@@ -2355,21 +2370,6 @@ export interface components {
              * @example Europe/Berlin
              */
             timezone?: string | null;
-        };
-        /** SearchResult */
-        SearchResult: {
-            /** Entries */
-            entries: components["schemas"]["PathEntry"][];
-            /**
-             * Truncated
-             * @description The search stopped at `limit` matches, or at the entries or time it may visit: more may match
-             */
-            truncated: boolean;
-            /**
-             * Visited
-             * @description Entries looked at
-             */
-            visited: number;
         };
         /** SessionPublic */
         SessionPublic: {
@@ -4898,7 +4898,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Listing"];
+                    "application/json": components["schemas"]["FileListing"];
                 };
             };
             /** @description Missing or invalid credentials */
@@ -5238,7 +5238,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SearchResult"];
+                    "application/json": components["schemas"]["FileSearchResult"];
                 };
             };
             /** @description Missing or invalid credentials */
@@ -5336,7 +5336,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PathEntry"];
+                    "application/json": components["schemas"]["FilePathEntry"];
                 };
             };
             /** @description Missing or invalid credentials */
@@ -5429,7 +5429,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["PartitionList"];
+                    "application/json": components["schemas"]["FilePartitionList"];
                 };
             };
             /** @description Missing or invalid credentials */
