@@ -24,7 +24,8 @@ from services.settings import Settings, settings_for
 from services.storage.ceph import CephClusters
 from worker.files.app import create_app
 from worker.files.calls import ParserCalls
-from worker.files.service import FileLimits, FileService, StoredRestorePoints
+from worker.files.open_points import StoredRestorePoints
+from worker.files.service import FileLimits, FileService
 from worker.files.session import ParserLimits, ParserSession
 from worker.runtime import Runtime
 from worker.targets.reader import RestorePointReader

@@ -3,14 +3,8 @@ partitions, directories, files, archives of them, searches, and one file's versi
 across restore points, read through a parser session (worker/files/session.py) over the
 restore point's reader (`DataPath.reader`).
 
-Opening a restore point costs its manifest, an open image or store, and a sandboxed
-parser process; a tenant browsing reads the same one many times in a row. So a restore
-point is opened once, on its first request, and kept (`SessionTable`): closed after
-`files_idle_seconds` without a request, or sooner when `files_sessions` are open and
-another is asked for (the least recently used idle one). When every open one is in use, a
-request for another is refused at once (503, Retry-After) rather than queued: a client
-retries, a queue would hold connections and memory for nobody. One project's requests
-are bounded (`files_per_project`, 429) below that, so one tenant never holds them all.
+A restore point is opened once, on its first request, and kept open a while
+(`open_points.SessionTable`); one project's requests are bounded (`ProjectSlots`).
 
 A restore point deleted while it is read fails its reads with DataCorrupt (its blocks are
 gone); what it means is the row's to say: not `available` any more is 404 ("deleted while
@@ -22,12 +16,11 @@ import hashlib
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from services.errors import (
     CairnError,
@@ -37,254 +30,23 @@ from services.errors import (
     IsADirectory,
     ParserLimitExceeded,
     PathNotFound,
-    RestorePointBusy,
     RestorePointDamaged,
     RestorePointNotFound,
     TooManyRequests,
 )
-from services.records.restore_points import RestorePoint
 from services.settings import Settings
 from services.status import RestorePointStatus
 from worker.files import archive
-from worker.files.calls import Entry, ParserCalls
+from worker.files.calls import Entry
 from worker.files.content import prefetched
 from worker.files.headers import ByteRange, byte_range, content_disposition, entity_tag
+from worker.files.open_points import Opened, ProjectSlots, RestorePoints, SessionTable
 from worker.files.stream import Coalescing, Produced, Put
-from worker.runtime import Runtime
-from worker.targets import data_path_of
-from worker.targets.reader import RestorePointReader
 
 log = logging.getLogger(__name__)
 
 ARCHIVE_WINDOW = 8
 """Pieces of an archive (up to 256 KiB each) written ahead of the client."""
-
-
-class Opened(NamedTuple):
-    """One open restore point: its reader, and the parser session reading it."""
-
-    reader: RestorePointReader
-    calls: ParserCalls
-
-
-class RestorePoints(Protocol):
-    """Where the service finds restore points and opens them."""
-
-    def open(self, restore_point_id: str) -> Opened:
-        """RestorePointNotFound, RestorePointBusy (not `available`), DataCorrupt (its
-        manifest or data gone)."""
-
-    def status(self, restore_point_id: str) -> RestorePointStatus | None:
-        """The row's status now; None when there is no row."""
-
-
-class StoredRestorePoints:
-    """Restore points as the worker reads them: the row from the database, its target's
-    data path's reader, and a parser session over that reader."""
-
-    def __init__(self, rt: Runtime, parser: Callable[[RestorePointReader], ParserCalls],
-                 cache_bytes: int) -> None:
-        self.rt = rt
-        self.parser = parser
-        self.cache_bytes = cache_bytes
-
-    def _row(self, restore_point_id: str) -> RestorePoint | None:
-        with self.rt.db.reading() as session:
-            rp = session.get(RestorePoint, restore_point_id)
-            session.expunge_all()
-        return rp
-
-    def open(self, restore_point_id: str) -> Opened:
-        rp = self._row(restore_point_id)
-        if rp is None or rp.status in (RestorePointStatus.DELETED, RestorePointStatus.DELETING):
-            raise RestorePointNotFound(f"restore point {restore_point_id} not found",
-                                       restore_point_id=restore_point_id)
-        if rp.status != RestorePointStatus.AVAILABLE:
-            raise RestorePointBusy(
-                f"restore point {rp.id} is {rp.status}; only an available restore point's "
-                "files can be read", restore_point_id=rp.id, status=rp.status)
-        reader = data_path_of(self.rt.settings, rp.target).reader(
-            self.rt, rp, cache_bytes=self.cache_bytes)
-        try:
-            return Opened(reader, self.parser(reader))
-        except BaseException:
-            reader.close()
-            raise
-
-    def status(self, restore_point_id: str) -> RestorePointStatus | None:
-        rp = self._row(restore_point_id)
-        return None if rp is None else rp.status
-
-
-def _close(opened: Opened, restore_point_id: str) -> None:
-    for step in (opened.calls.close, opened.reader.close):
-        try:
-            step()
-        except Exception:
-            log.exception("closing restore point %s", restore_point_id)
-
-
-@dataclass
-class _Open:
-    restore_point_id: str
-    ready: threading.Event = field(default_factory=threading.Event)
-    opened: Opened | None = None
-    error: BaseException | None = None
-    users: int = 1
-    idle_since: float = 0.0
-    doomed: bool = False
-    """Taken out of the table (its restore point is gone): closed when its last user ends."""
-
-
-class SessionTable:
-    """The open restore points, by id: at most `capacity`, each closed once idle for
-    `idle_seconds`. Safe to use from many threads; a restore point is opened by the first
-    request that asks for it while the others asking wait for that opening."""
-
-    def __init__(self, points: RestorePoints, *, capacity: int, idle_seconds: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.points = points
-        self.capacity = capacity
-        self.idle_seconds = idle_seconds
-        self.clock = clock
-        self._open: OrderedDict[str, _Open] = OrderedDict()
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def using(self, restore_point_id: str) -> Iterator[Opened]:
-        """The open restore point, held (never closed) until the block ends."""
-        entry = self._take(restore_point_id)
-        try:
-            assert entry.opened is not None
-            yield entry.opened
-        finally:
-            self._give_back(entry)
-
-    def open_ids(self) -> list[str]:
-        """The restore points open now, least recently used first."""
-        with self._lock:
-            return list(self._open)
-
-    def _take(self, restore_point_id: str) -> _Open:
-        full = False
-        with self._lock:
-            closing = self._expired()
-            entry = self._open.get(restore_point_id)
-            if entry is not None:
-                entry.users += 1
-                self._open.move_to_end(restore_point_id)
-                opener = False
-            else:
-                if len(self._open) >= self.capacity:
-                    victim = next((e for e in self._open.values()
-                                   if e.users == 0 and e.ready.is_set()), None)
-                    if victim is None:
-                        full = True
-                    else:
-                        del self._open[victim.restore_point_id]
-                        closing.append(victim)
-                if not full:
-                    entry = self._open[restore_point_id] = _Open(restore_point_id)
-                    opener = True
-        self._close_each(closing)  # outside the lock: closing waits for the parser's end
-        if full or entry is None:
-            raise FileServiceUnavailable(
-                f"the file service has {self.capacity} restore points open, all of them in "
-                "use; retry in a few seconds")
-        if opener:
-            try:
-                entry.opened = self.points.open(restore_point_id)
-            except BaseException as error:
-                entry.error = error
-                with self._lock:
-                    if self._open.get(restore_point_id) is entry:
-                        del self._open[restore_point_id]
-                entry.ready.set()
-                raise
-            entry.ready.set()
-            return entry
-        entry.ready.wait()
-        if entry.error is not None:
-            self._give_back(entry)
-            raise entry.error
-        return entry
-
-    def _give_back(self, entry: _Open) -> None:
-        with self._lock:
-            entry.users -= 1
-            entry.idle_since = self.clock()
-            last = entry.doomed and entry.users == 0
-        if last:
-            self._close_each([entry])
-
-    def discard(self, restore_point_id: str) -> None:
-        """Take the restore point out of the table: closed now if nobody uses it, else
-        when its last user ends; the next request opens it again (or finds it gone)."""
-        with self._lock:
-            entry = self._open.pop(restore_point_id, None)
-            if entry is None:
-                return
-            entry.doomed = True
-            now = entry.users == 0
-        if now:
-            self._close_each([entry])
-
-    def reap(self) -> None:
-        """Close the restore points idle for `idle_seconds`."""
-        with self._lock:
-            closing = self._expired()
-        self._close_each(closing)
-
-    def close(self) -> None:
-        """Close every restore point (the process is ending)."""
-        with self._lock:
-            closing = list(self._open.values())
-            self._open.clear()
-        self._close_each(closing)
-
-    def _expired(self) -> list[_Open]:
-        """Idle ones past their time, out of the table (the caller holds the lock and
-        closes them after releasing it)."""
-        now = self.clock()
-        expired = [e for e in self._open.values() if e.users == 0 and e.ready.is_set()
-                   and now - e.idle_since >= self.idle_seconds]
-        for entry in expired:
-            del self._open[entry.restore_point_id]
-        return expired
-
-    def _close_each(self, entries: list[_Open]) -> None:
-        for entry in entries:
-            if entry.opened is not None:
-                _close(entry.opened, entry.restore_point_id)
-                entry.opened = None
-
-
-class ProjectSlots:
-    """Requests each project has running, at most `per_project` at once."""
-
-    def __init__(self, per_project: int) -> None:
-        self.per_project = per_project
-        self._running: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def holding(self, project: str) -> Iterator[None]:
-        with self._lock:
-            running = self._running.get(project, 0)
-            if running >= self.per_project:
-                raise TooManyRequests(
-                    f"project {project} has {running} file requests running, the most it "
-                    "may; retry when one has ended", retry_after=1)
-            self._running[project] = running + 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                left = self._running[project] - 1
-                if left:
-                    self._running[project] = left
-                else:
-                    del self._running[project]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any, Self
 from services.errors import DataCorrupt, IsADirectory, NotADirectory, PathNotFound
 from services.status import RestorePointStatus
 from worker.engine.block_reader import Extent
-from worker.files.service import Opened
+from worker.files.open_points import Opened
 
 BLOCK = 4096
 MTIME = "2026-11-27T06:00:00.123456Z"

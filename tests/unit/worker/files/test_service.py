@@ -18,7 +18,8 @@ from services.errors import (
 from services.status import RestorePointStatus
 from tests.unit.worker.files.fakes import FakeCalls, FakeFs, FakePoints, FakeReader
 from worker.files.headers import RangeNotSatisfiable
-from worker.files.service import FileLimits, FileService, SessionTable
+from worker.files.open_points import SessionTable
+from worker.files.service import FileLimits, FileService
 
 
 class Clock:
