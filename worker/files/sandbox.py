@@ -268,8 +268,9 @@ class ChildPool:
     points open 30 sessions). A child leaves the pool for one session and never returns
     to it: it has read that restore point's bytes."""
 
-    def __init__(self, config: ChildConfig, size: int = 2) -> None:
+    def __init__(self, config: ChildConfig, size: int = 2, start: StartChild = spawn) -> None:
         self.config = config
+        self._start = start
         self.size = size
         self._idle: list[Child] = []
         self._lock = threading.Lock()
@@ -289,7 +290,7 @@ class ChildPool:
                 if child.alive():
                     return child
                 child.kill()
-        return spawn(self.config)
+        return self._start(self.config)
 
     def _fill(self) -> None:
         while True:
@@ -299,7 +300,7 @@ class ChildPool:
                 if self._closed:
                     return
             try:
-                child = spawn(self.config)
+                child = self._start(self.config)
             except Exception:
                 log.exception("a parser child could not be started for the pool")
                 time.sleep(1.0)
