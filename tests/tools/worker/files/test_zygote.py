@@ -55,6 +55,12 @@ def status_of(pid: int) -> dict[str, str] | None:
     return dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
 
 
+def field(pid: int | None, name: str) -> str:
+    status = status_of(pid) if pid is not None else None
+    assert status is not None, f"process {pid} is gone"
+    return status[name]
+
+
 def gone(pid: int) -> bool:
     """Neither running nor a zombie (a process that ended but was never reaped)."""
     status = status_of(pid)
@@ -83,16 +89,17 @@ def test_a_forked_child_is_the_zygotes_and_sealed_as_a_spawned_one(
     try:
         assert session.partitions()[0]["size"] == IMAGE_SIZE
         child, parent = session.child_pid, forker.zygote_pid(CONFIG)
-        assert child is not None and parent is not None
-        assert status_of(child)["PPid"] == str(parent)  # type: ignore[index]
+        assert child is not None
+        assert parent is not None
+        assert field(child, "PPid") == str(parent)
         assert os.getsid(child) == child != os.getsid(parent)
         assert limit(child, "Max processes") == "0"
         assert limit(parent, "Max processes") != "0"  # it forks
         assert limit(child, "Max cpu time") == "60"
         assert limit(child, "Max open files") == "16"
         assert limit(parent, "Max address space") == limit(child, "Max address space")
-        assert status_of(child)["Seccomp"] == "2"  # type: ignore[index]
-        assert status_of(parent)["Seccomp"] == "0"  # type: ignore[index]
+        assert field(child, "Seccomp") == "2"
+        assert field(parent, "Seccomp") == "0"
         assert session.stat(None, "/fork")["outcome"].startswith("refused: PermissionError")
     finally:
         session.close()
@@ -114,7 +121,7 @@ def test_children_outlive_a_killed_zygote_which_is_replaced(reader: FileReader,
         second.partitions()  # finds the zygote dead, starts another
         new = forker.zygote_pid(CONFIG)
         assert new not in (None, old)
-        assert status_of(second.child_pid)["PPid"] == str(new)  # type: ignore[arg-type,index]
+        assert field(second.child_pid, "PPid") == str(new)
         orphan = first.child_pid
         assert orphan is not None
         first.close()  # killed through its pidfd, though the zygote that forked it is dead
@@ -165,7 +172,7 @@ def test_no_process_is_left_after_sessions_close(reader: FileReader) -> None:
     parent = forker.zygote_pid(CONFIG)
     assert parent is not None
     children = [session.child_pid for session in sessions]
-    assert sorted(children_of(parent)) == sorted(children)  # type: ignore[type-var]
+    assert sorted(children_of(parent)) == sorted(pid for pid in children if pid is not None)
     for session in sessions:
         session.close()
     assert children_of(parent) == []  # no zombie either: the zygote reaped each
