@@ -12,7 +12,12 @@ whole parent rather than a vfork). Nothing of the tenant's reaches the child bef
 says it is sealed.
 
 Every exchange with a child has a deadline: the parent polls its pipes, never blocks on a
-child that stopped reading or writing."""
+child that stopped reading or writing.
+
+`spawn` starts a child from nothing; sessions get theirs forked by a fork server that
+imported the parsers once (worker/files/zygote.py), and spawned only while it is down.
+A Child is the same either way: its pipes, and a Process that signals and reaps it."""
+
 
 from __future__ import annotations
 

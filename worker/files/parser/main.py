@@ -2,7 +2,8 @@
 
 The bytes it parses are the tenant's, so this process is the one a crafted filesystem
 attacks. It starts with nothing worth taking (an empty environment, no fds but its pipes:
-worker/files/sandbox.py) and, before it reads its first call, it locks itself down:
+worker/files/sandbox.py; or forked by the fork server, zygote.py, which imported step 3
+once for all) and, before it reads its first call, it locks itself down:
 
 1. rlimits: address space (the session's memory limit), CPU time for its whole life,
    FSIZE 0 (it writes no file), no core dumps, few fds, no new processes;
