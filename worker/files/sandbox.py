@@ -12,7 +12,12 @@ whole parent rather than a vfork). Nothing of the tenant's reaches the child bef
 says it is sealed.
 
 Every exchange with a child has a deadline: the parent polls its pipes, never blocks on a
-child that stopped reading or writing."""
+child that stopped reading or writing.
+
+`spawn` starts a child from nothing; sessions get theirs forked by a fork server that
+imported the parsers once (worker/files/zygote.py), and spawned only while it is down.
+A Child is the same either way: its pipes, and a Process that signals and reaps it."""
+
 
 from __future__ import annotations
 
@@ -25,9 +30,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from worker.files import protocol
 
@@ -68,31 +74,82 @@ class ChildConfig:
                 "--max-reply", str(self.max_reply_bytes)]
 
 
+class Process(Protocol):
+    """How the parent signals and reaps a child: a spawned one is its own child
+    (SpawnedProcess); one forked by the fork server is not (worker/files/zygote.py)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def signal(self, number: int) -> None:
+        """Signals the child's whole process group, never another process's."""
+
+    def wait(self, seconds: float | None = None) -> int | None:
+        """Reaps the child (subprocess.TimeoutExpired if it runs on); its exit status as
+        Popen.returncode says it, None when it cannot be known."""
+
+    def poll(self) -> bool:
+        """True once the child has ended."""
+
+    @property
+    def status(self) -> int | None:
+        """The exit status once reaped (else None)."""
+
+
+class SpawnedProcess:
+    """A child the parent spawned (subprocess.Popen)."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self._process = process
+        self._reaping = threading.Lock()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def signal(self, number: int) -> None:
+        """Unless the child was reaped: its pid, and so its group's id, could be another
+        process's by now."""
+        with self._reaping:
+            if self._process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self._process.pid, number)
+
+    def wait(self, seconds: float | None = None) -> int | None:
+        with self._reaping:
+            return self._process.wait(seconds)
+
+    def poll(self) -> bool:
+        with self._reaping:
+            return self._process.poll() is not None
+
+    @property
+    def status(self) -> int | None:
+        with self._reaping:
+            return self._process.poll()
+
+
 class Child:
     """One running parser child and the parent's end of its pipes."""
 
-    def __init__(self, config: ChildConfig) -> None:
+    def __init__(self, config: ChildConfig, process: Process, to_child: int,
+                 from_child: int, started: float) -> None:
         self.config = config
-        self.started = time.monotonic()
-        self._process = subprocess.Popen(
-            config.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, env=dict(ENVIRONMENT), cwd="/", close_fds=True,
-            start_new_session=True)
-        assert self._process.stdin is not None
-        assert self._process.stdout is not None
-        self._in = self._process.stdin.fileno()
-        self._out = self._process.stdout.fileno()
+        self.started = started
+        self.process = process
+        self._in = to_child
+        self._out = from_child
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
         self._decoder = protocol.FrameDecoder(protocol.FrameLimits(
             max_header=config.max_reply_bytes, max_payload=config.max_reply_bytes))
         self.isolated: bool | None = None
-        self._reaping = threading.Lock()
+        self._pipes = threading.Lock()
         self.sealed_after: float | None = None
 
     @property
     def pid(self) -> int:
-        return self._process.pid
+        return self.process.pid
 
     def wait_ready(self, seconds: float = SPAWN_SECONDS) -> None:
         """Waits for the child's READY (imported, limited, sealed); kills it otherwise."""
@@ -117,7 +174,7 @@ class Child:
             self._wait(self._in, select.POLLOUT, deadline)
             try:
                 written = os.write(self._in, view)
-            except (BrokenPipeError, ConnectionResetError):
+            except (BrokenPipeError, ConnectionResetError, OSError):
                 raise ChildGone("the parser child stopped reading") from None
             view = view[written:]
 
@@ -125,7 +182,10 @@ class Child:
         """The child's next frame; ProtocolError for one past the limits (kill it then)."""
         while (frame := self._decoder.next()) is None:
             self._wait(self._out, select.POLLIN, deadline)
-            data = os.read(self._out, 1 << 20)
+            try:
+                data = os.read(self._out, 1 << 20)
+            except OSError:
+                data = b""
             if not data:
                 raise ChildGone("the parser child ended")
             self._decoder.feed(data)
@@ -142,51 +202,69 @@ class Child:
                 return
 
     def signal(self, number: int) -> None:
-        """Signals the child's whole process group, unless the child was reaped (its pid,
-        and so its group's id, could be another process's by now)."""
-        with self._reaping:
-            if self._process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self._process.pid, number)
+        """Signals the child's whole process group (never once the child is reaped)."""
+        self.process.signal(number)
 
     def kill(self) -> None:
         """Kills the child's whole process group and reaps the child."""
         self.signal(signal.SIGKILL)
         self.reap()
 
-    def reap(self) -> int:
-        for pipe in (self._process.stdin, self._process.stdout):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-        with self._reaping:
-            return self._process.wait()
+    def reap(self) -> int | None:
+        self._close_pipes()
+        return self.process.wait()
+
+    def _close_pipes(self) -> None:
+        with self._pipes:
+            for fd in (self._in, self._out):
+                if fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            self._in = self._out = -1
 
     def close(self) -> None:
         """Ends a child politely (stdin closed: it returns), killing it if it lingers."""
-        if self._process.returncode is None and self._process.stdin is not None:
-            try:
-                self._process.stdin.close()
-                self._process.wait(timeout=1.0)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
+        if not self.process.poll():
+            with self._pipes:
+                if self._in >= 0:
+                    os.close(self._in)
+                    self._in = -1
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(1.0)
         self.kill()
 
     def alive(self) -> bool:
-        with self._reaping:
-            return self._process.poll() is None
+        return not self.process.poll()
 
     @property
     def exit_status(self) -> int | None:
-        with self._reaping:
-            return self._process.poll()
+        return self.process.status
 
 
 def spawn(config: ChildConfig) -> Child:
-    """A sealed child, ready for its first call."""
-    child = Child(config)
+    """A sealed child started from nothing (`python -I`), ready for its first call."""
+    started = time.monotonic()
+    child_stdin, to_child = os.pipe()
+    from_child, child_stdout = os.pipe()
+    try:
+        process = subprocess.Popen(
+            config.argv(), stdin=child_stdin, stdout=child_stdout,
+            stderr=subprocess.DEVNULL, env=dict(ENVIRONMENT), cwd="/", close_fds=True,
+            start_new_session=True)
+    except BaseException:
+        os.close(to_child)
+        os.close(from_child)
+        raise
+    finally:
+        os.close(child_stdin)
+        os.close(child_stdout)
+    child = Child(config, SpawnedProcess(process), to_child, from_child, started)
     child.wait_ready()
     return child
+
+
+StartChild = Callable[[ChildConfig], Child]
+"""How a session gets a sealed child: spawn, or worker/files/zygote.py's Forker.child."""
 
 
 class ChildPool:
@@ -195,8 +273,9 @@ class ChildPool:
     points open 30 sessions). A child leaves the pool for one session and never returns
     to it: it has read that restore point's bytes."""
 
-    def __init__(self, config: ChildConfig, size: int = 2) -> None:
+    def __init__(self, config: ChildConfig, size: int = 2, start: StartChild = spawn) -> None:
         self.config = config
+        self._start = start
         self.size = size
         self._idle: list[Child] = []
         self._lock = threading.Lock()
@@ -216,7 +295,7 @@ class ChildPool:
                 if child.alive():
                     return child
                 child.kill()
-        return spawn(self.config)
+        return self._start(self.config)
 
     def _fill(self) -> None:
         while True:
@@ -226,7 +305,7 @@ class ChildPool:
                 if self._closed:
                     return
             try:
-                child = spawn(self.config)
+                child = self._start(self.config)
             except Exception:
                 log.exception("a parser child could not be started for the pool")
                 time.sleep(1.0)

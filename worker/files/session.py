@@ -36,7 +36,15 @@ from services.errors import (
     RestorePointDamaged,
 )
 from worker.files import protocol
-from worker.files.sandbox import Child, ChildConfig, ChildGone, ChildPool, ChildTimeout, spawn
+from worker.files.sandbox import (
+    Child,
+    ChildConfig,
+    ChildGone,
+    ChildPool,
+    ChildTimeout,
+    StartChild,
+)
+from worker.files.zygote import start_child
 from worker.targets.reader import RestorePointReader
 
 log = logging.getLogger(__name__)
@@ -84,17 +92,21 @@ class _Broken(Exception):
 
 class ParserSession:
     """The Operations of worker/files/parser/ops.py, over `reader`, answered by a sealed
-    child; errors are services.errors classes. `pool`, when given, hands out children
-    started ahead (its config must be this session's)."""
+    child; errors are services.errors classes. A child comes from `start`: by default
+    forked by the process's fork server (worker/files/zygote.py), spawned when that is
+    down; `pool`, when given, hands out children started ahead (its config must be this
+    session's)."""
 
     def __init__(self, reader: RestorePointReader, limits: ParserLimits = ParserLimits(), *,
-                 factory: str = PRODUCTION_FACTORY, pool: ChildPool | None = None) -> None:
+                 factory: str = PRODUCTION_FACTORY, pool: ChildPool | None = None,
+                 start: StartChild = start_child) -> None:
         self.reader = reader
         self.limits = limits
         self.config = limits.child(factory)
         if pool is not None and pool.config != self.config:
             raise ValueError("the pool's children are not started as this session's are")
         self._pool = pool
+        self._start_child = start
         self._child: Child | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -178,7 +190,7 @@ class ParserSession:
                 raise
 
     def _start(self) -> Child:
-        child = self._pool.take() if self._pool is not None else spawn(self.config)
+        child = self._pool.take() if self._pool is not None else self._start_child(self.config)
         self._child = child
         self._exchange(child, protocol.OPEN, {"size": self.reader.size},
                        time.monotonic() + self.limits.call_seconds, self.limits.call_seconds)

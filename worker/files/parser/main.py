@@ -2,7 +2,8 @@
 
 The bytes it parses are the tenant's, so this process is the one a crafted filesystem
 attacks. It starts with nothing worth taking (an empty environment, no fds but its pipes:
-worker/files/sandbox.py) and, before it reads its first call, it locks itself down:
+worker/files/sandbox.py; or forked by the fork server, zygote.py, which imported step 3
+once for all) and, before it reads its first call, it locks itself down:
 
 1. rlimits: address space (the session's memory limit), CPU time for its whole life,
    FSIZE 0 (it writes no file), no core dumps, few fds, no new processes;
@@ -202,10 +203,15 @@ class Channel:
 
 
 def main(argv: list[str] | None = None) -> None:
-    options = _options(sys.argv[1:] if argv is None else argv)
+    options = parse_options(sys.argv[1:] if argv is None else argv)
     limit_resources(options.memory, options.cpu, options.nofile)
-    isolated = enter_namespaces()
-    incoming = sys.stdin.buffer
+    run(options, enter_namespaces())
+
+
+def run(options: argparse.Namespace, isolated: bool) -> None:
+    """Steps 3 and 4, then the calls: for a child spawned (main) or forked by the fork
+    server (worker/files/parser/zygote.py), its limits set and namespaces entered."""
+    incoming = open(0, "rb", closefd=False)  # noqa: SIM115 (fd 0, for life)
     outgoing = open(1, "wb", buffering=0, closefd=False)  # noqa: SIM115 (fd 1, for life)
     # Nothing but frames may reach fd 1: anything printed goes where stderr goes.
     sys.stdout = sys.stderr
@@ -216,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
     serve(channel, factory)
 
 
-def _options(argv: list[str]) -> argparse.Namespace:
+def parse_options(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="cairn-parser")
     parser.add_argument("--factory", default=PRODUCTION_FACTORY)
     parser.add_argument("--memory", type=int, default=512 << 20)

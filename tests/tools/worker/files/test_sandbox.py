@@ -24,6 +24,7 @@ from tests.support.file_reader import FileReader
 from tests.support.hostile_parser import FACTORY
 from worker.files import sandbox
 from worker.files.session import ParserLimits, ParserSession
+from worker.files.zygote import ForkedProcess, Forker
 
 LIMITS = ParserLimits(memory_bytes=256 << 20, cpu_seconds=60, call_seconds=2.0,
                       search_seconds=2.0, max_reply_bytes=1 << 20,
@@ -53,9 +54,28 @@ def reader(image: Path) -> Iterator[FileReader]:
         yield reader
 
 
+@pytest.fixture(scope="module")
+def forker() -> Iterator[Forker]:
+    forker = Forker()
+    yield forker
+    forker.close()
+
+
+@pytest.fixture(params=["spawned", "forked"])
+def start(request: pytest.FixtureRequest, forker: Forker) -> sandbox.StartChild:
+    if request.param == "spawned":
+        return sandbox.spawn
+
+    def fork(config: sandbox.ChildConfig) -> sandbox.Child:
+        child = forker.child(config)
+        assert isinstance(child.process, ForkedProcess), "spawned: the zygote is down"
+        return child
+    return fork
+
+
 @pytest.fixture
-def session(reader: FileReader) -> Iterator[ParserSession]:
-    session = ParserSession(reader, LIMITS, factory=FACTORY)
+def session(reader: FileReader, start: sandbox.StartChild) -> Iterator[ParserSession]:
+    session = ParserSession(reader, LIMITS, factory=FACTORY, start=start)
     yield session
     session.close()
 
@@ -188,9 +208,10 @@ def test_a_damaged_block_is_a_damaged_restore_point(session: ParserSession,
     assert session.read(None, "/f", 5, 10) == pattern(5, 10)
 
 
-def test_a_call_reading_more_than_its_budget_is_stopped(reader: FileReader) -> None:
+def test_a_call_reading_more_than_its_budget_is_stopped(
+        reader: FileReader, start: sandbox.StartChild) -> None:
     session = ParserSession(reader, ParserLimits(read_bytes_per_call=1 << 20),
-                            factory=FACTORY)
+                            factory=FACTORY, start=start)
     try:
         with pytest.raises(ParserLimitExceeded, match=r"^image bytes"):
             session.read(None, "/f", 0, 2 << 20)
@@ -211,10 +232,10 @@ def test_the_childs_errors_are_the_tenants_errors(session: ParserSession) -> Non
         outcome(session, "memory-error")
 
 
-def test_two_sessions_have_separate_children(image: Path) -> None:
+def test_two_sessions_have_separate_children(image: Path, start: sandbox.StartChild) -> None:
     with FileReader(image) as one_reader, FileReader(image) as other_reader:
-        one = ParserSession(one_reader, LIMITS, factory=FACTORY)
-        other = ParserSession(other_reader, LIMITS, factory=FACTORY)
+        one = ParserSession(one_reader, LIMITS, factory=FACTORY, start=start)
+        other = ParserSession(other_reader, LIMITS, factory=FACTORY, start=start)
         try:
             one.partitions()
             other.partitions()
@@ -239,8 +260,9 @@ def test_a_closed_session_answers_no_more(session: ParserSession) -> None:
         session.partitions()
 
 
-def test_a_pool_hands_out_sealed_children_started_ahead(reader: FileReader) -> None:
-    pool = sandbox.ChildPool(LIMITS.child(FACTORY), size=2)
+def test_a_pool_hands_out_sealed_children_started_ahead(
+        reader: FileReader, start: sandbox.StartChild) -> None:
+    pool = sandbox.ChildPool(LIMITS.child(FACTORY), size=2, start=start)
     try:
         pool.take().kill()  # starts the filler
         deadline = time.monotonic() + 10
