@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cli import cloud_config
+from cairnclient import config as cloud_config
 
 BIN = Path(sys.executable).parent
 
