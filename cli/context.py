@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 
 import click
 
-from cairnclient import ApiError, Client, Http
-from cairnclient.client import JSON, Qos
+from cairnclient.client import JSON, Client, Qos
+from cairnclient.http import ApiError, Http
 from cairnclient.units import duration, rate
 from cli import progress
 from cli.output import Column, field, show

@@ -22,7 +22,7 @@ from typing import IO, Any
 import click
 import requests
 
-from cairnclient import ApiError
+from cairnclient.http import ApiError
 from cairnclient.units import size
 from cli.context import client
 from cli.output import FORMAT, Column, emit, field, printable, show

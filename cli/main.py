@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from cairnclient import ApiError
+from cairnclient.http import ApiError
 from cli import jobs, plans, restore_points, volumes, webhooks
 from cli.context import State
 from cli.output import printable

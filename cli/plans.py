@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 import click
 
-from cairnclient import ApiError
 from cairnclient.client import JSON, PlanFields
+from cairnclient.http import ApiError
 from cli import progress
 from cli.context import JOB_COLUMNS, WAIT, State, given, limit, pass_state
 from cli.output import FORMAT, Column, emit, field, show

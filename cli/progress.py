@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from cairnclient import Client
+from cairnclient.client import Client
 
 DONE = ("succeeded", "failed", "cancelled", "skipped")
 WIDTH = 30

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from cairnclient import Http
+from cairnclient.http import Http
 from tests.unit.cli.standin import FakeSession
 
 

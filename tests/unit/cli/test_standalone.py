@@ -110,7 +110,9 @@ def test_the_rest_client_needs_neither_click_nor_a_server_package() -> None:
     script = WITHOUT_SERVER.split("sys.meta_path.insert")[0].replace(
         repr(SERVER_ONLY), repr(absent)) + textwrap.dedent("""
         sys.meta_path.insert(0, Absent())
-        from cairnclient import Client, Http, units
+        from cairnclient import units
+        from cairnclient.client import Client
+        from cairnclient.http import Http
         client = Client(Http.over(None, endpoint="http://127.0.0.1:9"))
         print(sorted(vars(client)))
     """)
