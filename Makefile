@@ -60,7 +60,7 @@ lint: bootstrap ## ruff, and the import contracts between layers (pyproject.toml
 	@$(VENV)/bin/ruff check .
 	@$(VENV)/bin/lint-imports --no-cache
 
-typecheck: bootstrap ## mypy --strict on services/, api/, worker/, cli/, manage/
+typecheck: bootstrap ## mypy --strict on services/, api/, worker/, cli/, cairnclient/, manage/
 	@$(VENV)/bin/mypy
 
 check: lint typecheck ## lint and type check

@@ -17,29 +17,19 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 import click
 import requests
 
-from cli.api import Api, ApiError
+from cairnclient.http import ApiError
+from cairnclient.units import size
+from cli.context import client
 from cli.output import FORMAT, Column, emit, field, printable, show
 from cli.progress import Transfer
 
 CHUNK = 1 << 20
 """Bytes read from the response and written at once."""
-
-
-class HasApi(Protocol):
-    """What `cli.main.State` gives a command: the API, connected on first use."""
-
-    @property
-    def api(self) -> Api: ...
-
-
-def _api() -> Api:
-    state: HasApi = click.get_current_context().find_root().obj
-    return state.api
 
 
 PARTITION = click.option("--partition", type=click.IntRange(min=0), metavar="INDEX",
@@ -57,11 +47,11 @@ def files() -> None:
 @FORMAT
 def partitions(rp_id: str, fmt: str) -> None:
     """The partitions and filesystems of a restore point."""
-    data = _api().call("GET", f"/v1/restore-points/{rp_id}/partitions")
+    data = client().files.partitions(rp_id)
     emit(data, fmt, data["partitions"], [
         ("Index", field("index")), ("Scheme", field("scheme")),
         ("Filesystem", field("filesystem")), ("Label", field("label")),
-        ("Name", field("name")), ("Size", field("size")),
+        ("Name", field("name")), ("Size", lambda p: size(p.get("size"))),
         ("Readable", field("readable")), ("Reason", field("reason"))])
 
 
@@ -78,7 +68,8 @@ def mode_text(entry: dict[str, Any]) -> str:
 
 
 ENTRY_COLUMNS: list[Column] = [
-    ("Mode", mode_text), ("Size", field("size")), ("Modified", field("mtime")),
+    ("Mode", mode_text), ("Size", lambda e: size(e.get("size"))),
+    ("Modified", field("mtime")),
     ("Name", lambda e: e["name"] + (f" -> {e['target']}" if e.get("target") else "")),
 ]
 
@@ -95,14 +86,11 @@ ENTRY_COLUMNS: list[Column] = [
 def ls(rp_id: str, path: str, partition: int | None, limit: int, marker: str | None,
        every: bool, fmt: str) -> None:
     """List a directory (a page at a time, sorted by name)."""
-    params: dict[str, Any] = {"path": path, "partition": partition, "limit": limit,
-                              "marker": marker}
-    data: dict[str, Any] = _api().call("GET", f"/v1/restore-points/{rp_id}/files",
-                                       params=params)
+    data = client().files.list(rp_id, path, partition=partition, limit=limit, marker=marker)
     entries = list(data["entries"])
     while every and data.get("next_marker"):
-        params["marker"] = data["next_marker"]
-        data = _api().call("GET", f"/v1/restore-points/{rp_id}/files", params=params)
+        data = client().files.list(rp_id, path, partition=partition, limit=limit,
+                                   marker=data["next_marker"])
         entries.extend(data["entries"])
     data = {**data, "entries": entries}
     emit(data, fmt, entries, ENTRY_COLUMNS)
@@ -118,8 +106,7 @@ def ls(rp_id: str, path: str, partition: int | None, limit: int, marker: str | N
 @FORMAT
 def stat_(rp_id: str, path: str, partition: int | None, fmt: str) -> None:
     """One path's facts (type, size, mode, owner, modified, symlink target)."""
-    show(_api().call("GET", f"/v1/restore-points/{rp_id}/files/stat",
-                     params={"path": path, "partition": partition}), fmt)
+    show(client().files.stat(rp_id, path, partition=partition), fmt)
 
 
 @files.command("get")
@@ -138,18 +125,17 @@ def get(rp_id: str, paths: tuple[str, ...], partition: int | None, output: str |
     if len(paths) > 1 and not archive:
         raise click.UsageError("several paths make one archive: add --archive tar or "
                                "--archive zip")
+    files_of = client().files
     if archive:
-        route = f"/v1/restore-points/{rp_id}/files/archive"
-        params: dict[str, Any] = {"path": list(paths), "partition": partition,
-                                  "format": archive}
+        body = files_of.archive(rp_id, list(paths), fmt="zip" if archive == "zip" else "tar",
+                                partition=partition)
         name = _archive_name(rp_id, paths, archive)
     else:
-        route = f"/v1/restore-points/{rp_id}/files/content"
-        params = {"path": paths[0], "partition": partition}
+        body = files_of.content(rp_id, paths[0], partition=partition)
         name = posixpath.basename(paths[0].rstrip("/"))
     destination = None if output == "-" else _destination(output, name, force)
     try:
-        with _api().stream(route, params=params) as response:
+        with body as response:
             total = _length(response.headers.get("Content-Length"))
             bar = Transfer(printable(name)[:40], total) if sys.stderr.isatty() else None
             chunks = response.iter_content(CHUNK)
@@ -168,19 +154,21 @@ def get(rp_id: str, paths: tuple[str, ...], partition: int | None, output: str |
 
 @files.command("versions")
 @click.argument("path")
-@click.option("--volume", "volume_id", required=True, help="The volume (Cinder id)")
+@click.option("--volume", "volume", required=True, help="The volume (Cinder id or name)")
 @PARTITION
 @click.option("--limit", type=click.IntRange(1, 60), default=30, show_default=True,
               help="The volume's newest restore points to look in")
 @FORMAT
-def versions(path: str, volume_id: str, partition: int | None, limit: int, fmt: str) -> None:
+def versions(path: str, volume: str, partition: int | None, limit: int, fmt: str) -> None:
     """A file across the volume's restore points (newest first): present or not, size,
     modified, SHA-256, to find its last good copy."""
-    data = _api().call("GET", f"/v1/volumes/{volume_id}/file-versions",
-                       params={"path": path, "partition": partition, "limit": limit})
+    volumes = client().volumes
+    data = volumes.file_versions(volumes.resolve(volume), path, partition=partition,
+                                 limit=limit)
     emit(data, fmt, data["versions"], [
         ("Restore point", field("restore_point_id")), ("Present", field("present")),
-        ("Type", field("type")), ("Size", field("size")), ("Modified", field("mtime")),
+        ("Type", field("type")), ("Size", lambda v: size(v.get("size"))),
+        ("Modified", field("mtime")),
         ("SHA-256", lambda v: (v.get("sha256") or "")[:16]), ("Reason", field("reason"))])
 
 
@@ -194,10 +182,9 @@ def versions(path: str, volume_id: str, partition: int | None, limit: int, fmt: 
 def search(rp_id: str, pattern: str, path: str, partition: int | None, limit: int,
            fmt: str) -> None:
     """Paths whose name matches PATTERN (shell-style: '*.conf', 'report-202?.pdf')."""
-    data = _api().call("GET", f"/v1/restore-points/{rp_id}/files/search", params={
-        "pattern": pattern, "path": path, "partition": partition, "limit": limit})
+    data = client().files.search(rp_id, pattern, path=path, partition=partition, limit=limit)
     emit(data, fmt, data["entries"], [
-        ("Mode", mode_text), ("Size", field("size")),
+        ("Mode", mode_text), ("Size", lambda e: size(e.get("size"))),
         ("Modified", field("mtime")), ("Path", field("path"))])
     if data.get("truncated") and fmt != "json":
         click.echo(f"the search stopped early ({data.get('visited')} entries looked at): "

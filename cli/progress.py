@@ -7,21 +7,21 @@ import sys
 import time
 from typing import Any, TextIO
 
-from cli.api import Api
+from cairnclient.client import Client
 
 DONE = ("succeeded", "failed", "cancelled", "skipped")
 WIDTH = 30
 
 
-def wait(api: Api, job_id: str, *, interval: float = 0.5, timeout: float = 24 * 3600,
+def wait(client: Client, job_id: str, *, interval: float = 0.5, timeout: float = 24 * 3600,
          bar: bool = True) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
-    job: dict[str, Any] = api.call("GET", f"/v1/jobs/{job_id}")
+    job: dict[str, Any] = client.jobs.get(job_id)
     while job["status"] not in DONE and time.monotonic() < deadline:
         if bar:
             _draw(job)
         time.sleep(interval)
-        job = api.call("GET", f"/v1/jobs/{job_id}")
+        job = client.jobs.get(job_id)
     if bar:
         _draw(job)
         sys.stderr.write("\n")

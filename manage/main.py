@@ -30,7 +30,7 @@ from alembic import command
 from alembic.config import Config
 
 import migrations
-from cli import cloud_config
+from cairnclient import config as cloud_config
 from manage import webhook_keys
 from services.db import Database
 from services.openstack.identity import IdentityAdmin

@@ -9,6 +9,7 @@ from api.errors import error_responses
 from api.params import CinderVolumeId, Marker
 from api.responses import json_from_thread
 from services.errors import InvalidInput
+from services.formats import PRINTABLE
 from services.openstack.cinder_gateway import CinderGateway
 from services.volumes.protection import VolumeList, VolumePublic, get_volume, list_volumes
 
@@ -31,6 +32,9 @@ async def get_volumes(
     marker: Marker = None,
     unprotected: Annotated[bool, Query(description="Only volumes no enabled plan "
                                                    "covers")] = False,
+    name: Annotated[str | None, Query(min_length=1, max_length=255, pattern=PRINTABLE,
+                                      description="Only volumes of exactly this Cinder name "
+                                                  "(names need not be unique)")] = None,
 ) -> Response:
     """The caller's project's Cinder volumes, newest first, a page at a time: with the plans
     that cover each, their next run, its newest available restore point (and how old it is)
@@ -43,7 +47,7 @@ async def get_volumes(
     def page() -> VolumeList:
         with db.session() as session:
             return list_volumes(session, ctx, gateway, now, limit=limit, marker=marker,
-                                unprotected=unprotected)
+                                unprotected=unprotected, name=name)
 
     return await json_from_thread(page)
 

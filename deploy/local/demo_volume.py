@@ -45,7 +45,7 @@ def main_cinder(clouds_yaml: str, conf: str) -> int:
     into the RBD image Cinder's driver made for it."""
     import os
 
-    from cli import cloud_config
+    from cairnclient import config as cloud_config
     from services.openstack.cinder import CinderApi
     from services.openstack.sessions import make_session
 

@@ -16,7 +16,7 @@ from services.errors import Forbidden
 
 SERVICE_TYPE = "volume-backup"
 """Cairn's service type in the Keystone catalog (`cairn-manage keystone register`; the CLI's
-`cli.cloud_config.SERVICE_TYPE`): the `service` an access rule names for Cairn."""
+`cairnclient.config.SERVICE_TYPE`): the `service` an access rule names for Cairn."""
 
 HEADER = {"OpenStack-Identity-Access-Rules": "1"}
 """Sent with every token validation: Cairn enforces version 1 of access rules."""

@@ -151,12 +151,16 @@ class CinderApi:
             if marker is None:
                 return volumes
 
-    def list_page(self, *, limit: int, marker: str | None) -> tuple[list[CinderVolume],
-                                                                     str | None]:
-        """One page, newest first, and the marker of the next (None on the last page)."""
+    def list_page(self, *, limit: int, marker: str | None, name: str | None = None
+                  ) -> tuple[list[CinderVolume], str | None]:
+        """One page, newest first, and the marker of the next (None on the last page);
+        with `name`, only the volumes of exactly that name (Cinder's own `name` filter, the
+        one `openstack volume show NAME` looks a name up with)."""
         params: dict[str, Any] = {"limit": limit, "sort": "created_at:desc"}
         if marker is not None:
             params["marker"] = marker
+        if name is not None:
+            params["name"] = name
         page = self._call("GET", "/volumes/detail", params=params).json()["volumes"]
         return [CinderVolume.of(v) for v in page], page[-1]["id"] if len(page) == limit \
             else None

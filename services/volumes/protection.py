@@ -86,8 +86,11 @@ the marker to go on from."""
 
 
 def list_volumes(session: Session, ctx: RequestContext, cinder: CinderGateway, now: datetime,
-                 *, limit: int, marker: str | None, unprotected: bool = False) -> VolumeList:
-    """A page of the project's volumes, newest first, read a page at a time from Cinder.
+                 *, limit: int, marker: str | None, unprotected: bool = False,
+                 name: str | None = None) -> VolumeList:
+    """A page of the project's volumes, newest first, read a page at a time from Cinder;
+    with `name`, those of exactly that Cinder name (how a client finds the volume a user
+    names, as `openstack volume show NAME` does: none, one, or several to choose from).
     `unprotected` reads on until the page is full of volumes no enabled plan covers, or
     it has read UNPROTECTED_SCAN_PAGES pages of Cinder's: a project whose volumes are nearly
     all protected gets short pages (each with its `next_marker`), never a request that asks
@@ -98,7 +101,7 @@ def list_volumes(session: Session, ctx: RequestContext, cinder: CinderGateway, n
     page_size = max(limit, UNPROTECTED_SCAN_PAGE) if unprotected else limit
     out: list[VolumePublic] = []
     for _ in range(UNPROTECTED_SCAN_PAGES):
-        page, next_marker = api.list_page(limit=page_size, marker=marker)
+        page, next_marker = api.list_page(limit=page_size, marker=marker, name=name)
         found = [v for v in page if not foreign(v.project_id, ctx)]
         for volume in _with_protection(session, ctx, found, now):
             if unprotected and volume.protected:

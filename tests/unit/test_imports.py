@@ -12,7 +12,7 @@ from pathlib import Path
 from tests.support.import_alone import modules_of
 from tests.support.stack import REPO
 
-PACKAGES = ["api", "services", "worker", "cli", "manage"]
+PACKAGES = ["api", "services", "worker", "cli", "cairnclient", "manage"]
 
 
 def _import_alone(root: Path, packages: list[str]) -> subprocess.CompletedProcess[str]:

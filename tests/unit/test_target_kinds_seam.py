@@ -35,7 +35,7 @@ from services import targets
 
 REPO = Path(__file__).resolve().parents[2]
 
-CHECKED = ("api", "services", "worker", "cli", "manage")
+CHECKED = ("api", "services", "worker", "cli", "cairnclient", "manage")
 SEAM = ("services/targets", "worker/targets")
 
 @dataclass(frozen=True)

@@ -6018,6 +6018,8 @@ export interface operations {
                 marker?: string | null;
                 /** @description Only volumes no enabled plan covers */
                 unprotected?: boolean;
+                /** @description Only volumes of exactly this Cinder name (names need not be unique) */
+                name?: string | null;
             };
             header?: {
                 /** @description Keystone token */

@@ -41,7 +41,8 @@ def ok_json(cloud: Cloud, user: str, *args: str) -> Any:
 
 def test_cli_session_from_clouds_yaml(cloud: Cloud, os_cairn: OpenStackCairn) -> None:
     member = cloud["a-member"]
-    with cinder_volume(member, ceph.unique_name("cli")) as volume_id:
+    name = ceph.unique_name("cli")
+    with cinder_volume(member, name) as volume_id:
         with ceph.ioctx("ceph-a", "volumes") as io, rbd.Image(io, image_of(volume_id)) as image:
             ceph.write_mixed(image, size=image.size(), seed=9)
 
@@ -65,6 +66,16 @@ def test_cli_session_from_clouds_yaml(cloud: Cloud, os_cairn: OpenStackCairn) ->
         points = ok_json(cloud, "a-member", "restore-point", "list", "--volume", volume_id)
         [rp] = points["restore_points"]
         assert rp["status"] == "available"
+        # By its Cinder name, as `openstack volume show NAME` takes it; a person's table
+        # reads the size in GiB where -f json keeps the bytes.
+        assert ok_json(cloud, "a-member", "restore-point", "list", "--volume", name) == points
+        table = cairn(cloud, "a-member", "restore-point", "list", "--volume", name)
+        assert table.returncode == 0, table.stderr
+        assert " GiB " in table.stdout or " MiB " in table.stdout
+        assert str(rp["size_bytes"]) not in table.stdout
+        unknown = cairn(cloud, "a-member", "restore-point", "list", "--volume", name + "-x")
+        assert unknown.returncode == 1
+        assert "no volume named" in unknown.stderr
 
         verified = ok_json(cloud, "a-member", "restore-point", "verify", rp["id"],
                            "--sample", "0.5", "--wait")

@@ -7,18 +7,14 @@ from __future__ import annotations
 import io
 import json
 import os
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
-from click.testing import CliRunner
 
 from cli import progress
-from cli.api import Api
-from cli.main import main
+from tests.unit.cli.standin import Answer, FakeSession, Sent, answer, cairn, error
 
 RP = "3f2b8c1e-5d6a-4e7f-8a9b-0c1d2e3f4a5b"
 VOLUME = "9a8b7c6d-1e2f-4a5b-8c7d-6e5f4a3b2c1d"
@@ -30,73 +26,6 @@ def entry(name: str, kind: str = "file", size: int = 10, **extra: Any) -> dict[s
     return {"name": name, "type": kind, "size": size, "mode": 0o100644 if kind == "file"
             else 0o40755, "uid": 0, "gid": 0, "mtime": "2026-11-27T06:00:00Z",
             "target": None, **extra}
-
-
-Answer = tuple[int, dict[str, str], bytes]
-
-
-def answer(status: int, body: Any, headers: dict[str, str] | None = None) -> Answer:
-    return status, {"Content-Type": "application/json", **(headers or {})}, \
-        json.dumps(body).encode()
-
-
-def error(status: int, code: str, message: str, **headers: str) -> Answer:
-    return answer(status, {"error": {"code": code, "message": message, "details": None}},
-                  headers)
-
-
-@dataclass
-class Sent:
-    method: str
-    path: str
-    params: dict[str, Any]
-    stream: bool
-
-
-@dataclass
-class FakeSession:
-    """Answers by (method, path) with what a route function returns for the parameters."""
-
-    routes: dict[str, Callable[[dict[str, Any]], Answer]]
-    sent: list[Sent] = field(default_factory=list)
-
-    def request(self, url: str, method: str, **kwargs: Any) -> requests.Response:
-        path = url.removeprefix("http://cairn.test")
-        params = dict(kwargs.get("params") or {})
-        self.sent.append(Sent(method, path, params, bool(kwargs.get("stream"))))
-        status, headers, body = self.routes[path](params)
-        response = requests.Response()
-        response.status_code = status
-        response.headers.update(headers)
-        response.raw = io.BytesIO(body)
-        return response
-
-
-@pytest.fixture
-def session(monkeypatch: pytest.MonkeyPatch) -> FakeSession:
-    fake = FakeSession({})
-    api = Api(fake, "http://cairn.test", {}, {})  # type: ignore[arg-type]
-    monkeypatch.setattr(Api, "connect", classmethod(lambda cls, cloud, endpoint: api))
-    return fake
-
-
-@dataclass
-class Ran:
-    code: int
-    out: bytes
-    err: str
-
-
-def cairn(*args: str) -> Ran:
-    """`cairn ARGS` as a shell runs it: the exit code, stdout's bytes, stderr."""
-    runner = CliRunner()
-    with runner.isolation() as (out, err, *_):
-        try:
-            main(list(args))
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        return Ran(code, out.getvalue(), err.getvalue().decode())
 
 
 @pytest.fixture

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from cli import cloud_config
+from cairnclient import config as cloud_config
 
 BIN = Path(sys.executable).parent
+REPO = Path(__file__).resolve().parents[3]
 
 SERVER_ONLY = ["services", "api", "worker", "manage", "migrations", "fastapi", "starlette",
                "uvicorn", "sqlalchemy", "alembic", "psycopg", "celery", "kombu", "redis",
@@ -100,3 +101,22 @@ def test_a_password_from_the_environment_completes_a_clouds_yaml_entry(
     assert (config.region_name, config.interface, config.verify) == ("R1", "internal", True)
     # keystoneauth's generic password plugin keeps the options as it was given them.
     assert (config.auth._username, config.auth._password) == ("u", "s")
+
+
+def test_the_rest_client_needs_neither_click_nor_a_server_package() -> None:
+    """What an `openstack` plugin imports in Debian's system Python: keystoneauth1,
+    requests and PyYAML are there (python3-openstackclient's own), click need not be."""
+    absent = [*SERVER_ONLY, "click", "cli"]
+    script = WITHOUT_SERVER.split("sys.meta_path.insert")[0].replace(
+        repr(SERVER_ONLY), repr(absent)) + textwrap.dedent("""
+        sys.meta_path.insert(0, Absent())
+        from cairnclient import units
+        from cairnclient.client import Client
+        from cairnclient.http import Http
+        client = Client(Http.over(None, endpoint="http://127.0.0.1:9"))
+        print(sorted(vars(client)))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], env=clean_env(), cwd=str(REPO),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "'plans'" in done.stdout

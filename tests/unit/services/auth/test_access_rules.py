@@ -63,6 +63,6 @@ def test_rules_are_read_from_the_token_and_a_rule_missing_a_field_allows_nothing
 
 
 def test_the_service_type_is_the_one_cairn_registers() -> None:
-    from cli.cloud_config import SERVICE_TYPE as REGISTERED
+    from cairnclient.config import SERVICE_TYPE as REGISTERED
 
     assert SERVICE_TYPE == REGISTERED

@@ -1,5 +1,7 @@
-"""Cairn's REST API for the CLI, through a keystoneauth1 session: the endpoint comes from
-the Keystone catalog (service type `volume-backup`) unless one is given."""
+"""Cairn's REST API over HTTP, through a keystoneauth1 session: the endpoint comes from the
+Keystone catalog (service type `volume-backup`) unless one is given. `Http.connect` makes the
+session from clouds.yaml or OS_* (`cairn`); `Http.over` takes one already made (an
+`openstack` client plugin's, from python-openstackclient's client manager)."""
 
 from __future__ import annotations
 
@@ -14,16 +16,17 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
 from keystoneauth1.plugin import BaseAuthPlugin
 
-from cli import cloud_config
-from cli.cloud_config import SERVICE_TYPE
+from cairnclient import config
+from cairnclient.config import SERVICE_TYPE
 
 # uwsgi's http-socket (how Debian serves Keystone) closes each connection after the
 # response; without this header keystoneauth's pool reuses dead sockets.
 _CLOSE = {"Connection": "close"}
 
 
-def _session(auth: BaseAuthPlugin | None, verify: bool | str = True) -> ks_session.Session:
-    return ks_session.Session(auth=auth, verify=verify, timeout=60.0, app_name="cairn-cli",
+def _session(auth: BaseAuthPlugin | None, verify: bool | str = True,
+             app_name: str = "cairn-cli") -> ks_session.Session:
+    return ks_session.Session(auth=auth, verify=verify, timeout=60.0, app_name=app_name,
                               additional_headers=dict(_CLOSE), connect_retries=2)
 
 
@@ -40,14 +43,23 @@ class ApiError(Exception):
 
 
 @dataclass
-class Api:
+class Http:
     session: ks_session.Session
     endpoint: str | None
     endpoint_filter: dict[str, Any]
     headers: dict[str, str]
 
     @classmethod
-    def connect(cls, cloud: str | None, endpoint: str | None) -> Api:
+    def over(cls, session: ks_session.Session, *, endpoint: str | None = None,
+             region_name: str | None = None, interface: str = "public") -> Http:
+        """Over a session someone else authenticated; Cairn found in its catalog."""
+        filt: dict[str, Any] = {"service_type": SERVICE_TYPE, "interface": interface}
+        if region_name:
+            filt["region_name"] = region_name
+        return cls(session, endpoint, filt, {})
+
+    @classmethod
+    def connect(cls, cloud: str | None, endpoint: str | None) -> Http:
         endpoint = endpoint or os.environ.get("CAIRN_URL")
         project = os.environ.get("CAIRN_NOAUTH_PROJECT")
         if project:  # a development Cairn with auth_strategy noauth
@@ -57,13 +69,11 @@ class Api:
             return cls(_session(None), endpoint, {},
                        {"X-Project-Id": project, "X-Roles": roles})
         try:
-            config = cloud_config.load(cloud)
-        except cloud_config.CloudConfigError as exc:
+            cloud_config = config.load(cloud)
+        except config.CloudConfigError as exc:
             raise ApiError(str(exc)) from None
-        filt: dict[str, Any] = {"service_type": SERVICE_TYPE, "interface": config.interface}
-        if config.region_name:
-            filt["region_name"] = config.region_name
-        return cls(_session(config.auth, config.verify), endpoint, filt, {})
+        return cls.over(_session(cloud_config.auth, cloud_config.verify), endpoint=endpoint,
+                        region_name=cloud_config.region_name, interface=cloud_config.interface)
 
     def call(self, method: str, path: str, *, json: Any = None,
              params: dict[str, Any] | None = None) -> Any:
