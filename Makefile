@@ -8,6 +8,7 @@ API_PORT ?= 8787
 OPENSTACK ?= 0
 PROMETHEUS ?= 0
 RGW ?= 0
+CINDER_BACKUP ?= 0
 
 .PHONY: help bootstrap portal test-portal up down status image test test-unit test-tools test-only soak fuzz lint typecheck check bench bench-instant bench-fleet bench-object bench-portal bench-scheduler bench-hostile bench-object-key-race bench-rbd-path bench-files clean
 
@@ -23,8 +24,8 @@ portal: bootstrap ## build the web portal into portal/dist (cairn-api serves it 
 test-portal: portal ## the portal's unit tests (Vitest, seconds; its browser tests run in `make test`)
 	@cd portal && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npm test --silent
 
-up: bootstrap portal ## start the whole local stack with a demo volume and print where the API and portal are (OPENSTACK=1: with Keystone and Cinder; PROMETHEUS=1: with Prometheus; RGW=1: with Ceph RGW, an S3 endpoint)
-	@CAIRN_OPENSTACK=$(OPENSTACK) CAIRN_PROMETHEUS=$(PROMETHEUS) CAIRN_RGW=$(RGW) CAIRN_API_PORT=$(API_PORT) bash deploy/local/stack.sh up all
+up: bootstrap portal ## start the whole local stack with a demo volume and print where the API and portal are (OPENSTACK=1: with Keystone and Cinder; OPENSTACK=1 CINDER_BACKUP=cairn: and cinder-backup with Cairn's driver; PROMETHEUS=1: with Prometheus; RGW=1: with Ceph RGW, an S3 endpoint)
+	@CAIRN_OPENSTACK=$(OPENSTACK) CAIRN_CINDER_BACKUP=$(CINDER_BACKUP) CAIRN_PROMETHEUS=$(PROMETHEUS) CAIRN_RGW=$(RGW) CAIRN_API_PORT=$(API_PORT) bash deploy/local/stack.sh up all
 	@echo
 	@echo "Cairn is up."
 	@echo "  portal:   http://127.0.0.1:$(API_PORT)/"
@@ -107,8 +108,8 @@ bench-instant: ## instant vs copy restore of 1/10/100 GiB Cinder volumes; restar
 	@CEPH_OBJECTSTORE=bluestore CEPH_STORE_BYTES=34359738368 CAIRN_OPENSTACK=1 bash deploy/local/stack.sh up infra
 	@$(PY) bench/instant_restore.py $(ARGS)
 
-bench-fleet: ## nightly fleet: Cairn vs Cinder backup vs the rbd shell sequence over 3 nights; restarts the stack with ceph-a made anew on BlueStore (~15 min at the default 20 volumes; ARGS="--volumes 200 --size-gib 1", "--latency-ms 5" for a delay line to the OSD); prints figures
-	@CAIRN_OPENSTACK=1 CAIRN_BENCH_FLEET=1 bash deploy/local/bootstrap.sh
+bench-fleet: ## nightly fleet: Cairn vs cinder-backup (Ceph driver, and Cairn's driver) vs the rbd shell sequence over 3 nights, each side's concurrency printed; restarts the stack with ceph-a made anew on BlueStore (~20 min at the default 20 volumes, Cairn 2 x 10 jobs; ARGS="--volumes 200 --size-gib 1", "--latency-ms 5" for a delay line to the OSD); prints figures
+	@CAIRN_OPENSTACK=1 bash deploy/local/bootstrap.sh
 	@bash deploy/local/stack.sh down
 	@# A store filled by an earlier run stalls the one OSD (bench/README.md): start empty.
 	@rm -rf $(STATE)/ceph-a

@@ -140,6 +140,7 @@ DatabaseDep = Annotated[Database, Depends(get_db)]
 VolumesDep = Annotated[VolumeResolver, Depends(get_volume_resolver)]
 ContextDep = Annotated[RequestContext, Depends(get_context)]
 CinderDep = Annotated[CinderGateway | None, Depends(get_cinder)]
+PolicyDep = Annotated[Policy, Depends(get_policy)]
 
 
 def allowed(action: str, *, project_param: str | None = None) -> Any:

@@ -3,7 +3,7 @@
 N Cinder volumes (default 20 x 1 GiB, a quarter of each filled with data) of one project
 on the local stack's ceph-a (BlueStore: `make bench-fleet` restarts it so), three nights:
 night 1 full, nights 2 and 3 incremental after 2 % of each volume's objects changed.
-Each night is backed up three ways, one after the other, on the same volumes:
+Each night is backed up four ways, one after the other:
 
 - **Cairn**: a plan over all the volumes, run now, through the real API, scheduler and
   two worker processes (4 jobs each at once, `--jobs-per-worker`; production's settings
@@ -11,6 +11,12 @@ Each night is backed up three ways, one after the other, on the same volumes:
 - **Cinder backup**: Debian's `cinder-backup` with its Ceph driver, started by the bench
   with the stack's Cinder (incremental: RBD diffs, to the pool `cinder-backups`), every
   volume's backup requested at once, as a tenant's cron would;
+- **Cinder backup with Cairn's driver**: the same cinder-backup with `cairn_cinder.backup`
+  (Cairn's engine moves the data, Cinder's API is the tenant's), on a second set of
+  volumes made and changed exactly as the first (the same seeds): Cinder's API picks an
+  incremental's parent among the volume's backups whatever driver made them, and Cinder's
+  Ceph driver cannot build on a backup of Cairn's. One cinder-backup runs at a time
+  (tests/support/cinder_backup.py), started and proven by a probe backup before its night;
 - **shell**: the per-volume sequence providers script today, one volume after the other:
   `rbd snap create`, `rbd export-diff [--from-snap] | rbd import-diff`, `rbd snap rm`.
 
@@ -18,11 +24,13 @@ It prints, per night and method: volumes per hour, wall time, CPU-seconds per vo
 workers', cinder-backup's with its rbd children, the shell's children), and for Cairn the
 median and p95 of each phase of its jobs (`timings.phases`) and the worker time of a job
 (its phases after the claim), also less its two waits on the mon. Then the ratios the
-issue asks for.
+issue asks for, each with both sides' concurrency beside it (Cairn's slots: workers x
+jobs; cinder-backup's `backup_workers` x `backup_max_operations`).
 
     .venv/bin/python bench/fleet.py [--volumes 20] [--size-gib 1] [--fill 0.25]
-                                    [--change 0.02] [--jobs-per-worker 4]
-                                    [--skip-cinder] [--skip-shell]
+                                    [--change 0.02] [--jobs-per-worker 10]
+                                    [--backup-workers 1] [--backup-max-operations 15]
+                                    [--skip-cinder] [--skip-driver] [--skip-shell]
                                     [--mon-propose-interval 1.0] [--latency-ms 0]
 
 Snapshot creates and removes wait for the mon's next proposal; the run sets the mon's
@@ -38,7 +46,6 @@ import os
 import platform
 import random
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -56,12 +63,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.latency import line
 from services.settings import Settings
-from tests.support import ceph
+from tests.support import ceph, cinder_backup
+from tests.support.cinder_backup import Concurrency
 from tests.support.databases import migrated_database
 from tests.support.openstack import (
+    ADMIN_PROJECT,
+    KEYSTONE,
+    PASSWORD,
     OpenStackCairn,
     User,
     admin_cinder,
+    cinder_volume,
     image_of,
     keystone_up,
     make_cloud,
@@ -74,14 +86,11 @@ OBJECT = 4 * MIB
 REPO = Path(__file__).resolve().parent.parent
 STATE = Path(os.environ.get("CAIRN_STATE_DIR", REPO / ".state"))
 CEPH_CONF = STATE / "ceph-a" / "ceph.conf"
-CINDER_POOL = "cinder-backups"
+CINDER_POOL = cinder_backup.CEPH_POOL
 SHELL_POOL = "shell-backups"
 CLK = os.sysconf("SC_CLK_TCK")
 LOGS = STATE / "bench-fleet"
 """cinder-backup's and Cairn's logs, kept after the run (its temporary directory is not)."""
-BACKUP_STATS_SECONDS = 10
-"""cinder-backup's state reports (Cinder's minimum): the scheduler places a backup only on
-a backup service that has reported its state, by default once a minute."""
 PRODUCTION = ("progress_interval_seconds", "copy_window", "job_heartbeat_timeout_seconds",
               "lease_seconds", "reconcile_interval_seconds", "scheduler_tick_seconds",
               "job_redispatch_after_seconds", "target_probe_interval_seconds",
@@ -148,9 +157,10 @@ which the target side is opened too; its target snapshot)."""
 
 
 # ---------------------------------------------------------------- the volumes
-def make_volumes(member: User, n: int, size_gib: int, fill: float) -> list[str]:
+def make_volumes(member: User, n: int, size_gib: int, fill: float,
+                 prefix: str = "fleet") -> list[str]:
     api = member.cinder()
-    ids = [api.create(size_gb=size_gib, name=f"fleet-{i:03d}", volume_type=None,
+    ids = [api.create(size_gb=size_gib, name=f"{prefix}-{i:03d}", volume_type=None,
                       description="bench/fleet.py", metadata={}).id for i in range(n)]
     for volume_id in ids:
         api.wait_for(volume_id, "available", 600)
@@ -215,58 +225,37 @@ def cairn_night(cairn: OpenStackCairn, token: str, plan_id: str, night: int,
 
 
 # ---------------------------------------------------------------- Cinder backup
-def cinder_backup_conf(directory: Path) -> Path:
-    """The stack's cinder.conf with the Ceph backup driver added."""
-    base = STATE / "openstack" / "cinder" / "cinder.conf"
-    text = base.read_text().replace("[DEFAULT]\n", "[DEFAULT]\n"
-                                    "backup_driver = cinder.backup.drivers.ceph.CephBackupDriver\n"
-                                    f"backup_ceph_conf = {CEPH_CONF}\n"
-                                    "backup_ceph_user = admin\n"
-                                    f"backup_ceph_pool = {CINDER_POOL}\n"
-                                    "backup_ceph_chunk_size = 134217728\n"
-                                    "backup_driver_stats_polling_interval = "
-                                    f"{BACKUP_STATS_SECONDS}\n", 1)
-    conf = directory / "cinder-backup.conf"
-    conf.write_text(text)
-    return conf
+DRIVERS = {"cinder-backup": "Cinder's Ceph driver", "cinder+cairn": "Cairn's driver"}
 
 
-def ensure_backup_host_keyring() -> None:
-    """cinder-backup reads a volume through os-brick, which looks for the Ceph user's
-    keyring at /etc/ceph/ceph.client.<user>.keyring, as on a real backup host. The local
-    cluster runs without cephx, so any key does; an existing file is never touched."""
-    keyring = Path("/etc/ceph/ceph.client.admin.keyring")
-    if keyring.exists():
-        return
-    keyring.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["ceph-authtool", "--create-keyring", str(keyring), "--gen-key",
-                    "-n", "client.admin"], check=True, capture_output=True)
-    print(f"# wrote {keyring} for cinder-backup (the local cluster has no cephx)", flush=True)
+def start_backup_service(method: str, directory: Path, cairn_url: str,
+                         concurrency: Concurrency, member: User, probe: str
+                         ) -> cinder_backup.BackupService:
+    """cinder-backup with the method's driver, once Cinder has placed a probe backup on it
+    and it succeeded (the scheduler places a backup only on a host whose state it has
+    received; os-services says `up` before that)."""
+    options = (cinder_backup.ceph_driver_options() if method == "cinder-backup" else
+               cinder_backup.cairn_driver_options(cairn_url, username="n-admin",
+                                                  password=PASSWORD, project=ADMIN_PROJECT,
+                                                  auth_url=KEYSTONE))
+    conf = cinder_backup.write_conf(directory / f"{method}.conf", options, concurrency)
+    service = cinder_backup.start(conf, LOGS / f"{method}.log", concurrency)
+    try:
+        seconds = cinder_backup.wait_until_placeable(service, member.cinder(), probe)
+    except BaseException:
+        service.stop()
+        raise
+    print(f"# {method}: cinder-backup with {DRIVERS[method]} placeable after {seconds:.0f} s",
+          flush=True)
+    return service
 
 
-def start_cinder_backup(conf: Path, log: Path) -> subprocess.Popen[bytes]:
-    if shutil.which("cinder-backup") is None:
-        sys.exit("cinder-backup is not installed: `make bench-fleet` installs it")
-    ensure_backup_host_keyring()
-    with log.open("ab") as out:
-        proc = subprocess.Popen(["cinder-backup", "--config-file", str(conf)], stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + 120
-    api = admin_cinder()
-    while time.monotonic() < deadline:
-        services = api.session.get("/os-services", endpoint_filter=api.endpoint_filter,
-                                   params={"binary": "cinder-backup"}).json()["services"]
-        if any(s["state"] == "up" for s in services):
-            time.sleep(2 * BACKUP_STATS_SECONDS + 2)  # reported: the scheduler places backups
-            return proc
-        time.sleep(1)
-    proc.terminate()
-    sys.exit(f"cinder-backup did not come up; see {log}")
-
-
-def cinder_night(member: User, ids: list[str], night: int, backup_pid: int) -> Night:
+def cinder_night(method: str, member: User, ids: list[str], night: int,
+                 pids: list[int]) -> Night:
+    """`pids`: whose CPU the night costs (cinder-backup; with Cairn's driver, Cairn's
+    workers too, which move the data)."""
     api = member.cinder()
-    cpu0 = cpu_of(backup_pid)
+    cpu0 = sum(cpu_of(pid) for pid in pids)
     t0 = time.monotonic()
     made = []
     for volume_id in ids:
@@ -287,8 +276,8 @@ def cinder_night(member: User, ids: list[str], night: int, backup_pid: int) -> N
             elif status["status"] == "error":
                 raise AssertionError(f"Cinder backup {backup_id} failed: "
                                      f"{status.get('fail_reason')}")
-    return Night("cinder-backup", night, len(ids), time.monotonic() - t0,
-                 cpu_of(backup_pid) - cpu0)
+    return Night(method, night, len(ids), time.monotonic() - t0,
+                 sum(cpu_of(pid) for pid in pids) - cpu0)
 
 
 # ---------------------------------------------------------------- the shell sequence
@@ -321,7 +310,7 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def report(results: list[Night]) -> None:
+def report(results: list[Night], concurrency: dict[str, str]) -> None:
     print(f"\n{'night':>5} {'method':>14} {'volumes':>8} {'wall s':>8} {'vol/hour':>9} "
           f"{'CPU s/vol':>10}")
     for r in results:
@@ -342,13 +331,14 @@ def report(results: list[Night]) -> None:
     by = {(r.method, r.night): r for r in results}
     print()
     for night in sorted({r.night for r in results if r.night > 1}):
-        cairn = by.get(("cairn", night))
-        for anchor, goal in (("cinder-backup", 3.0), ("shell", 1.5)):
-            other = by.get((anchor, night))
-            if cairn and other:
-                ratio = cairn.per_hour / other.per_hour
-                print(f"night {night}: Cairn / {anchor} = {ratio:.1f}x volumes per hour "
-                      f"(goal >= {goal}x)")
+        for over, under, goal in (("cairn", "cinder-backup", "3x"), ("cairn", "shell", "1.5x"),
+                                  ("cinder+cairn", "cinder-backup", "2.5x at 200 volumes"),
+                                  ("cinder+cairn", "cairn", "within 10 %")):
+            a, b = by.get((over, night)), by.get((under, night))
+            if a and b:
+                print(f"night {night}: {over} / {under} = {a.per_hour / b.per_hour:.2f}x "
+                      f"volumes per hour ({concurrency[over]} against {concurrency[under]}; "
+                      f"goal {goal})")
 
 
 def main() -> None:
@@ -360,9 +350,17 @@ def main() -> None:
     parser.add_argument("--change", type=float, default=0.02,
                         help="fraction of each volume's objects changed between nights")
     parser.add_argument("--nights", type=int, default=3)
-    parser.add_argument("--jobs-per-worker", type=int, default=4,
-                        help="each of the two workers' concurrency (CAIRN_WORKER_CONCURRENCY)")
-    parser.add_argument("--skip-cinder", action="store_true")
+    parser.add_argument("--jobs-per-worker", type=int, default=10,
+                        help="each of the two workers' concurrency (CAIRN_WORKER_CONCURRENCY; "
+                             "2 x 10 is the setting bench/README.md quotes)")
+    parser.add_argument("--backup-workers", type=int, default=1,
+                        help="cinder-backup's backup_workers (Cinder's default)")
+    parser.add_argument("--backup-max-operations", type=int, default=15,
+                        help="cinder-backup's backup_max_operations (Cinder's default)")
+    parser.add_argument("--skip-cinder", action="store_true",
+                        help="no cinder-backup with Cinder's Ceph driver")
+    parser.add_argument("--skip-driver", action="store_true",
+                        help="no cinder-backup with Cairn's driver")
     parser.add_argument("--skip-shell", action="store_true")
     parser.add_argument("--mon-propose-interval", type=float, default=1.0,
                         help="the mon's paxos_propose_interval for the run (production's "
@@ -378,7 +376,8 @@ def main() -> None:
         sys.exit("Keystone is not running: `make bench-fleet` starts the stack with it")
     print(f"# fleet: {args.volumes} x {args.size_gib} GiB ({args.fill:.0%} data), "
           f"{args.change:.0%} changed per night; Cairn: 2 workers x {args.jobs_per_worker} "
-          f"jobs; mon paxos_propose_interval {args.mon_propose_interval:g} s; "
+          f"jobs; cinder-backup: {args.backup_workers} worker x {args.backup_max_operations} "
+          f"operations; mon paxos_propose_interval {args.mon_propose_interval:g} s; "
           f"{f'{args.latency_ms:g} ms each way to the OSD; ' if args.latency_ms else ''}"
           f"{platform.node()}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}",
           flush=True)
@@ -396,27 +395,36 @@ def main() -> None:
                                               "backup_gigabytes": -1, "snapshots": -1}})
         t0 = time.monotonic()
         ids = make_volumes(member, args.volumes, args.size_gib, args.fill)
-        print(f"# {len(ids)} volumes made and filled in {time.monotonic() - t0:.0f} s",
-              flush=True)
+        # Cinder's API picks an incremental's parent among the volume's backups, whatever
+        # driver made them: Cairn's driver gets volumes of its own, the same bytes.
+        driver_ids = ([] if args.skip_driver else
+                      make_volumes(member, args.volumes, args.size_gib, args.fill, "fleet-d"))
+        print(f"# {len(ids) + len(driver_ids)} volumes made and filled in "
+              f"{time.monotonic() - t0:.0f} s", flush=True)
         # Every process started from here on (cinder-backup, Cairn, the rbd tools) talks
         # to the OSD through the delay line; the mon is reached directly.
         delay = line.injected_latency(args.latency_ms / 1000, [str(CEPH_CONF)]) \
             if args.latency_ms else contextlib.nullcontext()
         with delay:
-            run_nights(args, directory, member, ids, results)
-    report(results)
+            run_nights(args, directory, member, ids, driver_ids, results)
+    slots = f"Cairn {2 * args.jobs_per_worker} slots (2 x {args.jobs_per_worker})"
+    backup = (f"{args.backup_workers} x {args.backup_max_operations} "
+              "(backup_workers x backup_max_operations)")
+    report(results, {"cairn": slots, "shell": "1 volume at a time",
+                     "cinder-backup": f"cinder-backup {backup}",
+                     "cinder+cairn": f"cinder-backup {backup} over {slots}"})
     print("\nThe volumes, their backups and the pools stay; `make down` and `make up` "
           "start a fresh stack.")
 
 
 def run_nights(args: argparse.Namespace, directory: Path, member: User, ids: list[str],
-               results: list[Night]) -> None:
-    backup_proc = None
-    if not args.skip_cinder:
-        LOGS.mkdir(parents=True, exist_ok=True)
-        backup_proc = start_cinder_backup(cinder_backup_conf(directory),
-                                          LOGS / "cinder-backup.log")
-    with migrated_database("postgresql", directory) as url:
+               driver_ids: list[str], results: list[Night]) -> None:
+    LOGS.mkdir(parents=True, exist_ok=True)
+    concurrency = Concurrency(args.backup_workers, args.backup_max_operations)
+    backups = [m for m, skip in (("cinder-backup", args.skip_cinder),
+                                 ("cinder+cairn", args.skip_driver)) if not skip]
+    with migrated_database("postgresql", directory) as url, \
+            cinder_volume(member, "fleet-probe") as probe:
         slots = 2 * args.jobs_per_worker
         production = {f"CAIRN_{name.upper()}": str(Settings.model_fields[name].default)
                       for name in PRODUCTION}
@@ -436,12 +444,26 @@ def run_nights(args: argparse.Namespace, directory: Path, member: User, ids: lis
             for night in range(1, args.nights + 1):
                 if night > 1:
                     change(ids, args.size_gib, args.change, night)
+                    if driver_ids:
+                        change(driver_ids, args.size_gib, args.change, night)
                 results.append(cairn_night(cairn, member.token(), plan.json()["id"],
                                            night, len(ids)))
                 print(f"# night {night}: cairn {results[-1].seconds:.1f} s", flush=True)
-                if backup_proc is not None:
-                    results.append(cinder_night(member, ids, night, backup_proc.pid))
-                    print(f"# night {night}: cinder-backup {results[-1].seconds:.1f} s",
+                for method in backups:
+                    # One cinder-backup at a time (tests/support/cinder_backup.py): started
+                    # for its night, proven by a probe backup, stopped after it.
+                    service = start_backup_service(method, directory, cairn.url,
+                                                   concurrency, member, probe)
+                    workers = [p.proc.pid for p in cairn.processes
+                               if p.name.startswith("cairn-worker") and p.proc is not None]
+                    try:
+                        results.append(cinder_night(
+                            method, member, driver_ids if method == "cinder+cairn" else ids,
+                            night, [service.proc.pid,
+                                    *(workers if method == "cinder+cairn" else [])]))
+                    finally:
+                        service.stop()
+                    print(f"# night {night}: {method} {results[-1].seconds:.1f} s",
                           flush=True)
                 if not args.skip_shell:
                     results.append(shell_night(ids, night, args.size_gib))
@@ -449,8 +471,6 @@ def run_nights(args: argparse.Namespace, directory: Path, member: User, ids: lis
                           flush=True)
         finally:
             cairn.stop()
-            if backup_proc is not None:
-                backup_proc.terminate()
 
 
 if __name__ == "__main__":

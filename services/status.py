@@ -30,6 +30,9 @@ class RestoreMode(enum.StrEnum):
     """Into a Cinder volume Cairn created for the restore (deleted again if it fails)."""
     IN_PLACE = "in_place"
     """Over an existing, detached Cinder volume (held in `maintenance` meanwhile)."""
+    CINDER_BACKUP = "cinder_backup"
+    """Over the Cinder volume Cinder's backup service holds for its own restore (status
+    `restoring-backup`, set and set back by Cinder; Cairn's Cinder backup driver asks)."""
 
 
 class RestoreMethod(enum.StrEnum):

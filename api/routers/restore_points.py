@@ -10,6 +10,7 @@ from api.deps import (
     ContextDep,
     DatabaseDep,
     NowDep,
+    PolicyDep,
     SessionDep,
     SettingsDep,
     allowed,
@@ -103,11 +104,13 @@ def update_restore_point(restore_point_id: RestorePointId, body: RestorePointUpd
              dependencies=[allowed("restore_point:restore")])
 def restore(restore_point_id: RestorePointId, body: RestoreCreate, session: SessionDep,
             ctx: ContextDep, settings: SettingsDep, clusters: ClustersDep,
-            cinder: CinderDep, once: OnceDep) -> JobPublic | Response:
+            cinder: CinderDep, policy: PolicyDep, once: OnceDep) -> JobPublic | Response:
     """Queue a restore of the restore point: into a new RBD image (`target`, never over an
     existing one), into a new Cinder volume (`new_volume`, created now with your token), or
     in place over a detached Cinder volume (`volume_id`; an attached one is refused, 409).
     Answers with the job; a Cinder restore names its volume in `restore_volume_id`."""
+    if body.cinder_backup:
+        policy.enforce("restore_point:restore_for_cinder_backup", ctx)
     return once.answer(202, lambda: JobPublic.of(service.start_restore(
         session, ctx, settings, clusters, cinder, restore_point_id, body)))
 

@@ -15,9 +15,13 @@ apt_packages=(ceph-mon ceph-osd ceph-common python3-rbd python3-rados redis-serv
 apt_packages+=(e2fsprogs xfsprogs ntfs-3g dosfstools mtools btrfs-progs gdisk)
 # Keystone and Cinder (CAIRN_OPENSTACK=1; `make test` always): Debian's own packages, run
 # by the system Python 3 under Debian's uwsgi, with RabbitMQ for Cinder's messaging.
+# cinder-backup runs Cairn's Cinder backup driver (cairn_cinder/) in its test and
+# `make up OPENSTACK=1 CINDER_BACKUP=cairn`, and Cinder's own Ceph driver beside Cairn in
+# `make bench-fleet`; the test drives it as a tenant would, with Debian's `openstack` CLI.
 if [ "${CAIRN_OPENSTACK:-0}" = 1 ]; then
-    apt_packages+=(keystone cinder-api cinder-scheduler cinder-volume rabbitmq-server
-                   uwsgi-core uwsgi-plugin-python3 python3-psycopg2)
+    apt_packages+=(keystone cinder-api cinder-scheduler cinder-volume cinder-backup
+                   rabbitmq-server uwsgi-core uwsgi-plugin-python3 python3-psycopg2
+                   python3-openstackclient)
 fi
 
 # Prometheus and promtool (CAIRN_PROMETHEUS=1; `make test` always): Debian's package; the
@@ -47,10 +51,6 @@ fi
 # `make bench` compiles the connect() redirect of its latency runs (bench/latency/).
 if [ "${CAIRN_BENCH:-0}" = 1 ]; then
     apt_packages+=(gcc libc6-dev)
-fi
-# `make bench-fleet` runs Cinder's own backup service beside Cairn, as the anchor.
-if [ "${CAIRN_BENCH_FLEET:-0}" = 1 ]; then
-    apt_packages+=(cinder-backup)
 fi
 
 sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }

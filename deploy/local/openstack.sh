@@ -7,6 +7,7 @@
 # The daemons are Debian's, run by Debian's system Python 3, never the project's venv.
 #
 #   openstack.sh up|down|status
+#   openstack.sh cinder-backup CAIRN_URL   (cinder-backup with Cairn's driver, cairn_cinder/)
 #
 # Needs the stack's PostgreSQL and ceph-a running (stack.sh starts them first).
 set -euo pipefail
@@ -197,19 +198,57 @@ cinder_down() {
     echo "cinder: stopped"
 }
 
+# ---------------------------------------------------------------- cinder-backup, Cairn's driver
+# `make up OPENSTACK=1 CINDER_BACKUP=cairn`: Cinder's backup API served by Cairn's engine
+# (docs/openstack.md, "For operators coming from cinder-backup"). The driver runs in
+# cinder-backup's own Python, found on PYTHONPATH from this checkout; it acts as the
+# Keystone user cinder-backup, the admin of project `admin` (Cairn's admin project).
+backup_password=cairn-cinder-backup
+cinder_backup_up() {
+    local cairn_url=$1 conf="$dir/cinder/cinder-backup.conf"
+    if pid_alive "$run/cinder-backup.pid"; then echo "cinder-backup: already running"; return; fi
+    "$venv/bin/python" "$here/openstack_seed.py" cinder-backup --password "$backup_password"
+    # os-brick opens the volume's RBD image in cinder-backup before any driver runs; it
+    # looks for the keyring a backup host has (the local cluster has no cephx: any key).
+    [ -e /etc/ceph/ceph.client.admin.keyring ] || { mkdir -p /etc/ceph && ceph-authtool \
+        --create-keyring /etc/ceph/ceph.client.admin.keyring --gen-key -n client.admin >/dev/null; }
+    sed '0,/^\[DEFAULT\]$/s//[DEFAULT]\nbackup_driver = cairn_cinder.backup.CairnBackupDriver\nbackup_driver_stats_polling_interval = 10/' \
+        "$cinder_conf" >"$conf"
+    cat >>"$conf" <<CONF
+[cairn]
+url = $cairn_url
+auth_type = password
+auth_url = http://127.0.0.1:$KEYSTONE_PORT/v3
+username = cinder-backup
+password = $backup_password
+project_name = admin
+user_domain_name = Default
+project_domain_name = Default
+CONF
+    ( exec setsid env PYTHONPATH="$repo" cinder-backup --config-file "$conf" \
+        >>"$log/cinder-backup.out" 2>&1 </dev/null ) &
+    echo $! >"$run/cinder-backup.pid"
+    echo "cinder-backup: up with Cairn's driver ($cairn_url); Cinder places backups on it" \
+         "once it has reported (10-20 s)"
+}
+
 case "${1:-status}" in
     up)
         rabbit_up
         keystone_up
         cinder_up
         ;;
+    cinder-backup)
+        cinder_backup_up "${2:?usage: openstack.sh cinder-backup CAIRN_URL}"
+        ;;
     down)
+        stop_pidfile "$run/cinder-backup.pid" cinder-backup
         cinder_down
         stop_pidfile "$run/keystone.pid" keystone; echo "keystone: stopped"
         rabbit_down
         ;;
     status)
-        for name in keystone cinder-api cinder-scheduler cinder-volume; do
+        for name in keystone cinder-api cinder-scheduler cinder-volume cinder-backup; do
             if pid_alive "$run/$name.pid"; then echo "$name: up"; else echo "$name: down"; fi
         done
         ;;

@@ -4,6 +4,7 @@ catalog entries, a demo project, and Cinder's readiness check. Idempotent.
     openstack_seed.py cinder --password P --endpoint URL
     openstack_seed.py cinder-ready           (exit 0 once the scheduler knows a pool)
     openstack_seed.py cairn --password P --endpoint URL
+    openstack_seed.py cinder-backup --password P   (Cairn's Cinder backup driver's user)
     openstack_seed.py demo --clouds-yaml PATH
     openstack_seed.py admin-project-id       (prints the id of the project `admin`)
 """
@@ -43,6 +44,8 @@ def main() -> int:
         p = sub.add_parser(name)
         p.add_argument("--password", required=True)
         p.add_argument("--endpoint")
+    backup = sub.add_parser("cinder-backup")
+    backup.add_argument("--password", required=True)
     sub.add_parser("cinder-ready")
     sub.add_parser("admin-project-id")
     demo = sub.add_parser("demo")
@@ -59,6 +62,12 @@ def main() -> int:
         # a token of Cairn's scoped there (Cinder's volume_manage is an administrator's
         # call); docs/operations.md shows a narrower role with a Cinder policy rule.
         ident.grant_in_every_project(user, "admin")
+    elif args.cmd == "cinder-backup":
+        # Cairn's Cinder backup driver acts for every project's backups: the cloud's
+        # administrator in Cairn's eyes, the admin role in project `admin`
+        # (CAIRN_ADMIN_PROJECTS), and nothing in Cinder.
+        user = ident.ensure_user("cinder-backup", args.password)
+        ident.grant(user, ident.ensure_project("admin"), "admin")
     elif args.cmd == "cinder-ready":
         pools = ident.session.get("/scheduler-stats/get_pools",
                                   endpoint_filter={"service_type": "volumev3",

@@ -219,6 +219,9 @@ cairn_up() {
                 --region RegionOne >/dev/null
         )
         "$venv/bin/python" "$here/openstack_seed.py" demo --clouds-yaml "$state/clouds.yaml"
+        if [ "${CAIRN_CINDER_BACKUP:-0}" = cairn ]; then
+            "$here/openstack.sh" cinder-backup "http://127.0.0.1:$API_PORT"
+        fi
     fi
     wait_for 30 cairn-worker worker_ready
     echo "cairn-worker: up"

@@ -48,6 +48,10 @@ DEFAULT_RULES: dict[str, str] = {
     "restore_point:update": "rule:member",
     "restore_point:delete": "rule:member",
     "restore_point:restore": "rule:member",
+    # Over a volume Cinder's backup service holds for its own restore (Cairn's Cinder backup
+    # driver): Cairn does not take the volume from Cinder then, so only the cloud's
+    # administrator, whose credentials the driver runs with, may ask.
+    "restore_point:restore_for_cinder_backup": "rule:admin",
     "restore_point:verify": "rule:member",
     "restore_point:copy": "rule:member",
     "restore_point_group:get": "rule:reader",
@@ -89,6 +93,7 @@ ACTION_WORDS = {
     "run": "run", "restore": "restore", "verify": "verify", "cancel": "cancel",
     "rotate": "rotate the secret of", "test": "test", "search": "search",
     "versions": "compare the versions of",
+    "restore_for_cinder_backup": "restore for Cinder's backup service",
 }
 
 _TOKEN = re.compile(r"\s*(\(|\)|(?:%\([\w.]*\)s|[^\s()])+)")

@@ -69,6 +69,15 @@ class InPlace:
 
 
 @dataclass(frozen=True)
+class HeldByCinderBackup:
+    """The Cinder volume Cinder's backup service holds for its own restore (Cairn's Cinder
+    backup driver), written over through its RBD image `image`; Cinder keeps its status."""
+
+    volume_id: str
+    image: str
+
+
+@dataclass(frozen=True)
 class AdoptedVolume:
     """An instant restore into a new Cinder volume: the backup snapshot is cloned as
     `clone` (`cluster/pool/image`, named after the job), and Cinder adopts the clone as the
@@ -78,7 +87,7 @@ class AdoptedVolume:
     volume: str
 
 
-RestoreDestination = NewImage | NewVolume | InPlace | AdoptedVolume
+RestoreDestination = NewImage | NewVolume | InPlace | HeldByCinderBackup | AdoptedVolume
 """Where a restore writes and how. Each kind of destination allows only the methods that
 work for it, so a restore job cannot be made half-described or contradictory."""
 
@@ -96,6 +105,9 @@ def restore(rp: RestorePoint, into: RestoreDestination, *, max_attempts: int,
                      "restore_cinder_volume_id": volume_id}
         case InPlace(volume_id, image):
             where = {"restore_target": image, "restore_mode": RestoreMode.IN_PLACE,
+                     "restore_cinder_volume_id": volume_id}
+        case HeldByCinderBackup(volume_id, image):
+            where = {"restore_target": image, "restore_mode": RestoreMode.CINDER_BACKUP,
                      "restore_cinder_volume_id": volume_id}
         case AdoptedVolume(clone, volume):
             # Cinder renames the clone volume-<id> when it adopts it: the worker records

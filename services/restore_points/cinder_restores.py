@@ -106,6 +106,35 @@ def create_volume(session: Session, ctx: RequestContext, cinder: CinderGateway,
     return volume.id
 
 
+HELD_FOR_RESTORE = "restoring-backup"
+"""The status Cinder's backup API gives the volume `openstack volume backup restore` writes
+to, until its backup service (with Cairn's driver, Cairn) has written it."""
+
+
+def check_held_by_cinder_backup(ctx: RequestContext, cinder: CinderGateway, rp: RestorePoint,
+                                volume_id: str) -> str:
+    """A restore for Cinder's backup service (Cairn's Cinder backup driver): the volume is
+    the one Cinder holds for it, of the restore point's project and large enough. Cinder
+    set its status and sets it back; Cairn does not take it (os-reserve needs `available`)."""
+    volume = caller_volume(cinder, ctx, volume_id)
+    if volume.project_id is not None and volume.project_id != rp.project_id:
+        raise VolumeNotOwned(
+            f"Cinder volume {volume.id} is project {volume.project_id}'s and restore point "
+            f"{rp.id} is project {rp.project_id}'s: Cinder's backup restores write a restore "
+            "point over a volume of its own project only", volume=volume.id)
+    if volume.status != HELD_FOR_RESTORE:
+        raise VolumeInUse(
+            f"Cinder volume {volume.id} is {volume.status}, not {HELD_FOR_RESTORE}: Cinder's "
+            "backup service holds no restore of it. Restore in place without cinder_backup "
+            "(a detached volume), or through openstack volume backup restore",
+            volume=volume.id, status=volume.status)
+    if volume.size_gb * GIB < (rp.size_bytes or 0):
+        raise InvalidInput(
+            f"Cinder volume {volume.id} is {volume.size_gb} GiB, smaller than restore point "
+            f"{rp.id} ({rp.size_bytes} bytes)", field="volume_id")
+    return volume.id
+
+
 def check_in_place(session: Session, ctx: RequestContext, cinder: CinderGateway,
                    rp: RestorePoint, volume_id: str) -> str:
     volume = caller_volume(cinder, ctx, volume_id)

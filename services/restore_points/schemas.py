@@ -38,6 +38,13 @@ class RestoreCreate(BaseModel):
         default=None, pattern=UUID,
         description="Restore in place over this existing Cinder volume; it must be "
                     "`available` (detached) and at least as large as the restore point")
+    cinder_backup: bool = Field(
+        default=False,
+        description="With `volume_id`: the volume is the one Cinder's backup service holds "
+                    "for `openstack volume backup restore` (status `restoring-backup`), as "
+                    "Cairn's Cinder backup driver asks. Cairn writes over it without taking "
+                    "it from Cinder and leaves its status to Cinder. The cloud's "
+                    "administrator only (policy `restore_point:restore_for_cinder_backup`)")
 
     mode: RestoreMethod = Field(
         default=RestoreMethod.COPY,
@@ -56,6 +63,9 @@ class RestoreCreate(BaseModel):
             raise ValueError("say where to restore with exactly one of target (a new RBD "
                              "image), new_volume (a new Cinder volume) or volume_id (an "
                              f"existing Cinder volume, in place); got {given or 'none'}")
+        if self.cinder_backup and self.volume_id is None:
+            raise ValueError("cinder_backup names the volume Cinder's backup service holds "
+                             "for its restore: give it with volume_id")
         if self.mode == RestoreMethod.INSTANT and self.volume_id is not None:
             raise ValueError("a restore in place (volume_id) is always a copy: the volume "
                              "keeps its identity and attachments, so it cannot become a clone "

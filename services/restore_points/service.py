@@ -102,6 +102,10 @@ def _destination(session: Session, ctx: RequestContext, settings: Settings,
                                                   request.new_volume)
         return factory.NewVolume(volume_id, str(cinder.image_ref(volume_id)))
     assert request.volume_id is not None
+    if request.cinder_backup:
+        volume_id = cinder_restores.check_held_by_cinder_backup(ctx, cinder, rp,
+                                                                request.volume_id)
+        return factory.HeldByCinderBackup(volume_id, str(cinder.image_ref(volume_id)))
     volume_id = cinder_restores.check_in_place(session, ctx, cinder, rp, request.volume_id)
     return factory.InPlace(volume_id, str(cinder.image_ref(volume_id)))
 

@@ -13,6 +13,7 @@ import logging
 
 from services.base import utcnow
 from services.errors import CairnError, InvalidInput, VolumeInUse, VolumeNotOwned
+from services.restore_points.cinder_restores import HELD_FOR_RESTORE
 from services.restore_points.marks import remove_if_written_by
 from services.status import RestoreMethod, RestoreMode
 from services.storage.refs import ImageRef, parse_image_ref
@@ -105,6 +106,14 @@ class CinderTarget:
             raise VolumeNotOwned(
                 f"Cinder volume {self.volume_id} now belongs to another project (was it "
                 "transferred?); nothing was restored over it", volume=self.volume_id)
+        if self.job.restore_mode == RestoreMode.CINDER_BACKUP:
+            # Cinder's backup service holds it for this restore and keeps its status.
+            if volume.status != HELD_FOR_RESTORE:
+                raise VolumeInUse(
+                    f"Cinder volume {self.volume_id} is {volume.status}, no longer "
+                    f"{HELD_FOR_RESTORE}: Cinder's backup service gave it up; nothing was "
+                    "restored over it", volume=self.volume_id, status=volume.status)
+            return
         if volume.status == "maintenance" and self.job.attempt > 1:
             self.held = True  # an earlier attempt of this job holds it
             return
@@ -122,7 +131,10 @@ class CinderTarget:
 
     def finish(self, *, bootable: bool) -> None:
         """Gives the volume back, bootable when the backed-up volume was: Nova boots from a
-        volume only with that flag, and Cinder refuses to change it in maintenance."""
+        volume only with that flag, and Cinder refuses to change it in maintenance. A volume
+        Cinder's backup service holds is Cinder's to give back (and to flag)."""
+        if self.job.restore_mode == RestoreMode.CINDER_BACKUP:
+            return
         if self.held:
             self.api.action(self.volume_id, {"os-reset_status": {
                 "status": "available", "attach_status": "detached"}})
@@ -136,6 +148,9 @@ class CinderTarget:
             if self.job.restore_mode == RestoreMode.NEW_VOLUME:
                 self.api.delete(self.volume_id)
                 return f"deleted the new Cinder volume {self.volume_id}"
+            if self.job.restore_mode == RestoreMode.CINDER_BACKUP:
+                return (f"Cinder volume {self.volume_id} may be partly overwritten; Cinder's "
+                        "backup service marks it error_restoring")
             if not self.held and self.job.attempt > 1:
                 # An earlier attempt may have put it in maintenance and died.
                 self.held = self.api.get(self.volume_id).status == "maintenance"

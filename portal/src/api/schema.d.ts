@@ -2022,6 +2022,12 @@ export interface components {
          */
         RestoreCreate: {
             /**
+             * Cinder Backup
+             * @description With `volume_id`: the volume is the one Cinder's backup service holds for `openstack volume backup restore` (status `restoring-backup`), as Cairn's Cinder backup driver asks. Cairn writes over it without taking it from Cinder and leaves its status to Cinder. The cloud's administrator only (policy `restore_point:restore_for_cinder_backup`)
+             * @default false
+             */
+            cinder_backup?: boolean;
+            /**
              * @description `copy` (the default): every byte is copied before the volume is handed over. `instant`: the new volume or image is a clone of the backup snapshot, usable within seconds whatever its size (the job's `timings.ready_at`), then flattened in the background (`finished_at`); until the flatten ends the restore point cannot be deleted or pruned. Needs the backup target on the destination's Ceph cluster; a restore in place is always a copy
              * @default copy
              */

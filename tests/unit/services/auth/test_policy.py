@@ -79,9 +79,21 @@ def test_project_id_check_means_the_callers_own_project(tmp_path: Path) -> None:
         policy.enforce("quota:update", ctx("admin"), "q")
 
 
+def test_only_the_clouds_administrator_restores_for_cinders_backup_service() -> None:
+    """Such a restore writes over a volume Cinder holds, without taking it from Cinder:
+    Cairn's Cinder backup driver runs with the cloud administrator's credentials."""
+    policy = Policy()
+    assert policy.allows("restore_point:restore_for_cinder_backup",
+                         ctx("admin", cloud_admin=True))
+    with pytest.raises(Forbidden, match="may not restore for Cinder's backup service"):
+        policy.enforce("restore_point:restore_for_cinder_backup", ctx("admin", "member"))
+
+
 @pytest.mark.parametrize(("overrides", "flagged"), [
-    ({"admin": "role:admin"}, ["admin", "orphan:list", "quota:get", "quota:update"]),
-    ({"admin": "role:cloud_admin"}, ["admin", "orphan:list", "quota:get", "quota:update"]),
+    ({"admin": "role:admin"}, ["admin", "orphan:list", "quota:get", "quota:update",
+                               "restore_point:restore_for_cinder_backup"]),
+    ({"admin": "role:cloud_admin"}, ["admin", "orphan:list", "quota:get", "quota:update",
+                                     "restore_point:restore_for_cinder_backup"]),
     ({"quota:get": "rule:reader"}, ["quota:get"]),
     ({"orphan:list": "is_admin:False or is_admin:True"}, ["orphan:list"]),
     ({"quota:update": "role:admin and project_id:%(project_id)s"}, []),

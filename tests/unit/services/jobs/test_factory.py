@@ -92,10 +92,14 @@ def test_bulk_rows_keep_one_waiting_prune_per_plan_and_record_ended_slots(
     (factory.InPlace("vol-9", "ceph-a/volumes/volume-vol-9"),
      ("ceph-a/volumes/volume-vol-9", RestoreMode.IN_PLACE, "vol-9", RestoreMethod.COPY,
       None)),
+    (factory.HeldByCinderBackup("vol-9", "ceph-a/volumes/volume-vol-9"),
+     ("ceph-a/volumes/volume-vol-9", RestoreMode.CINDER_BACKUP, "vol-9", RestoreMethod.COPY,
+      None)),
     (factory.AdoptedVolume("ceph-a/volumes/cairn-instant-job-7", '{"name": "back"}'),
      ("ceph-a/volumes/cairn-instant-job-7", RestoreMode.NEW_VOLUME, None,
       RestoreMethod.INSTANT, '{"name": "back"}')),
-], ids=["image", "image-instant", "new-volume", "in-place", "adopted-volume"])
+], ids=["image", "image-instant", "new-volume", "in-place", "cinder-backup",
+        "adopted-volume"])
 def test_a_restore_is_made_whole_from_its_destination(
         db: Database, into: factory.RestoreDestination,
         expected: tuple[object, ...]) -> None:

@@ -12,11 +12,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from sqlalchemy import select
 
 from services.context import RequestContext
 from services.db import Database
-from services.errors import ImageExists
+from services.errors import ImageExists, VolumeInUse
 from services.jobs.submit import hand_over_after_commit
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
@@ -144,3 +145,44 @@ def test_an_image_that_exists_is_refused_with_no_job_left_and_none_started(
     with db.session() as session:
         assert list(session.scalars(select(Job))) == []
     assert started == []
+
+
+@dataclass
+class HeldVolume(Cinder):
+    """Cinder with one volume of project p, in the status Cinder's backup API gives it."""
+
+    status: str = "restoring-backup"
+
+    def get(self, volume_id: str) -> SimpleNamespace:
+        return SimpleNamespace(id=volume_id, project_id="p", status=self.status, size_gb=1,
+                               attached_to=[])
+
+
+CINDER_VOLUME = "5f0c2a64-54b5-4d8b-9bb6-2f3f1c3f6d1e"
+
+
+def test_a_restore_for_cinders_backup_service_writes_over_the_volume_it_holds(
+        db: Database, started: list[list[str]]) -> None:
+    """Cairn's Cinder backup driver: the volume is `restoring-backup`, not `available`, and
+    the job says so, so the worker neither takes it from Cinder nor gives it back."""
+    admin = RequestContext(project_id="admin", token="token", cloud_admin=True)
+    job = _restore(db, RestoreCreate(volume_id=CINDER_VOLUME, cinder_backup=True),
+                   HeldVolume(), ctx=admin)
+    assert started == [[job.id]]
+    assert _stored(db, job.id) == (f"ceph-a/volumes/volume-{CINDER_VOLUME}",
+                                   RestoreMode.CINDER_BACKUP, CINDER_VOLUME,
+                                   RestoreMethod.COPY, None)
+
+
+def test_a_restore_for_cinders_backup_service_needs_the_volume_cinder_holds(
+        db: Database, started: list[list[str]]) -> None:
+    admin = RequestContext(project_id="admin", token="token", cloud_admin=True)
+    with pytest.raises(VolumeInUse, match="is available, not restoring-backup"):
+        _restore(db, RestoreCreate(volume_id=CINDER_VOLUME, cinder_backup=True),
+                 HeldVolume(status="available"), ctx=admin)
+    assert started == []
+
+
+def test_cinder_backup_names_the_held_volume_with_volume_id() -> None:
+    with pytest.raises(ValidationError, match="give it with volume_id"):
+        RestoreCreate(new_volume=NewVolume(name="n"), cinder_backup=True)
