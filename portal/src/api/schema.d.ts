@@ -784,10 +784,11 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The project's Cinder volumes and their protection
-         * @description The caller's project's Cinder volumes, newest first, a page at a time: with the plans
-         *     that cover each, their next run, its newest available restore point (and how old it is)
-         *     and its last backup job.
+         * The project's volumes and their protection
+         * @description The caller's project's volumes, a page at a time: its Cinder volumes, newest first,
+         *     or, on a Cairn without Cinder, the RBD images of the volume pools (CAIRN_VOLUME_POOLS)
+         *     by name, each with the plans that cover it, their next run, its newest available
+         *     restore point (and how old it is) and its last backup job.
          */
         get: operations["get_volumes_v1_volumes_get"];
         put?: never;
@@ -805,7 +806,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One Cinder volume and its protection */
+        /** One volume and its protection */
         get: operations["get_one_volume_v1_volumes__volume_id__get"];
         put?: never;
         post?: never;
@@ -2640,7 +2641,7 @@ export interface components {
             attached_to: string[];
             /**
              * Id
-             * @description The Cinder volume's id
+             * @description The Cinder volume's id; without Cinder, the RBD image as cluster/pool/image
              */
             id: string;
             /** @description Its newest backup job, whatever became of it */
@@ -2665,11 +2666,19 @@ export interface components {
              * @description Available restore points
              */
             restore_points: number;
-            /** Size Gb */
+            /**
+             * Size Bytes
+             * @description Its size in bytes
+             */
+            size_bytes: number;
+            /**
+             * Size Gb
+             * @description Its size in GiB (an RBD image's rounded up)
+             */
             size_gb: number;
             /**
              * Status
-             * @description Cinder's status (available, in-use, ...)
+             * @description Cinder's status (available, in-use, ...); an RBD image's is available
              */
             status: string;
             /** Volume Type */
@@ -6091,7 +6100,7 @@ export interface operations {
                 "x-roles"?: string | null;
             };
             path: {
-                /** @description The Cinder volume's id */
+                /** @description The volume's `id` as GET /v1/volumes lists it: its Cinder id, or without Cinder the RBD image as cluster/pool/image */
                 volume_id: string;
             };
             cookie?: never;
