@@ -23,7 +23,7 @@ GiB = 1 << 30
 def _of(volume: CinderVolume) -> SourceVolume:
     return SourceVolume(id=volume.id, name=volume.name, size_bytes=volume.size_gb * GiB,
                         status=volume.status, attached_to=volume.attached_to,
-                        volume_type=volume.volume_type)
+                        volume_type=volume.volume_type, kind="cinder")
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from services.status import (
     RestorePointStatus,
     VerifyStatus,
 )
-from services.volumes.source import SourceVolume, VolumeSource
+from services.volumes.source import SourceVolume, VolumeKind, VolumeSource
 
 GiB = 1 << 30
 
@@ -58,6 +58,9 @@ class VolumePublic(BaseModel):
     id: str = Field(description="The Cinder volume's id; without Cinder, the RBD image as "
                                 "cluster/pool/image")
     name: str
+    kind: VolumeKind = Field(description="cinder: a Cinder volume (restored into a new "
+                                         "Cinder volume or over itself); rbd_image: an RBD "
+                                         "image, without Cinder (restored into a new image)")
     size_gb: int = Field(description="Its size in GiB (an RBD image's rounded up)")
     size_bytes: int = Field(description="Its size in bytes")
     status: str = Field(description="Cinder's status (available, in-use, ...); an RBD "
@@ -139,7 +142,8 @@ def _with_protection(session: Session, ctx: RequestContext, source: VolumeSource
         count, latest = newest.get(row, (0, None)) if row else (0, None)
         out.append(VolumePublic(
             id=v.id, name=v.name, size_gb=-(-v.size_bytes // GiB), size_bytes=v.size_bytes,
-            status=v.status, attached_to=list(v.attached_to), volume_type=v.volume_type,
+            kind=v.kind, status=v.status, attached_to=list(v.attached_to),
+            volume_type=v.volume_type,
             protected=any(p.status == PlanStatus.ENABLED for p in covering), plans=covering,
             next_run_at=next_runs.get(row) if row else None,
             restore_points=count, newest_restore_point=latest,

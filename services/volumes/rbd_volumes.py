@@ -95,4 +95,4 @@ class RbdVolumes:
         if size is None:
             return None
         return SourceVolume(id=str(ref), name=ref.image, size_bytes=size, status="available",
-                            attached_to=(), volume_type=None)
+                            attached_to=(), volume_type=None, kind="rbd_image")

@@ -6,11 +6,15 @@ operator names (`rbd_volumes.py`). The API picks one per request; nothing else a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from sqlalchemy.orm import Session
 
 from services.context import RequestContext
+
+VolumeKind = Literal["cinder", "rbd_image"]
+"""What a volume is, and so where it can be restored to: a Cinder volume (a new Cinder
+volume, or over itself), or an RBD image (a new image)."""
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,7 @@ class SourceVolume:
     status: str
     attached_to: tuple[str, ...]
     volume_type: str | None
+    kind: VolumeKind
 
 
 @dataclass(frozen=True)

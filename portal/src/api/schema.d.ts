@@ -1564,6 +1564,11 @@ export interface components {
              */
             volume: string | null;
             /**
+             * Volume Name
+             * @description The Cinder volume's name, as Cairn last learnt it (when a backup or a plan named it); null for an RBD image
+             */
+            volume_name?: string | null;
+            /**
              * Warnings
              * @description Steps after the job's commit point that failed and were left (for example a source snapshot someone protected); the job's result stands
              */
@@ -2218,6 +2223,11 @@ export interface components {
             volume: string;
             /** Volume Id */
             volume_id: string;
+            /**
+             * Volume Name
+             * @description The Cinder volume's name, as Cairn last learnt it (when a backup or a plan named it); null for an RBD image
+             */
+            volume_name?: string | null;
         };
         /**
          * RestorePointStatus
@@ -2644,6 +2654,12 @@ export interface components {
              * @description The Cinder volume's id; without Cinder, the RBD image as cluster/pool/image
              */
             id: string;
+            /**
+             * Kind
+             * @description cinder: a Cinder volume (restored into a new Cinder volume or over itself); rbd_image: an RBD image, without Cinder (restored into a new image)
+             * @enum {string}
+             */
+            kind: "cinder" | "rbd_image";
             /** @description Its newest backup job, whatever became of it */
             last_backup: components["schemas"]["LastBackup"] | null;
             /** Name */

@@ -45,7 +45,8 @@ def test_the_images_of_the_volume_pools_are_the_volumes_with_their_protection(
     volume = ref(name)
 
     before = _listed(stack, volume, project)
-    assert (before["name"], before["size_bytes"], before["size_gb"]) == (name, 20 * MiB, 1)
+    assert (before["name"], before["kind"], before["size_bytes"], before["size_gb"]) == (
+        name, "rbd_image", 20 * MiB, 1)
     assert (before["protected"], before["plans"], before["restore_points"]) == (False, [], 0)
     assert before["newest_restore_point"] is None
     assert before["last_backup"] is None

@@ -126,6 +126,6 @@ def test_the_list_shows_each_images_protection(db: Database) -> None:
         True, ["nightly"], 1)
     assert demo.newest_restore_point is not None
     assert demo.newest_restore_point.age_seconds == 3600
-    assert (demo.size_gb, demo.size_bytes) == (1, 64 * MiB)
+    assert (demo.size_gb, demo.size_bytes, demo.kind) == (1, 64 * MiB, "rbd_image")
     assert (web.protected, web.restore_points) == (False, 0)
     assert [v.id for v in unprotected.volumes] == [web.id, db_image.id]
