@@ -13,7 +13,7 @@ import { RestoreWizard } from "../components/RestoreWizard";
 import { ShowMore } from "../components/ShowMore";
 import { confirmed } from "../confirm";
 import { browserPath } from "../files";
-import { bytes, when } from "../format";
+import { bytes, volumeSize, when } from "../format";
 import { ACTIVE } from "../jobs";
 import { perPage, withParam } from "../paging";
 import { Link, useRoute } from "../router";
@@ -62,7 +62,7 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
         </h2>
         {volume && (
           <span className="muted">
-            {volume.size_gb} GiB · {volume.attached_to.length ? "in use" : "detached"} ·{" "}
+            {volumeSize(volume)} · {volume.attached_to.length ? "in use" : "detached"} ·{" "}
             {volume.plans.map((p) => p.name).join(", ") || "unprotected"}
           </span>
         )}
