@@ -4,13 +4,13 @@ import { copyPolicyText, copyTargets, groupRestoreRequest } from "./copies";
 const target = (name: string, kind = "rbd", isDefault = false) => ({ name, kind, default: isDefault, max_jobs: 4 });
 
 describe("copyTargets", () => {
-  it("offers every target but the restore point's own, the default first", () => {
-    const all = [target("s3", "s3"), target("local", "rbd", true), target("dir", "directory"), target("offsite")];
-    expect(copyTargets(all, "offsite").map((t) => t.name)).toEqual(["local", "dir", "s3"]);
-    expect(copyTargets(all, "local").map((t) => t.name)).toEqual(["dir", "offsite", "s3"]);
+  it("offers the targets that receive copies, the default first, never the restore point's own", () => {
+    const all = [target("s3", "s3"), target("local", "rbd", true), target("dir", "directory"), target("offsite"), target("s3-b", "s3", true)];
+    expect(copyTargets(all, "local").map((t) => t.name)).toEqual(["s3-b", "dir", "s3"]);
+    expect(copyTargets(all, "s3").map((t) => t.name)).toEqual(["s3-b", "dir"]);
   });
-  it("offers nothing when the restore point's target is the only one", () => {
-    expect(copyTargets([target("local", "rbd", true)], "local")).toEqual([]);
+  it("offers nothing where every target is an RBD pool", () => {
+    expect(copyTargets([target("local", "rbd", true), target("offsite")], "local")).toEqual([]);
   });
 });
 

@@ -2,11 +2,15 @@
 
 type Target = { name: string; kind: string; default: boolean };
 
-/** The targets a restore point on `from` can be copied to: every other one, the default
- * first, then by name. */
+/** Kinds of target a copy can go to: the chunked ones (object storage, a directory), off
+ * site; an RBD pool only sends copies (services/targets: `receives_copies`). */
+const RECEIVE_COPIES = new Set(["s3", "directory"]);
+
+/** The targets a restore point on `from` can be copied to: every other one that receives
+ * copies, the default first, then by name. */
 export function copyTargets<T extends Target>(targets: readonly T[], from: string): T[] {
   return targets
-    .filter((t) => t.name !== from)
+    .filter((t) => t.name !== from && RECEIVE_COPIES.has(t.kind))
     .sort((a, b) => Number(b.default) - Number(a.default) || a.name.localeCompare(b.name));
 }
 
