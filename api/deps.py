@@ -30,7 +30,10 @@ from services.formats import PROJECT
 from services.openstack.cinder_gateway import CinderGateway
 from services.settings import Settings
 from services.storage.ceph import CephClusters
+from services.volumes.cinder_volumes import CinderVolumes
+from services.volumes.rbd_volumes import RbdVolumes
 from services.volumes.resolve import VolumeResolver
+from services.volumes.source import VolumeSource
 
 
 async def get_db(request: Request) -> Database:
@@ -126,6 +129,17 @@ async def get_cinder(request: Request) -> CinderGateway | None:
     return cinder.for_request() if cinder is not None else None
 
 
+async def get_volume_source(
+        request: Request,
+        cinder: Annotated[CinderGateway | None, Depends(get_cinder)]) -> VolumeSource:
+    """Which volumes there are: Cinder's when Cairn has Cinder, else the RBD images of the
+    volume pools. The one place that asks."""
+    if cinder is not None:
+        return CinderVolumes(cinder)
+    settings: Settings = request.app.state.settings
+    return RbdVolumes(request.app.state.clusters, settings.volume_pools)
+
+
 async def get_volume_resolver(
         request: Request,
         cinder: Annotated[CinderGateway | None, Depends(get_cinder)]) -> VolumeResolver:
@@ -141,6 +155,7 @@ VolumesDep = Annotated[VolumeResolver, Depends(get_volume_resolver)]
 ContextDep = Annotated[RequestContext, Depends(get_context)]
 CinderDep = Annotated[CinderGateway | None, Depends(get_cinder)]
 PolicyDep = Annotated[Policy, Depends(get_policy)]
+VolumeSourceDep = Annotated[VolumeSource, Depends(get_volume_source)]
 
 
 def allowed(action: str, *, project_param: str | None = None) -> Any:

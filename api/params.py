@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from fastapi import Path, Query
 from pydantic import AfterValidator, StringConstraints
+from starlette.convertors import Convertor, register_url_convertor
 
 from api.errors import VOLUME_FILTER
 from services.formats import PROJECT, UUID, VOLUME_REF
@@ -17,7 +18,32 @@ WebhookId = Annotated[str, Path(pattern=UUID, description="The webhook's id (a U
 JobId = Annotated[str, Path(pattern=UUID, description="The job's id (a UUID)")]
 RestorePointId = Annotated[str, Path(pattern=UUID,
                                      description="The restore point's id (a UUID)")]
-CinderVolumeId = Annotated[str, Path(pattern=UUID, description="The Cinder volume's id")]
+VOLUME_ID = (r"^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+             r"|[A-Za-z0-9][A-Za-z0-9_.\-]{0,254}(/[A-Za-z0-9][A-Za-z0-9_.\-]{0,254}){2})$")
+"""What GET /v1/volumes lists a volume as: a Cinder volume's id, or an RBD image's
+cluster/pool/image (its `/` encoded as %2F or not)."""
+
+
+class VolumeIdConvertor(Convertor[str]):
+    """The route's `{volume_id:volume}`: a Cinder id or `cluster/pool/image`, slashes
+    included, and nothing longer, so `/v1/volumes/<id>/file-versions` stays another route's."""
+
+    regex = VOLUME_ID[1:-1]
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("volume", VolumeIdConvertor())
+
+ListedVolumeId = Annotated[str, Path(pattern=VOLUME_ID, description=(
+    "The volume's `id` as GET /v1/volumes lists it: its Cinder id, or without Cinder the "
+    "RBD image as cluster/pool/image"))]
+VolumeMarker = Annotated[str | None, Query(pattern=VOLUME_ID,
+                                           description="`next_marker` of the previous page")]
 ProjectId = Annotated[str, Path(pattern=PROJECT, description="The project's id")]
 Marker = Annotated[str | None, Query(pattern=UUID,
                                      description="`next_marker` of the previous page")]

@@ -301,6 +301,11 @@ class Settings(BaseSettings):
     """The Cinder backend whose volumes Cairn protects, as JSON; enables Cinder volume ids
     (needs auth_strategy keystone)."""
 
+    volume_pools: dict[str, list[str]] = Field(default_factory=dict)
+    """Without Cinder: the pools, by cluster, whose RBD images are the volumes Cairn lists
+    (GET /v1/volumes), as JSON: {"ceph-a": ["volumes"]}. Ignored when CAIRN_CINDER is set:
+    Cinder then says which volumes there are."""
+
     ceph_connect_timeout_seconds: int = Field(default=10, ge=1)
     """How long to wait for a Ceph cluster's monitors before reporting it unreachable."""
 
@@ -697,6 +702,10 @@ class Settings(BaseSettings):
         if self.auth_strategy == "keystone" and self.keystone is None:
             raise ValueError("auth_strategy keystone needs CAIRN_KEYSTONE (Cairn's service "
                              "credentials: auth_url, username, password, project_name)")
+        for cluster in self.volume_pools:
+            if cluster not in self.clusters:
+                raise ValueError(f"CAIRN_VOLUME_POOLS names cluster {cluster!r}, which is "
+                                 f"not in CAIRN_CLUSTERS ({sorted(self.clusters)})")
         if self.cinder is not None:
             if self.cinder.cluster not in self.clusters:
                 raise ValueError(f"CAIRN_CINDER names cluster {self.cinder.cluster!r}, which "

@@ -45,7 +45,7 @@ async def list_jobs(
                 kind=kind, status=status, since=since, until=until)
             rows, next_marker = repository.list_page(session, ctx, where, limit=limit,
                                                      marker=marker)
-        return JobList(jobs=[JobPublic.of(j, j.volume_ref) for j in rows],
+        return JobList(jobs=[JobPublic.of(j, j.volume_ref, j.volume_name) for j in rows],
                        next_marker=next_marker)
 
     return await json_from_thread(page)

@@ -54,7 +54,7 @@ async def list_restore_points(
             rows, next_marker = repository.list_page(session, ctx, volume_id=volume_id,
                                                      limit=limit, marker=marker, plan_id=plan_id)
         return RestorePointList(
-            restore_points=[RestorePointPublic.of(r, r.volume_ref) for r in rows],
+            restore_points=[RestorePointPublic.of(r, r.volume_ref, r.volume_name) for r in rows],
             next_marker=next_marker)
 
     return await json_from_thread(page)

@@ -124,9 +124,12 @@ ENV
     else
         # noauth (a development stack on loopback): the caller says its project, and the
         # admin role in project `admin` is the cloud's administrator, as with Keystone.
+        # Without Cinder, the volumes are the RBD images of ceph-a's pool `volumes` (the
+        # demo volume's): the portal's Volumes page lists them.
         cat >>"$env_file" <<'ENV'
 CAIRN_AUTH_STRATEGY=noauth
 CAIRN_ADMIN_PROJECTS='["admin"]'
+CAIRN_VOLUME_POOLS='{"ceph-a": ["volumes"]}'
 ENV
     fi
     if [ "$rgw" = 1 ]; then

@@ -9,6 +9,7 @@ import { Usage } from "./pages/Usage";
 import { VolumeDetail } from "./pages/VolumeDetail";
 import { SignIn } from "./pages/SignIn";
 import { Volumes } from "./pages/Volumes";
+import { Webhooks } from "./pages/Webhooks";
 import { Link, useRoute } from "./router";
 
 export function App() {
@@ -34,6 +35,7 @@ function Shell() {
         <Link to="/volumes">Volumes</Link>
         <Link to="/plans">Plans</Link>
         <Link to="/jobs">Jobs</Link>
+        <Link to="/webhooks">Webhooks</Link>
         <Link to="/usage">Usage</Link>
         <span className="spacer" />
         {session.projects.length > 1 ? (
@@ -85,6 +87,8 @@ function Page({ route }: { route: string }) {
       return <Plans />;
     case "/jobs":
       return <Jobs />;
+    case "/webhooks":
+      return <Webhooks />;
     case "/usage":
       return <Usage />;
     default:

@@ -10,7 +10,7 @@ from services.base import AnyRow
 from services.context import RequestContext
 from services.errors import InvalidMarker, JobNotFound
 from services.records.jobs import Job
-from services.records.volumes import VOLUME_REF, Volume
+from services.records.volumes import VOLUME_NAME, VOLUME_REF, Volume
 from services.status import ACTIVE_JOB_STATUSES, JobKind, JobStatus
 
 
@@ -58,16 +58,16 @@ class JobFilter:
     until: datetime | None = None
 
 
-_PAGE = select(*Job.__table__.c, VOLUME_REF).join(Volume, Volume.id == Job.volume_id,
-                                                  isouter=True)
+_PAGE = select(*Job.__table__.c, VOLUME_REF, VOLUME_NAME).join(
+    Volume, Volume.id == Job.volume_id, isouter=True)
 """A list page's columns, built once: building a 40-column select costs ~0.5 ms."""
 
 
 def list_page(session: Session, ctx: RequestContext, where: JobFilter, *, limit: int,
               marker: str | None) -> tuple[list[AnyRow], str | None]:
     """Newest first (by creation); returns the page (rows with the job's columns and its
-    volume's `volume_ref`, None for a prune) and the marker of the next one. Plain rows:
-    ORM objects cost most of a list request's CPU."""
+    volume's `volume_ref` and `volume_name`, None for a prune) and the marker of the next
+    one. Plain rows: ORM objects cost most of a list request's CPU."""
     stmt = _PAGE
     if not ctx.is_admin:  # administrators see every project's jobs
         stmt = stmt.where(Job.project_id == ctx.project_id)

@@ -96,6 +96,9 @@ class JobPublic(BaseModel):
     schedule: JobSchedule | None = Field(description="Set when a plan made the job")
     summary: str | None = Field(description="What a finished prune did")
     volume: str | None = Field(description="cluster/pool/image of the volume")
+    volume_name: str | None = Field(
+        default=None, description="The Cinder volume's name, as Cairn last learnt it (when "
+                                  "a backup or a plan named it); null for an RBD image")
     restore_point_id: str | None
     restore_target: str | None = Field(description="Image a restore writes to")
     restore_volume_id: str | None = Field(
@@ -123,8 +126,10 @@ class JobPublic(BaseModel):
                     "example a source snapshot someone protected); the job's result stands")
 
     @classmethod
-    def of(cls, job: Job | AnyRow, volume_ref: str | None = None) -> JobPublic:
-        """From the ORM object, or from a list page's row (`volume_ref` then given)."""
+    def of(cls, job: Job | AnyRow, volume_ref: str | None = None,
+           volume_name: str | None = None) -> JobPublic:
+        """From the ORM object, or from a list page's row (`volume_ref` and `volume_name`
+        then given)."""
         duration = None
         if job.started_at is not None:
             duration = ((job.finished_at or utcnow()) - job.started_at).total_seconds()
@@ -151,6 +156,8 @@ class JobPublic(BaseModel):
             target=job.target, schedule=schedule, summary=job.summary,
             volume=(job.volume.ref if job.volume else None) if isinstance(job, Job)
             else volume_ref,
+            volume_name=(job.volume.name if job.volume else None) if isinstance(job, Job)
+            else volume_name,
             restore_point_id=job.restore_point_id, restore_target=job.restore_target,
             restore_volume_id=job.restore_cinder_volume_id,
             restore_method=job.restore_method if job.kind == JobKind.RESTORE else None,

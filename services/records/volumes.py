@@ -23,6 +23,9 @@ class Volume(Base):
     image: Mapped[str] = mapped_column(String(255))
     cinder_volume_id: Mapped[str | None] = mapped_column(String(36), index=True)
     """The Cinder volume whose RBD image this is, when it is one."""
+    name: Mapped[str | None] = mapped_column(String(255))
+    """The Cinder volume's name as Cairn last learnt it (each time a backup or a plan names
+    the volume); None for an RBD image, or a Cinder volume without a name."""
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     @property
@@ -37,6 +40,8 @@ class Volume(Base):
 
 VOLUME_REF = (Volume.cluster + "/" + Volume.pool + "/" + Volume.image).label("volume_ref")
 """`cluster/pool/image` in SQL, for list pages read as rows (Volume.ref on an object)."""
+VOLUME_NAME = Volume.name.label("volume_name")
+"""Its Cinder name, for the same rows."""
 
 
 class VolumeLock(Base):

@@ -8,7 +8,7 @@ from services.context import RequestContext
 from services.errors import InvalidMarker, RestorePointNotFound
 from services.records.jobs import Job
 from services.records.restore_points import RestorePoint
-from services.records.volumes import VOLUME_REF, Volume
+from services.records.volumes import VOLUME_NAME, VOLUME_REF, Volume
 from services.status import ACTIVE_JOB_STATUSES, JobKind, RestorePointStatus
 
 
@@ -19,7 +19,7 @@ def get(session: Session, ctx: RequestContext, rp_id: str) -> RestorePoint:
     return rp
 
 
-_PAGE = (select(*RestorePoint.__table__.c, VOLUME_REF)
+_PAGE = (select(*RestorePoint.__table__.c, VOLUME_REF, VOLUME_NAME)
          .join(Volume, Volume.id == RestorePoint.volume_id))
 """A list page's columns, built once: building a 25-column select costs ~0.4 ms."""
 
@@ -28,8 +28,8 @@ def list_page(session: Session, ctx: RequestContext, *, volume_id: str | None, l
               marker: str | None,
               plan_id: str | None = None) -> tuple[list[AnyRow], str | None]:
     """Newest first; returns the page (rows with the restore point's columns and its
-    volume's `volume_ref`) and the marker of the next one. Plain rows, not ORM objects:
-    materializing a hundred of those was most of a list request's CPU."""
+    volume's `volume_ref` and `volume_name`) and the marker of the next one. Plain rows,
+    not ORM objects: materializing a hundred of those was most of a list request's CPU."""
     stmt = _PAGE.where(RestorePoint.status != RestorePointStatus.DELETED)
     if not ctx.is_admin:  # administrators see every project's restore points
         stmt = stmt.where(RestorePoint.project_id == ctx.project_id)

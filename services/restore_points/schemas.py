@@ -147,6 +147,9 @@ class RestorePointPublic(BaseModel):
     id: str
     project_id: str
     volume: str = Field(description="cluster/pool/image of the protected volume")
+    volume_name: str | None = Field(
+        default=None, description="The Cinder volume's name, as Cairn last learnt it (when "
+                                  "a backup or a plan named it); null for an RBD image")
     volume_id: str
     target: str = Field(description="Backup target holding the copy")
     kind: RestorePointKind
@@ -181,9 +184,10 @@ class RestorePointPublic(BaseModel):
     completed_at: datetime | None
 
     @classmethod
-    def of(cls, rp: RestorePoint | AnyRow, volume_ref: str | None = None
-           ) -> RestorePointPublic:
-        """From the ORM object, or from a list page's row (`volume_ref` then given)."""
+    def of(cls, rp: RestorePoint | AnyRow, volume_ref: str | None = None,
+           volume_name: str | None = None) -> RestorePointPublic:
+        """From the ORM object, or from a list page's row (`volume_ref` and `volume_name`
+        then given)."""
         checksum = None
         if rp.checksum_algorithm is not None:
             checksum = Checksum(algorithm=rp.checksum_algorithm,
@@ -198,6 +202,7 @@ class RestorePointPublic(BaseModel):
         return cls(
             id=rp.id, project_id=rp.project_id,
             volume=rp.volume.ref if isinstance(rp, RestorePoint) else volume_ref or "",
+            volume_name=rp.volume.name if isinstance(rp, RestorePoint) else volume_name,
             volume_id=rp.volume_id,
             target=rp.target, kind=rp.kind, status=rp.status, status_reason=rp.status_reason,
             base_restore_point_id=rp.base_restore_point_id, full_reason=rp.full_reason,

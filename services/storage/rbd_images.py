@@ -287,6 +287,17 @@ def image_names(ioctx: rados.Ioctx) -> list[str]:
     return names
 
 
+def image_size(ioctx: rados.Ioctx, name: str) -> int | None:
+    """The image's size in bytes; None when there is no such image (removed since it was
+    listed)."""
+    try:
+        with rbd.Image(ioctx, name, read_only=True) as image:
+            size: int = image.size()
+            return size
+    except rbd.ImageNotFound:
+        return None
+
+
 def snapshot_times(ioctx: rados.Ioctx, name: str) -> tuple[datetime, dict[str, datetime]] | None:
     """When the image was created and when each of its snapshots was taken (UTC); None when
     there is no such image."""

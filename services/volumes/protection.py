@@ -1,7 +1,7 @@
-"""The project's Cinder volumes with how well each is protected: the plans that cover it and
-its newest restore point, so a tenant sees at a glance what is not backed up. Only the
-project's own: Cinder shows a project's admin other projects' volumes too
-(`ownership.foreign`)."""
+"""The project's volumes with how well each is protected: the plans that cover it and its
+newest restore point, so a tenant sees at a glance what is not backed up. Which volumes
+there are is the source's to say (`source.py`: Cinder's, or the RBD images of the volume
+pools)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,6 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session
 
 from services.context import RequestContext
-from services.errors import InvalidInput, VolumeNotFound
-from services.openstack.cinder import CinderVolume
-from services.openstack.cinder_gateway import CinderGateway
 from services.records.jobs import Job
 from services.records.plans import Plan, PlanVolume
 from services.records.restore_points import RestorePoint
@@ -27,7 +24,9 @@ from services.status import (
     RestorePointStatus,
     VerifyStatus,
 )
-from services.volumes.ownership import caller_volume, foreign
+from services.volumes.source import SourceVolume, VolumeKind, VolumeSource
+
+GiB = 1 << 30
 
 
 class PlanRef(BaseModel):
@@ -56,10 +55,16 @@ class LastBackup(BaseModel):
 
 
 class VolumePublic(BaseModel):
-    id: str = Field(description="The Cinder volume's id")
+    id: str = Field(description="The Cinder volume's id; without Cinder, the RBD image as "
+                                "cluster/pool/image")
     name: str
-    size_gb: int
-    status: str = Field(description="Cinder's status (available, in-use, ...)")
+    kind: VolumeKind = Field(description="cinder: a Cinder volume (restored into a new "
+                                         "Cinder volume or over itself); rbd_image: an RBD "
+                                         "image, without Cinder (restored into a new image)")
+    size_gb: int = Field(description="Its size in GiB (an RBD image's rounded up)")
+    size_bytes: int = Field(description="Its size in bytes")
+    status: str = Field(description="Cinder's status (available, in-use, ...); an RBD "
+                                    "image's is available")
     attached_to: list[str] = Field(description="Servers the volume is attached to")
     volume_type: str | None
     protected: bool = Field(description="An enabled plan covers the volume")
@@ -79,66 +84,49 @@ class VolumeList(BaseModel):
 
 
 UNPROTECTED_SCAN_PAGE = 100
-"""Cinder volumes read per call while looking for unprotected ones (`limit` if larger)."""
+"""Volumes read per call while looking for unprotected ones (`limit` if larger)."""
 UNPROTECTED_SCAN_PAGES = 20
-"""Cinder pages one request reads at most looking for them; then the page ends early, with
+"""Pages of the source one request reads at most looking for them; then the page ends early, with
 the marker to go on from."""
 
 
-def list_volumes(session: Session, ctx: RequestContext, cinder: CinderGateway, now: datetime,
+def list_volumes(session: Session, ctx: RequestContext, source: VolumeSource, now: datetime,
                  *, limit: int, marker: str | None, unprotected: bool = False,
                  name: str | None = None) -> VolumeList:
-    """A page of the project's volumes, newest first, read a page at a time from Cinder;
-    with `name`, those of exactly that Cinder name (how a client finds the volume a user
-    names, as `openstack volume show NAME` does: none, one, or several to choose from).
-    `unprotected` reads on until the page is full of volumes no enabled plan covers, or
-    it has read UNPROTECTED_SCAN_PAGES pages of Cinder's: a project whose volumes are nearly
-    all protected gets short pages (each with its `next_marker`), never a request that asks
-    Cinder once per volume."""
-    api = cinder.for_user(ctx)
+    """A page of the project's volumes in the source's order (Cinder's: newest first), read a
+    page at a time from the source. `unprotected` reads on until the page is full of volumes
+    no enabled plan covers, or it has read UNPROTECTED_SCAN_PAGES pages: a project whose
+    volumes are nearly all protected gets short pages (each with its `next_marker`), never a
+    request that asks the source once per volume. With `name`, only the volumes of exactly
+    that name (how a client finds the volume a user names, as `openstack volume show NAME`
+    does: none, one, or several to choose from)."""
     if marker is not None:
-        marker = _own_marker(cinder, ctx, marker)
+        marker = source.check_marker(ctx, marker)
     page_size = max(limit, UNPROTECTED_SCAN_PAGE) if unprotected else limit
     out: list[VolumePublic] = []
     for _ in range(UNPROTECTED_SCAN_PAGES):
-        page, next_marker = api.list_page(limit=page_size, marker=marker, name=name)
-        found = [v for v in page if not foreign(v.project_id, ctx)]
-        for volume in _with_protection(session, ctx, found, now):
+        page = source.page(ctx, limit=page_size, marker=marker, name=name)
+        for volume in _with_protection(session, ctx, source, page.volumes, now):
             if unprotected and volume.protected:
                 continue
             out.append(volume)
             if len(out) == limit:
-                last = page[-1].id
-                return VolumeList(volumes=out,
-                                  next_marker=next_marker if volume.id == last else volume.id)
-        if next_marker is None or not unprotected:
-            return VolumeList(volumes=out, next_marker=next_marker)
-        marker = next_marker
+                return VolumeList(volumes=out, next_marker=page.next_marker
+                                  if volume.id == page.last_read else volume.id)
+        if page.next_marker is None or not unprotected:
+            return VolumeList(volumes=out, next_marker=page.next_marker)
+        marker = page.next_marker
     return VolumeList(volumes=out, next_marker=marker)
 
 
-def _own_marker(cinder: CinderGateway, ctx: RequestContext, marker: str) -> str:
-    """A marker names a volume of the caller's project, or none. Cinder looks the marker up
-    for the token's roles: for a project's admin, another project's volume would start a
-    page (200) where a missing id is refused (422), telling them which ids exist."""
-    try:
-        return caller_volume(cinder, ctx, marker).id
-    except VolumeNotFound:
-        raise InvalidInput(f"marker {marker.lower()}: no volume of your project has this id; "
-                           "pass the next_marker of the previous page", field="marker") from None
-
-
-def get_volume(session: Session, ctx: RequestContext, cinder: CinderGateway, now: datetime,
+def get_volume(session: Session, ctx: RequestContext, source: VolumeSource, now: datetime,
                volume_id: str) -> VolumePublic:
-    return _with_protection(session, ctx, [caller_volume(cinder, ctx, volume_id)], now)[0]
+    return _with_protection(session, ctx, source, [source.one(ctx, volume_id)], now)[0]
 
 
-def _with_protection(session: Session, ctx: RequestContext, found: list[CinderVolume],
-                     now: datetime) -> list[VolumePublic]:
-    rows = session.execute(select(Volume.id, Volume.cinder_volume_id).where(
-        Volume.project_id == ctx.project_id,
-        Volume.cinder_volume_id.in_([v.id for v in found]))).all()
-    row_of = {cinder_id: volume_id for volume_id, cinder_id in rows}
+def _with_protection(session: Session, ctx: RequestContext, source: VolumeSource,
+                     found: list[SourceVolume], now: datetime) -> list[VolumePublic]:
+    row_of = source.registered(session, ctx, [v.id for v in found])
     plans: dict[str, list[PlanRef]] = {}
     next_runs: dict[str, datetime] = {}
     for volume_id, plan_id, name, status, next_slot in session.execute(
@@ -156,8 +144,9 @@ def _with_protection(session: Session, ctx: RequestContext, found: list[CinderVo
         covering = plans.get(row, []) if row else []
         count, latest = newest.get(row, (0, None)) if row else (0, None)
         out.append(VolumePublic(
-            id=v.id, name=v.name, size_gb=v.size_gb, status=v.status,
-            attached_to=list(v.attached_to), volume_type=v.volume_type,
+            id=v.id, name=v.name, size_gb=-(-v.size_bytes // GiB), size_bytes=v.size_bytes,
+            kind=v.kind, status=v.status, attached_to=list(v.attached_to),
+            volume_type=v.volume_type,
             protected=any(p.status == PlanStatus.ENABLED for p in covering), plans=covering,
             next_run_at=next_runs.get(row) if row else None,
             restore_points=count, newest_restore_point=latest,

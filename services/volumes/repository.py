@@ -13,7 +13,9 @@ CINDER_ID = re.compile(r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
 
 
 def get_or_create(session: Session, project_id: str, ref: ImageRef,
-                  cinder_volume_id: str | None = None) -> Volume:
+                  cinder_volume_id: str | None = None, name: str | None = None) -> Volume:
+    """The volume's row, made on first use. `name`: the Cinder volume's name now (a
+    rename in Cinder shows in jobs and restore points from the next time it is named)."""
     stmt = select(Volume).where(
         Volume.project_id == project_id,
         Volume.cluster == ref.cluster,
@@ -24,9 +26,11 @@ def get_or_create(session: Session, project_id: str, ref: ImageRef,
     if volume is not None:
         if cinder_volume_id is not None and volume.cinder_volume_id is None:
             volume.cinder_volume_id = cinder_volume_id
+        if name is not None and volume.name != name:
+            volume.name = name
         return volume
     volume = Volume(project_id=project_id, cluster=ref.cluster, pool=ref.pool, image=ref.image,
-                    cinder_volume_id=cinder_volume_id)
+                    cinder_volume_id=cinder_volume_id, name=name)
     try:
         with session.begin_nested():
             session.add(volume)

@@ -51,7 +51,7 @@ def resolve(session: Session, ctx: RequestContext, clusters: CephClusters,
         found = caller_volume(cinder, ctx, text)
         assert found.project_id is not None, "caller_volume names the owner"
         return volumes.get_or_create(session, found.project_id, cinder.image_ref(found.id),
-                                     cinder_volume_id=found.id)
+                                     cinder_volume_id=found.id, name=found.name or None)
     ref = parse_image_ref(text, field=field)
     if ctx.token is not None and not ctx.is_admin:
         raise Forbidden(f"{field} {text!r}: name a Cinder volume by its id; only "

@@ -56,6 +56,8 @@ def service_env(database_url: str, redis_db: int, **overrides: str) -> dict[str,
             # Same pool, its own concurrency limit: the limits tests run against it.
             "limited": {"cluster": "ceph-a", "pool": "backups", "max_jobs": 3}}),
         "CAIRN_DEFAULT_BACKUP_TARGET": "local",
+        # As `make up`'s: without Cinder, GET /v1/volumes lists the images of this pool.
+        "CAIRN_VOLUME_POOLS": json.dumps({"ceph-a": ["volumes"]}),
         "CAIRN_PROGRESS_INTERVAL_SECONDS": "0.3",
         "CAIRN_JOB_HEARTBEAT_TIMEOUT_SECONDS": "4",
         "CAIRN_RECONCILE_INTERVAL_SECONDS": "0.5",

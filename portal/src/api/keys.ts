@@ -35,6 +35,11 @@ export const keys = {
   partitions: (pointId: string) => ["files", pointId, "partitions"],
   fileListing: (pointId: string, partition: number | null, path: string, size: number) => ["files", pointId, "list", partition, path, size],
   fileSearch: (pointId: string, partition: number | null, path: string, pattern: string) => ["files", pointId, "search", partition, path, pattern],
+  /** A plan's restore point group: what it holds never changes but its members' status. */
+  restorePointGroup: (groupId: string) => ["restore-points", "group", groupId],
+  targets: ["targets"],
+  webhooks: ["webhooks"],
+  deliveries: (webhookId: string) => ["webhooks", "deliveries", webhookId],
   plans: ["plans"],
   planPreview: (draft: string) => ["plan-preview", draft],
 } as const satisfies Record<string, QueryKey | ((...args: never[]) => QueryKey)>;

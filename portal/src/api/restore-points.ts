@@ -92,3 +92,32 @@ export function useRestore(pointId: string) {
     onSuccess: () => invalidate(keys.jobs),
   });
 }
+
+/** Copies a restore point to another target (off-site); the copy is a restore point of its
+ * own once the job is over. */
+export function useCopy(pointId: string) {
+  const invalidate = useInvalidate();
+  return useMutation({
+    mutationFn: (body: Schemas["CopyCreate"]) =>
+      answer(api.POST("/v1/restore-points/{restore_point_id}/copy", { params: { path: { restore_point_id: pointId } }, body })),
+    onSuccess: () => invalidate(keys.jobs, keys.restorePoints),
+  });
+}
+
+/** A plan's restore point group (its volumes at one instant), read while it is shown. */
+export function useRestorePointGroup(groupId: string) {
+  return useQuery({
+    queryKey: keys.restorePointGroup(groupId),
+    queryFn: () => answer(api.GET("/v1/restore-point-groups/{group_id}", { params: { path: { group_id: groupId } } })),
+  });
+}
+
+/** Restores every volume of a group at once (new volumes or images, or each in place). */
+export function useGroupRestore(groupId: string) {
+  const invalidate = useInvalidate();
+  return useMutation({
+    mutationFn: (body: Schemas["GroupRestoreCreate"]) =>
+      answer(api.POST("/v1/restore-point-groups/{group_id}/restore", { params: { path: { group_id: groupId } }, body })),
+    onSuccess: () => invalidate(keys.jobs),
+  });
+}

@@ -784,10 +784,11 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The project's Cinder volumes and their protection
-         * @description The caller's project's Cinder volumes, newest first, a page at a time: with the plans
-         *     that cover each, their next run, its newest available restore point (and how old it is)
-         *     and its last backup job.
+         * The project's volumes and their protection
+         * @description The caller's project's volumes, a page at a time: its Cinder volumes, newest first,
+         *     or, on a Cairn without Cinder, the RBD images of the volume pools (CAIRN_VOLUME_POOLS)
+         *     by name, each with the plans that cover it, their next run, its newest available
+         *     restore point (and how old it is) and its last backup job.
          */
         get: operations["get_volumes_v1_volumes_get"];
         put?: never;
@@ -805,7 +806,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One Cinder volume and its protection */
+        /** One volume and its protection */
         get: operations["get_one_volume_v1_volumes__volume_id__get"];
         put?: never;
         post?: never;
@@ -1563,6 +1564,11 @@ export interface components {
              */
             volume: string | null;
             /**
+             * Volume Name
+             * @description The Cinder volume's name, as Cairn last learnt it (when a backup or a plan named it); null for an RBD image
+             */
+            volume_name?: string | null;
+            /**
              * Warnings
              * @description Steps after the job's commit point that failed and were left (for example a source snapshot someone protected); the job's result stands
              */
@@ -2223,6 +2229,11 @@ export interface components {
             volume: string;
             /** Volume Id */
             volume_id: string;
+            /**
+             * Volume Name
+             * @description The Cinder volume's name, as Cairn last learnt it (when a backup or a plan named it); null for an RBD image
+             */
+            volume_name?: string | null;
         };
         /**
          * RestorePointStatus
@@ -2646,9 +2657,15 @@ export interface components {
             attached_to: string[];
             /**
              * Id
-             * @description The Cinder volume's id
+             * @description The Cinder volume's id; without Cinder, the RBD image as cluster/pool/image
              */
             id: string;
+            /**
+             * Kind
+             * @description cinder: a Cinder volume (restored into a new Cinder volume or over itself); rbd_image: an RBD image, without Cinder (restored into a new image)
+             * @enum {string}
+             */
+            kind: "cinder" | "rbd_image";
             /** @description Its newest backup job, whatever became of it */
             last_backup: components["schemas"]["LastBackup"] | null;
             /** Name */
@@ -2671,11 +2688,19 @@ export interface components {
              * @description Available restore points
              */
             restore_points: number;
-            /** Size Gb */
+            /**
+             * Size Bytes
+             * @description Its size in bytes
+             */
+            size_bytes: number;
+            /**
+             * Size Gb
+             * @description Its size in GiB (an RBD image's rounded up)
+             */
             size_gb: number;
             /**
              * Status
-             * @description Cinder's status (available, in-use, ...)
+             * @description Cinder's status (available, in-use, ...); an RBD image's is available
              */
             status: string;
             /** Volume Type */
@@ -6099,7 +6124,7 @@ export interface operations {
                 "x-roles"?: string | null;
             };
             path: {
-                /** @description The Cinder volume's id */
+                /** @description The volume's `id` as GET /v1/volumes lists it: its Cinder id, or without Cinder the RBD image as cluster/pool/image */
                 volume_id: string;
             };
             cookie?: never;

@@ -1,5 +1,5 @@
 import type { Job } from "../api/client";
-import { bytes, duration, when } from "../format";
+import { bytes, duration, volumeDetail, volumeLabel, when } from "../format";
 import { Link } from "../router";
 import { Progress } from "./Progress";
 
@@ -23,7 +23,10 @@ export function JobTable({ jobs }: { jobs: Job[] }) {
             <td>
               <Link to={`/jobs/${job.id}`}>{job.kind}</Link>
             </td>
-            <td className="small">{job.volume ?? "–"}</td>
+            <td className="small">
+              {volumeLabel(job)}
+              {volumeDetail(job) && <div className="muted">{volumeDetail(job)}</div>}
+            </td>
             <td>
               <span className={`tag tag-${job.status}`}>{job.status}</span>
               {job.error && <div className="error small">{job.error.message}</div>}

@@ -1,4 +1,6 @@
 import { useDeferredValue, useState, type FormEvent } from "react";
+import { useTargets } from "../api/targets";
+import { copyPolicyText, copyTargets, type CopyEvery } from "../copies";
 import type { Schemas } from "../api/client";
 import { usePlanPreview, useSavePlan, type Plan } from "../api/plans";
 import { useVolumePages } from "../api/volumes";
@@ -50,6 +52,9 @@ export function PlanEditor({ plan, volumeIds = [], onDone }: { plan?: Plan; volu
   const named = [...new Set([...chosen, ...others.split(",").map((v) => v.trim()).filter(Boolean)])];
   // A Cinder group instead of volumes: the plan protects the group's volumes and follows it.
   const [group, setGroup] = useState(plan?.cinder_group ?? "");
+  const [copyTarget, setCopyTarget] = useState(plan?.offsite?.target ?? "");
+  const [copyEvery, setCopyEvery] = useState<CopyEvery>(plan?.offsite?.every ?? "week");
+  const targets = useTargets();
   const followed = group.trim().toLowerCase();
 
   const window = windowStart && windowEnd ? { start: windowStart, end: windowEnd } : null;
@@ -74,7 +79,9 @@ export function PlanEditor({ plan, volumeIds = [], onDone }: { plan?: Plan; volu
         ? {}
         : { cinder_group: followed }
       : { volumes: named, ...(plan?.cinder_group ? { cinder_group: null } : {}) };
-    save.mutate({ name, ...what, rules: draftRules, timezone, window, retention, ...qos }, { onSuccess: onDone });
+    // The copies' own retention is kept as it was (the API's; the editor does not set it).
+    const offsite = copyTarget ? { target: copyTarget, every: copyEvery, retention: plan?.offsite?.retention ?? null } : null;
+    save.mutate({ name, ...what, rules: draftRules, timezone, window, retention, ...qos, offsite }, { onSuccess: onDone });
   };
   const setRule = (index: number, change: Partial<RuleRow>) =>
     setRules(rules.map((r, i) => (i === index ? { ...r, ...change } : r)));
@@ -145,6 +152,31 @@ export function PlanEditor({ plan, volumeIds = [], onDone }: { plan?: Plan; volu
               />
             </label>
           ))}
+        </fieldset>
+        <fieldset>
+          <legend>Off-site copy (optional)</legend>
+          <label>
+            Copy to
+            <select value={copyTarget} onChange={(e) => setCopyTarget(e.target.value)}>
+              <option value="">no off-site copy</option>
+              {copyTargets(targets.data?.targets ?? [], plan?.target ?? "").map((t) => (
+                <option key={t.name} value={t.name}>
+                  {t.name} ({t.kind})
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Which
+            <select value={copyEvery} disabled={!copyTarget} onChange={(e) => setCopyEvery(e.target.value as CopyEvery)}>
+              <option value="backup">every restore point</option>
+              <option value="day">the first of each day</option>
+              <option value="week">the first of each week</option>
+              <option value="month">the first of each month</option>
+            </select>
+          </label>
+          <p className="muted small">{copyPolicyText(copyTarget ? { target: copyTarget, every: copyEvery } : null)}</p>
+          <ErrorNote error={targets.error} />
         </fieldset>
         <label>
           Cinder group <span className="muted">(instead of volumes: its volumes, followed as they join and leave it)</span>

@@ -11,21 +11,26 @@ type Where = "new_volume" | "image" | "in_place";
 const GiB = 1024 ** 3;
 
 /** Pick where to, review, then follow the job: a new Cinder volume (at least the restore
- * point's size), a new RBD image (administrators), or in place over the volume, which must
- * be detached and whose name the user types to confirm. */
+ * point's size), a new RBD image (administrators, or anyone for a volume that is an RBD
+ * image), or in place over a Cinder volume, which must be detached and whose name the user
+ * types to confirm. A restore into something new may be instant: usable within seconds (a
+ * clone of the backup), copied in the background. */
 export function RestoreWizard({ point, volume, onClose }: { point: RestorePoint; volume: Volume; onClose: () => void }) {
   const { data: session } = useSession();
   const minGb = Math.max(1, Math.ceil((point.size_bytes ?? GiB) / GiB));
   const [step, setStep] = useState<"where" | "review" | "follow">("where");
-  const [where, setWhere] = useState<Where>("new_volume");
+  const cinder = volume.kind === "cinder";
+  const [where, setWhere] = useState<Where>(cinder ? "new_volume" : "image");
+  const [instant, setInstant] = useState(false);
   const [name, setName] = useState(`${volume.name || "volume"}-restored`);
   const [sizeGb, setSizeGb] = useState(minGb);
-  const [image, setImage] = useState("");
+  const [image, setImage] = useState(cinder ? "" : `${volume.name}-restored`);
   const [typedName, setTypedName] = useState("");
   const attached = volume.attached_to.length > 0;
+  const mode = instant && where !== "in_place" ? "instant" : "copy";
   const request = (): Schemas["RestoreCreate"] => {
-    if (where === "new_volume") return { new_volume: { name, size_gb: sizeGb } };
-    if (where === "image") return { target: image };
+    if (where === "new_volume") return { new_volume: { name, size_gb: sizeGb }, mode };
+    if (where === "image") return { target: image, mode };
     return { volume_id: volume.id };
   };
   const start = useRestore(point.id);
@@ -45,19 +50,30 @@ export function RestoreWizard({ point, volume, onClose }: { point: RestorePoint;
       {step === "where" && (
         <>
           <fieldset className="choices">
-            <label className="inline">
-              <input type="radio" name="where" checked={where === "new_volume"} onChange={() => setWhere("new_volume")} /> A new Cinder volume
-            </label>
-            {session?.cloud_admin && (
+            <legend>Where to</legend>
+            {cinder && (
+              <label className="inline">
+                <input type="radio" name="where" checked={where === "new_volume"} onChange={() => setWhere("new_volume")} /> A new Cinder volume
+              </label>
+            )}
+            {(session?.cloud_admin || !cinder) && (
               <label className="inline">
                 <input type="radio" name="where" checked={where === "image"} onChange={() => setWhere("image")} /> A new RBD image
               </label>
             )}
-            <label className="inline">
-              <input type="radio" name="where" checked={where === "in_place"} disabled={attached} onChange={() => setWhere("in_place")} /> Over this volume
-              {attached && <span className="muted small"> (detach it first)</span>}
-            </label>
+            {cinder && (
+              <label className="inline">
+                <input type="radio" name="where" checked={where === "in_place"} disabled={attached} onChange={() => setWhere("in_place")} /> Over this volume
+                {attached && <span className="muted small"> (detach it first)</span>}
+              </label>
+            )}
           </fieldset>
+          {where !== "in_place" && (
+            <label className="inline">
+              <input type="checkbox" checked={instant} onChange={(e) => setInstant(e.target.checked)} /> Instant: usable within seconds (a clone of
+              the backup), copied in the background
+            </label>
+          )}
           {where === "new_volume" && (
             <>
               <label>
@@ -97,6 +113,7 @@ export function RestoreWizard({ point, volume, onClose }: { point: RestorePoint;
           <p className="review">
             {where === "new_volume" && `Into a new Cinder volume "${name}" of ${sizeGb} GiB.`}
             {where === "image" && `Into a new RBD image ${image}.`}
+            {mode === "instant" && " Instantly: usable within seconds, copied in the background; until then the restore point cannot be deleted."}
             {where === "in_place" && `Over ${volume.name || volume.id}, replacing everything on it.`}
           </p>
           <div className="row">
@@ -113,6 +130,9 @@ export function RestoreWizard({ point, volume, onClose }: { point: RestorePoint;
       {step === "follow" && job.data && (
         <>
           <Progress job={job.data} />
+          {job.data.restore_method === "instant" && job.data.timings.ready_at && job.data.status !== "succeeded" && (
+            <p className="done">Usable since {when(job.data.timings.ready_at)}; copying the rest in the background.</p>
+          )}
           {job.data.status === "succeeded" && (
             <p className="done">
               Restored

@@ -4,7 +4,7 @@ import { ErrorNote } from "../components/ErrorNote";
 import { FileVersions } from "../components/FileVersions";
 import { PerPage } from "../components/PerPage";
 import { ShowMore } from "../components/ShowMore";
-import { bytes, when } from "../format";
+import { bytes, volumeLabel, when } from "../format";
 import {
   archiveHref,
   ariaSort,
@@ -58,7 +58,7 @@ export function FileBrowser({ pointId }: { pointId: string }) {
     <section className="files">
       <header className="page-head">
         <h2>
-          <Link to="/volumes">Volumes</Link> / {rp ? <Link to={`/volumes/${encodeURIComponent(rp.volume_id)}`}>{rp.volume_id}</Link> : "…"} / Files of the
+          <Link to="/volumes">Volumes</Link> / {rp ? <Link to={`/volumes/${encodeURIComponent(rp.volume_id)}`}>{volumeLabel(rp)}</Link> : "…"} / Files of the
           restore point of {rp ? when(rp.created_at) : pointId.slice(0, 8)}
         </h2>
         {rp && (

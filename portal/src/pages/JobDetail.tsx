@@ -5,7 +5,7 @@ import { ErrorNote } from "../components/ErrorNote";
 import { Progress } from "../components/Progress";
 import { RateChart } from "../components/RateChart";
 import { confirmed } from "../confirm";
-import { bytes, duration, rate, when } from "../format";
+import { bytes, duration, rate, volumeDetail, volumeLabel, when } from "../format";
 import { ACTIVE, eta } from "../jobs";
 import { Link } from "../router";
 
@@ -63,7 +63,7 @@ export function JobDetail({ jobId }: { jobId: string }) {
       )}
       <table className="facts">
         <tbody>
-          <tr><th>Volume</th><td>{data.volume ?? "–"}</td></tr>
+          <tr><th>Volume</th><td>{volumeLabel(data)}{volumeDetail(data) && <span className="muted small"> ({volumeDetail(data)})</span>}</td></tr>
           <tr><th>Target</th><td>{data.target ?? "–"}</td></tr>
           <tr><th>Queued</th><td>{when(data.timings.created_at)}</td></tr>
           <tr><th>Started</th><td>{when(data.timings.started_at)}</td></tr>

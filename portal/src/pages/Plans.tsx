@@ -5,6 +5,7 @@ import { can, useSession } from "../api/session";
 import { ErrorNote } from "../components/ErrorNote";
 import { PlanEditor } from "../components/PlanEditor";
 import { confirmed } from "../confirm";
+import { copyPolicyText } from "../copies";
 import { when } from "../format";
 
 export function Plans() {
@@ -79,7 +80,10 @@ function PlanRow({ plan, onEdit }: { plan: Plan; onEdit: () => void }) {
         {plan.cinder_group && <span className="muted"> (Cinder group)</span>}
       </td>
       <td>{when(plan.next_run_at)}</td>
-      <td>{retentionText(plan.retention)}</td>
+      <td>
+        {retentionText(plan.retention)}
+        <div className="muted small">{copyPolicyText(plan.offsite)}</div>
+      </td>
       <td className="actions">
         {can(session, "plan:run") && (
           <button type="button" disabled={act.isPending} onClick={() => act.mutate({ plan, action: "run" })}>

@@ -4,7 +4,9 @@ import { keys, useInvalidate } from "../api/keys";
 import { useChangeRestorePoint, useRestorePoints, type PointChange, type RestorePoint } from "../api/restore-points";
 import { can, useSession } from "../api/session";
 import { useVolume } from "../api/volumes";
+import { CopyTo } from "../components/CopyTo";
 import { ErrorNote } from "../components/ErrorNote";
+import { GroupRestore } from "../components/GroupRestore";
 import { JobList } from "../components/JobList";
 import { PerPage } from "../components/PerPage";
 import { PointCalendar } from "../components/PointCalendar";
@@ -13,7 +15,7 @@ import { RestoreWizard } from "../components/RestoreWizard";
 import { ShowMore } from "../components/ShowMore";
 import { confirmed } from "../confirm";
 import { browserPath } from "../files";
-import { bytes, when } from "../format";
+import { bytes, volumeSize, when } from "../format";
 import { ACTIVE } from "../jobs";
 import { perPage, withParam } from "../paging";
 import { Link, useRoute } from "../router";
@@ -44,6 +46,7 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
   }, [live, wasLive, invalidate, volumeId]);
   const shown = points.data?.pages.flatMap((page) => page.restore_points) ?? [];
   const [restoring, setRestoring] = useState<RestorePoint | null>(null);
+  const [restoringGroup, setRestoringGroup] = useState<string | null>(null);
   // "Restore newest" in the volume list opens the wizard here, on that restore point.
   const asked = query.get("restore");
   const [opened, setOpened] = useState(false);
@@ -62,7 +65,7 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
         </h2>
         {volume && (
           <span className="muted">
-            {volume.size_gb} GiB · {volume.attached_to.length ? "in use" : "detached"} ·{" "}
+            {volumeSize(volume)} · {volume.attached_to.length ? "in use" : "detached"} ·{" "}
             {volume.plans.map((p) => p.name).join(", ") || "unprotected"}
           </span>
         )}
@@ -71,13 +74,16 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
       {restoring && volume && (
         <RestoreWizard point={restoring} volume={volume} onClose={() => setRestoring(null)} />
       )}
+      {restoringGroup && volume && (
+        <GroupRestore groupId={restoringGroup} volume={volume} onClose={() => setRestoringGroup(null)} />
+      )}
       <div className="section-head">
         <h3>Restore points</h3>
         <PerPage value={size} onChange={(n) => go(withParam(path, "per_page", String(n)))} />
       </div>
       <PointCalendar volumeId={volumeId} />
       {points.data && shown.length === 0 && <p className="muted">None yet.</p>}
-      {shown.length > 0 && <PointTable points={shown} onRestore={setRestoring} />}
+      {shown.length > 0 && <PointTable points={shown} onRestore={setRestoring} onRestoreGroup={setRestoringGroup} />}
       <ShowMore pages={points} what="restore points" />
       <h3>Jobs</h3>
       <JobList filter={jobFilter} />
@@ -86,9 +92,11 @@ export function VolumeDetail({ volumeId }: { volumeId: string }) {
 }
 
 /** What the user may do to a restore point (from the session, once for the table). */
-type Allowed = { restore: boolean; browse: boolean; verify: boolean; update: boolean; remove: boolean };
+type Allowed = { restore: boolean; browse: boolean; verify: boolean; update: boolean; remove: boolean; copy: boolean; restoreGroup: boolean };
 
-function PointTable({ points, onRestore }: { points: RestorePoint[]; onRestore: (p: RestorePoint) => void }) {
+type Opens = { onRestore: (p: RestorePoint) => void; onRestoreGroup: (groupId: string) => void };
+
+function PointTable({ points, onRestore, onRestoreGroup }: { points: RestorePoint[] } & Opens) {
   const { data: session } = useSession();
   const allowed = useMemo<Allowed>(
     () => ({
@@ -99,6 +107,8 @@ function PointTable({ points, onRestore }: { points: RestorePoint[]; onRestore: 
       verify: can(session, "restore_point:verify"),
       update: can(session, "restore_point:update"),
       remove: can(session, "restore_point:delete"),
+      copy: can(session, "restore_point:copy"),
+      restoreGroup: can(session, "restore_point_group:restore"),
     }),
     [session],
   );
@@ -145,6 +155,7 @@ function PointTable({ points, onRestore }: { points: RestorePoint[]; onRestore: 
             verifyJobId={verifyJobs[p.id]}
             onAction={onAction}
             onRestore={onRestore}
+            onRestoreGroup={onRestoreGroup}
           />
         ))}
       </tbody>
@@ -159,12 +170,11 @@ type PointRowProps = {
   error: Error | null;
   verifyJobId: string | undefined;
   onAction: (a: PointChange) => void;
-  onRestore: (p: RestorePoint) => void;
-};
+} & Opens;
 
 // Memoised: the list re-reads every 5 s and "Show more" appends a page; a row whose restore
 // point did not change (TanStack Query keeps its object) is not drawn again.
-const PointRow = memo(function PointRow({ point, allowed, busy, error, verifyJobId, onAction, onRestore }: PointRowProps) {
+const PointRow = memo(function PointRow({ point, allowed, busy, error, verifyJobId, onAction, onRestore, onRestoreGroup }: PointRowProps) {
   const v = point.verification;
   const available = point.status === "available";
   return (
@@ -191,13 +201,26 @@ const PointRow = memo(function PointRow({ point, allowed, busy, error, verifyJob
         {verifyJobId && <VerifyProgress jobId={verifyJobId} />}
       </td>
       <td>{point.locked_until ? when(point.locked_until) : "–"}</td>
-      <td>{point.plan_id ? "plan" : "manual"}</td>
+      <td>
+        {point.plan_id ? "plan" : "manual"}
+        <div className="muted small">
+          on {point.target}
+          {point.copied_from_restore_point_id && <span className="tag tag-enabled">copy</span>}
+          {point.group_id && <span className="tag">group</span>}
+        </div>
+      </td>
       <td className="actions">
         {available && allowed.restore && (
           <button type="button" className="primary" onClick={() => onRestore(point)}>
             Restore…
           </button>
         )}
+        {available && point.group_id && allowed.restoreGroup && (
+          <button type="button" onClick={() => point.group_id && onRestoreGroup(point.group_id)}>
+            Restore group…
+          </button>
+        )}
+        {available && allowed.copy && <CopyTo point={point} />}
         {available && allowed.browse && (
           <Link to={browserPath(point.id, "/")} className="button-link" label={`Files of the restore point of ${when(point.created_at)}`}>
             Files

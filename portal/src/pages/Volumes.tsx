@@ -9,7 +9,7 @@ import { ErrorNote } from "../components/ErrorNote";
 import { PerPage } from "../components/PerPage";
 import { Progress } from "../components/Progress";
 import { ShowMore } from "../components/ShowMore";
-import { ago, when } from "../format";
+import { ago, volumeSize, when } from "../format";
 import { ACTIVE } from "../jobs";
 import { perPage, withParam } from "../paging";
 import { Link, useRoute } from "../router";
@@ -17,11 +17,14 @@ import { Link, useRoute } from "../router";
 const NO_JOBS: Job[] = [];
 const BACKUPS = { kind: "backup" } as const;
 
-/** The job of this Cinder volume still queued or running, if any (a job names the
- * volume's RBD image, `volume-<id>`). */
+/** The job of this volume still queued or running, if any (a job names the volume's RBD
+ * image: a Cinder volume's is `volume-<id>`, an RBD image's is its id). */
 function activeBackup(jobs: Job[], volume: Volume): Job | undefined {
   return jobs.find(
-    (j) => j.kind === "backup" && ACTIVE.has(j.status) && j.volume?.endsWith(`/volume-${volume.id}`),
+    (j) =>
+      j.kind === "backup" &&
+      ACTIVE.has(j.status) &&
+      (volume.kind === "rbd_image" ? j.volume === volume.id : j.volume?.endsWith(`/volume-${volume.id}`)),
   );
 }
 
@@ -137,12 +140,12 @@ const VolumeRow = memo(function VolumeRow({ volume, jobs, mayBackUp, mayRestore,
         </td>
       )}
       <td>
-        <Link to={`/volumes/${volume.id}`}>
+        <Link to={`/volumes/${encodeURIComponent(volume.id)}`}>
           <strong>{volume.name || volume.id}</strong>
         </Link>
         <div className="muted small">{volume.id}</div>
       </td>
-      <td>{volume.size_gb} GiB</td>
+      <td>{volumeSize(volume)}</td>
       <td>{volume.attached_to.length ? "in use" : "detached"}</td>
       <td>
         {volume.plans.length ? (
@@ -176,7 +179,7 @@ const VolumeRow = memo(function VolumeRow({ volume, jobs, mayBackUp, mayRestore,
           </span>
         )}
         {mayRestore && newest && (
-          <button type="button" onClick={() => go(`/volumes/${volume.id}?restore=${newest.id}`)}>
+          <button type="button" onClick={() => go(`/volumes/${encodeURIComponent(volume.id)}?restore=${newest.id}`)}>
             Restore newest
           </button>
         )}
