@@ -14,6 +14,7 @@ import requests
 from services.context import RequestContext
 from services.db import Database
 from services.openstack.cinder import CinderApi
+from services.volumes.cinder_volumes import CinderVolumes
 from services.volumes.protection import list_volumes
 
 PROJECT, OTHER = "a" * 32, "b" * 32
@@ -58,9 +59,9 @@ def test_a_name_lists_the_projects_volumes_of_that_name_only(db: Database) -> No
     gateway = _Gateway(CinderApi(cinder, {}))  # type: ignore[arg-type]
     ctx = RequestContext(project_id=PROJECT, token="t", roles=frozenset({"admin"}))
     with db.session() as session:
-        named = list_volumes(session, ctx, gateway, NOW,  # type: ignore[arg-type]
+        named = list_volumes(session, ctx, CinderVolumes(gateway), NOW,  # type: ignore[arg-type]
                              limit=100, marker=None, name="demo")
-        every = list_volumes(session, ctx, gateway, NOW,  # type: ignore[arg-type]
+        every = list_volumes(session, ctx, CinderVolumes(gateway), NOW,  # type: ignore[arg-type]
                              limit=100, marker=None)
     assert cinder.params[0]["name"] == "demo"
     # Another project's "demo", which Cinder shows a project's admin, is not the caller's.
