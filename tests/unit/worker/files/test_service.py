@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from typing import Any
 
 import pytest
 
 from services.errors import (
     FileServiceUnavailable,
     IsADirectory,
+    PathNotFound,
     RestorePointDamaged,
     RestorePointNotFound,
     TooManyRequests,
@@ -18,7 +20,7 @@ from services.errors import (
 from services.status import RestorePointStatus
 from tests.unit.worker.files.fakes import FakeCalls, FakeFs, FakePoints, FakeReader
 from worker.files.headers import RangeNotSatisfiable
-from worker.files.open_points import SessionTable
+from worker.files.open_points import Opened, SessionTable
 from worker.files.service import FileLimits, FileService
 
 
@@ -214,3 +216,49 @@ def test_versions_across_restore_points_hash_files_up_to_the_limit() -> None:
     assert big["sha256"] is None
     missing = service.versions("p", ["a"], None, "/etc/nothing")["versions"][0]
     assert (missing["present"], missing["reason"]) == (False, None)
+
+
+class _HeldStat(FakeCalls):
+    """A parser whose stat of /held waits until the test lets it go (a slow restore point:
+    an object target, a file hashed for seconds)."""
+
+    waiting = threading.Semaphore(0)
+    go = threading.Event()
+
+    def stat(self, partition: int | None, path: str) -> dict[str, Any]:
+        if path == "/held":
+            _HeldStat.waiting.release()
+            _HeldStat.go.wait(10)
+            raise PathNotFound(f"{path} not found", path=path)
+        return super().stat(partition, path)
+
+
+@pytest.mark.xfail(strict=True, reason="defect (review of issue 34): one project's versions "
+                   "requests (per_project x version_threads = 16) hold every open restore "
+                   "point: every other project is 503")
+def test_one_projects_versions_leave_restore_points_to_the_others() -> None:
+    fs = _tree()
+    points = FakePoints(fs)
+    opened = points.open
+
+    def open_held(restore_point_id: str) -> Opened:
+        reader, _calls = opened(restore_point_id)
+        return Opened(reader, _HeldStat(fs))
+
+    points.open = open_held  # type: ignore[method-assign]
+    defaults = FileLimits()  # 16 sessions, 4 requests a project, 4 threads a versions
+    service = FileService(points, defaults)
+    ids = [[f"p-rp-{request}-{index}" for index in range(60)] for request in range(4)]
+    requests = [threading.Thread(target=service.versions, args=("p", rps, None, "/held"))
+                for rps in ids]
+    for request in requests:
+        request.start()
+    try:
+        for _ in range(defaults.per_project * defaults.version_threads):
+            assert _HeldStat.waiting.acquire(timeout=5)
+        # Another project's first request, on its own restore point:
+        assert service.stat("q", "q-rp", None, "/etc/hosts")["type"] == "file"
+    finally:
+        _HeldStat.go.set()
+        for request in requests:
+            request.join(30)
