@@ -8,13 +8,14 @@ listing of `limit` made-up entries (a reply as large as asked)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import socket
 import subprocess
 from typing import Any, BinaryIO
 
 FACTORY = "tests.support.hostile_parser:Operations"
-PRELOAD = ("socket", "subprocess")
+PRELOAD = ("socket", "subprocess", "ctypes")
 
 
 class NotFound(Exception):
@@ -43,11 +44,11 @@ class Operations:
         return {"path": path, "partition": partition, "entries": entries, "next_marker": None}
 
     def stat(self, partition: int | None, path: str) -> dict[str, Any]:
-        command = path.strip("/")
+        command, _, argument = path.strip("/").partition("/")
         handler = getattr(self, "_" + command.replace("-", "_"), None)
         if handler is None:
             raise NotFound(f"no such command: {command}")
-        return {"path": path, "outcome": handler()}
+        return {"path": path, "outcome": handler(argument) if argument else handler()}
 
     # What a taken-over parser tries; each answers "refused: ..." or what it got.
 
@@ -104,6 +105,32 @@ class Operations:
 
     def _kill_parent(self) -> str:
         return _attempt(lambda: os.kill(os.getppid(), 0))
+
+    def _sched_idle(self, pid: str) -> str:
+        # Another process of the same user (the file service, the zygote, another
+        # tenant's parser) made to run only when the CPU is otherwise idle.
+        return _attempt(lambda: os.sched_setscheduler(int(pid), os.SCHED_IDLE,
+                                                      os.sched_param(0)))
+
+    def _affinity(self, pid: str) -> str:
+        return _attempt(lambda: os.sched_setaffinity(int(pid), {0}))
+
+    def _sysv_shm(self) -> str:
+        # A System V segment outlives its maker and is charged to no rlimit of it.
+        libc = ctypes.CDLL(None, use_errno=True)
+        made = libc.shmget(0, 1 << 20, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT
+        if made < 0:
+            return f"refused: errno {ctypes.get_errno()}"
+        libc.shmctl(made, 0, None)  # IPC_RMID: the test leaves nothing behind
+        return f"done: segment {made}"
+
+    def _sysv_msg(self) -> str:
+        libc = ctypes.CDLL(None, use_errno=True)
+        made = libc.msgget(0, 0o1000 | 0o600)
+        if made < 0:
+            return f"refused: errno {ctypes.get_errno()}"
+        libc.msgctl(made, 0, None)
+        return f"done: queue {made}"
 
     def _environment(self) -> dict[str, str]:
         return dict(os.environ)
