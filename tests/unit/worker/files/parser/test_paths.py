@@ -65,10 +65,17 @@ def test_listings_sort_bytewise_on_utf8() -> None:
     assert sorted(names, key=name_key) == ["B", "Z", "a", "b", "ä", "é"]
 
 
-@pytest.mark.xfail(strict=True, reason="defect (review of issue 34): a crafted directory "
-                   "entry named 'x/y' is listed with its '/', so its path names another "
-                   "entry (or a member under a link in a tar)")
-def test_a_name_holding_a_slash_is_listed_as_one_name() -> None:
-    shown = display_name("x/passwd")
+@pytest.mark.parametrize("raw", ["x/passwd", "/", "a\x00b", "\udce9/\ufffd"])
+def test_a_name_holding_a_slash_or_a_nul_is_listed_as_one_name(raw: str) -> None:
+    # A crafted directory entry named "x/passwd": listed with its "/", its path would name
+    # passwd under a sibling "x" (a symlink to /etc, say), in a listing and in a tar.
+    shown = display_name(raw)
     assert "/" not in shown
-    assert raw_name(shown) == "x/passwd"
+    assert "\x00" not in shown
+    assert split_path("/d/" + shown) == ["d", shown]
+    assert raw_name(shown) == raw
+
+
+def test_a_symlinks_target_keeps_its_slashes() -> None:
+    assert display_name("../etc/\udce9", separators=False) == "../etc/\ufffdE9"
+    assert raw_name("../etc/\ufffdE9") == "../etc/\udce9"
