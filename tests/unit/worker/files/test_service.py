@@ -11,7 +11,9 @@ import pytest
 
 from services.errors import (
     FileServiceUnavailable,
+    FilesUnreadable,
     IsADirectory,
+    ParserLimitExceeded,
     PathNotFound,
     RestorePointDamaged,
     RestorePointNotFound,
@@ -114,7 +116,8 @@ def test_requests_racing_for_one_restore_point_open_it_once() -> None:
 
 def _service(fs: FakeFs, **limits: int) -> tuple[FileService, FakePoints]:
     points = FakePoints(fs)
-    return FileService(points, FileLimits(**{"sessions": 4, "per_project": 2, **limits})), points
+    return FileService(points, FileLimits(**{"sessions": 4, "per_project": 2,
+                                             "project_sessions": 2, **limits})), points
 
 
 def _tree() -> FakeFs:
@@ -233,9 +236,6 @@ class _HeldStat(FakeCalls):
         return super().stat(partition, path)
 
 
-@pytest.mark.xfail(strict=True, reason="defect (review of issue 34): one project's versions "
-                   "requests (per_project x version_threads = 16) hold every open restore "
-                   "point: every other project is 503")
 def test_one_projects_versions_leave_restore_points_to_the_others() -> None:
     fs = _tree()
     points = FakePoints(fs)
@@ -248,17 +248,158 @@ def test_one_projects_versions_leave_restore_points_to_the_others() -> None:
     points.open = open_held  # type: ignore[method-assign]
     defaults = FileLimits()  # 16 sessions, 4 requests a project, 4 threads a versions
     service = FileService(points, defaults)
+    share = service.table.project_sessions
+    assert share == defaults.sessions // 4
     ids = [[f"p-rp-{request}-{index}" for index in range(60)] for request in range(4)]
     requests = [threading.Thread(target=service.versions, args=("p", rps, None, "/held"))
                 for rps in ids]
     for request in requests:
         request.start()
     try:
-        for _ in range(defaults.per_project * defaults.version_threads):
+        for _ in range(share):
             assert _HeldStat.waiting.acquire(timeout=5)
+        # The project's other threads wait for its share: no more of its reads start.
+        assert not _HeldStat.waiting.acquire(timeout=0.3)
+        assert service.table.held("p") == share
         # Another project's first request, on its own restore point:
         assert service.stat("q", "q-rp", None, "/etc/hosts")["type"] == "file"
     finally:
         _HeldStat.go.set()
         for request in requests:
             request.join(30)
+    assert service.table.held("p") == 0
+
+
+def test_the_last_free_restore_points_go_to_a_project_waiting_for_one() -> None:
+    points, clock = FakePoints(), Clock()
+    table = SessionTable(points, capacity=2, idle_seconds=60, project_sessions=2, clock=clock)
+    got: list[str] = []
+    with table.using("a", "p"):
+        with table.using("b", "q"):
+            # Full: a versions thread of r waits for a restore point...
+            waiter = threading.Thread(
+                target=lambda: got.append(_use(table, "c", "r", wait=5)))
+            waiter.start()
+            _until(lambda: table._waiting.get("r") == 1)
+        # ... and b's end leaves one free: p's next restore point is refused it.
+        with pytest.raises(FileServiceUnavailable):
+            _use(table, "d", "p")
+        waiter.join(5)
+    assert got == ["c"]
+
+
+def _use(table: SessionTable, restore_point_id: str, project: str, wait: float = 0.0) -> str:
+    with table.using(restore_point_id, project, wait=wait):
+        return restore_point_id
+
+
+def _until(condition: Any, seconds: float = 5.0) -> None:
+    import time
+    until = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < until, "the condition never held"
+        time.sleep(0.01)
+
+
+def test_a_stalled_download_is_ended_and_its_restore_point_released() -> None:
+    clock = Clock()
+    points = FakePoints(_tree())
+    service = FileService(points, FileLimits(
+        sessions=4, per_project=2, project_sessions=2, download_min_bytes_per_second=1000,
+        download_grace_seconds=60, download_max_seconds=3600), clock=clock)
+    slow = service.download("p", "rp", None, "/etc/hosts")
+    quick = service.download("p", "rp2", None, "/etc/hosts")
+    clock.now += 59
+    assert service.end_stalled_downloads() == []  # in its grace
+    clock.now += 2  # 61 s: the first piece (< 61 000 bytes) is all either has sent
+    for _ in range(20):
+        next(quick.body, None)  # ... but this one's client reads on
+    assert service.end_stalled_downloads() == [slow.body]
+    assert service.table.held("p") == 1
+    assert next(slow.body, None) is None  # its client sees the end of what it got
+    slow.body.close()  # the app closes it again: nothing left to do
+    clock.now += 3600
+    assert service.end_stalled_downloads() == [quick.body]  # past its longest time
+    assert service.table.held("p") == 0
+
+
+def test_a_file_larger_than_its_volume_is_refused_not_streamed() -> None:
+    fs = _tree()
+    fs.add("/huge", "file", data=b"x" * 10, hole=1 << 40)  # a crafted size, of holes
+    service, _points = _service(fs)
+    with pytest.raises(FilesUnreadable, match="more than"):
+        service.download("p", "rp", None, "/huge")
+    version = service.versions("p", ["rp"], None, "/huge")["versions"][0]
+    assert "more than" in version["reason"]
+    assert version["sha256"] is None
+
+
+class _PartitionOf(FakeCalls):
+    def partitions(self) -> list[dict[str, Any]]:
+        return [{"index": 1, "readable": True, "size": 4096}]
+
+
+def test_a_file_larger_than_its_partition_is_refused() -> None:
+    fs = _tree()
+    points = FakePoints(fs)
+    opened = points.open
+    points.open = lambda rp: Opened(opened(rp).reader, _PartitionOf(fs))  # type: ignore[method-assign]
+    service = FileService(points, FileLimits(sessions=4, per_project=2))
+    with pytest.raises(FilesUnreadable, match="more than the 4096"):
+        service.download("p", "rp", None, "/etc/hosts")
+
+
+def test_versions_past_the_deadline_or_the_client_say_so_and_never_fail() -> None:
+    fs = _tree()
+    service, _points = _service(fs, versions_seconds=0.0)  # type: ignore[arg-type]
+    late = service.versions("p", ["a", "b"], None, "/etc/hosts")["versions"]
+    assert all("not read within" in v["reason"] for v in late)
+    service, _points = _service(fs)
+    gone = threading.Event()
+    gone.set()
+    cut = service.versions("p", ["a", "b"], None, "/etc/hosts", cancelled=gone)["versions"]
+    assert all(v["reason"] == "the client went away" for v in cut)
+    assert _points.openings == []
+
+
+def test_an_archives_walks_end_at_their_deadline_and_with_the_client() -> None:
+    service, _points = _service(_tree(), archive_walk_seconds=0.0)  # type: ignore[arg-type]
+    with pytest.raises(ParserLimitExceeded, match="time"):
+        service.archive("p", "rp", None, ["/etc"], "tar")
+    service, _points = _service(_tree())
+    gone = threading.Event()
+    gone.set()
+    with pytest.raises(ParserLimitExceeded):
+        service.archive("p", "rp", None, ["/etc"], "tar", cancelled=gone)
+    assert service.table.held("p") == 0
+
+
+class _Garbage(FakeCalls):
+    def stat(self, partition: int | None, path: str) -> dict[str, Any]:
+        raise ValueError("a parser's garbage the session let through")
+
+
+def test_a_version_that_fails_unexpectedly_is_a_reason_not_a_500() -> None:
+    fs = _tree()
+    points = FakePoints(fs)
+    opened = points.open
+    points.open = lambda rp: Opened(opened(rp).reader, _Garbage(fs))  # type: ignore[method-assign]
+    service = FileService(points, FileLimits(sessions=4, per_project=2))
+    version = service.versions("p", ["rp"], None, "/etc/hosts")["versions"][0]
+    assert version["reason"] == ("restore point rp: /etc/hosts could not be read (an internal "
+                                 "error; the operator's logs have details)")
+
+
+def test_damage_is_told_in_a_fixed_message_naming_the_restore_point_and_file() -> None:
+    fs = _tree()
+    service, points = _service(fs)
+    assert service.stat("p", "rp", None, "/etc/hosts")
+    reader = points.opened[0].reader
+    assert isinstance(reader, FakeReader)
+    reader.corrupt_from = 0
+    with pytest.raises(RestorePointDamaged) as raised:
+        service.download("p", "rp", None, "/etc/hosts")
+    assert raised.value.message == ("restore point rp is damaged (reading /etc/hosts): a block "
+                                    "of it failed its check; verify it, or read another "
+                                    "restore point")
+    assert "object" not in str(raised.value.details)
