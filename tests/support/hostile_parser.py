@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import socket
 import subprocess
 from typing import Any, BinaryIO
 
 FACTORY = "tests.support.hostile_parser:Operations"
-PRELOAD = ("socket", "subprocess", "ctypes")
+PRELOAD = ("socket", "subprocess", "ctypes", "resource")
 
 
 class NotFound(Exception):
@@ -114,6 +115,31 @@ class Operations:
 
     def _affinity(self, pid: str) -> str:
         return _attempt(lambda: os.sched_setaffinity(int(pid), {0}))
+
+    def _sched_param(self, pid: str) -> str:
+        return _attempt(lambda: os.sched_setparam(int(pid), os.sched_param(0)))
+
+    def _ioprio(self, pid: str) -> str:
+        # ioprio_set(IOPRIO_WHO_PROCESS, pid, the idle class): the service's reads starved.
+        libc = ctypes.CDLL(None, use_errno=True)
+        done = libc.syscall(251, 1, int(pid), 3 << 13)  # x86_64's ioprio_set
+        return f"refused: errno {ctypes.get_errno()}" if done < 0 else "done"
+
+    def _prlimit(self, pid: str) -> str:
+        return _attempt(lambda: resource.prlimit(int(pid), resource.RLIMIT_NOFILE))
+
+    def _own_affinity(self, pid: str) -> str:
+        # Its own process, by 0 or by its pid: allowed (nobody else is touched).
+        target = os.getpid() if pid == "self" else int(pid)
+        return _attempt(lambda: os.sched_setaffinity(target, os.sched_getaffinity(0)))
+
+    def _sysv_sem(self) -> str:
+        libc = ctypes.CDLL(None, use_errno=True)
+        made = libc.semget(0, 1, 0o1000 | 0o600)
+        if made < 0:
+            return f"refused: errno {ctypes.get_errno()}"
+        libc.semctl(made, 0, 0)
+        return f"done: semaphores {made}"
 
     def _sysv_shm(self) -> str:
         # A System V segment outlives its maker and is charged to no rlimit of it.

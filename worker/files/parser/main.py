@@ -7,14 +7,17 @@ once for all) and, before it reads its first call, it locks itself down:
 
 1. rlimits: address space (the session's memory limit), CPU time for its whole life,
    FSIZE 0 (it writes no file), no core dumps, few fds, no new processes;
-2. a new user and network namespace when the kernel allows it (no network at all; the
-   parent is told when it could not, and logs it once);
+2. a new user, network and IPC namespace when the kernel allows it (no network at all,
+   no System V object shared with any other process; the parent is told when it could
+   not, and logs it once), and an OOM score of 1000: when the host runs short of
+   memory, a parser goes first, never the file service or the API;
 3. it imports everything it will use (the operations' module, the codecs filesystems decode
    names with), because next
 4. a seccomp filter refuses what a parser never needs: sockets, exec, fork and clone,
    ptrace and other processes' memory, namespaces and mounts, keyrings, bpf, io_uring,
-   changes to files (unlink, rename, chmod...), signals and rlimits aimed at any other
-   process, executable mappings, and every open() at all: after the warm-up nothing is
+   changes to files (unlink, rename, chmod...), System V IPC and POSIX message queues,
+   I/O and CPU priorities, signals, scheduling, CPU affinity and rlimits aimed at any
+   other process, executable mappings, and every open() at all: after the warm-up nothing is
    read from the filesystem of the host, so neither a keyring nor /proc/self can be.
 
 Then it serves calls on stdin/stdout (worker/files/protocol.py). The image it parses is a
@@ -59,6 +62,10 @@ WARM_MODULES: Final = (
 
 CLONE_NEWUSER: Final = 0x10000000
 CLONE_NEWNET: Final = 0x40000000
+CLONE_NEWIPC: Final = 0x08000000
+
+OOM_SCORE_ADJ: Final = b"1000"
+"""The child is the first process the kernel's OOM killer takes (the most it may say)."""
 
 EXIT_PROTOCOL: Final = 3
 
@@ -215,6 +222,7 @@ def run(options: argparse.Namespace, isolated: bool) -> None:
     outgoing = open(1, "wb", buffering=0, closefd=False)  # noqa: SIM115 (fd 1, for life)
     # Nothing but frames may reach fd 1: anything printed goes where stderr goes.
     sys.stdout = sys.stderr
+    give_way_to_oom()
     factory = load_factory(options.factory)
     seal()
     channel = Channel(incoming, outgoing, options.max_reply)
@@ -245,13 +253,27 @@ def limit_resources(memory: int, cpu: int, nofile: int) -> None:
 
 
 def enter_namespaces() -> bool:
-    """A user namespace (holding no capability outside it) and a network namespace with
-    no interface but a down loopback; False where the kernel refuses (then seccomp's
-    refusal of socket() is what keeps the network out)."""
+    """A user namespace (holding no capability outside it), a network namespace with no
+    interface but a down loopback and an IPC namespace of its own; False where the kernel
+    refuses (then seccomp's refusal of socket() and of System V IPC keeps them out)."""
+    return unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC)
+
+
+def unshare(flags: int) -> bool:
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    return int(libc.unshare(CLONE_NEWUSER | CLONE_NEWNET)) == 0
+    return int(libc.unshare(flags)) == 0
+
+
+def give_way_to_oom() -> None:
+    """OOM score 1000 (raising one's own needs no privilege); where /proc is not there to
+    say it, the child carries on: its RLIMIT_AS bounds it all the same."""
+    try:
+        with open("/proc/self/oom_score_adj", "wb", buffering=0) as adjust:
+            adjust.write(OOM_SCORE_ADJ)
+    except OSError:
+        pass
 
 
 def load_factory(spec: str) -> OperationsFactory:
@@ -281,7 +303,10 @@ DENIED: Final = (
     "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
     "utime", "utimes", "utimensat", "futimesat", "setrlimit", "setpriority", "personality",
     "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
-    "setfsuid", "setfsgid",
+    "setfsuid", "setfsgid", "ioprio_set",
+    "shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv", "msgctl", "semget",
+    "semop", "semtimedop", "semctl", "mq_open", "mq_timedsend", "mq_timedreceive",
+    "mq_unlink", "mq_notify", "mq_getsetattr",
 )
 """What a filesystem parser never does, refused with EPERM."""
 
@@ -290,6 +315,29 @@ OPENS: Final = ("open", "openat", "openat2", "creat")
 
 SIGNALS: Final = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
 """Allowed only towards the child itself (a same-user process could otherwise be hit)."""
+
+OWN_PROCESS_ONLY: Final = ("sched_setscheduler", "sched_setparam", "sched_setattr",
+                           "sched_setaffinity", "prlimit64", "migrate_pages", "move_pages")
+"""Allowed only with the pid 0 or the child's own (first argument): another process of
+the same user (the file service, another tenant's parser) is never rescheduled to
+SCHED_IDLE, pinned to one CPU, its rlimits read or its pages moved."""
+
+
+def other_pids(own: int) -> list[tuple[int, int, int]]:
+    """Comparisons of a 64-bit argument, (op, mask or value, value), one per seccomp rule,
+    that together match every pid but 0 and `own`: above `own`, and the aligned blocks
+    of 1..own-1 (a rule may compare an argument once, so a range is a few masked ones)."""
+    import pyseccomp as seccomp
+
+    found: list[tuple[int, int, int]] = [(seccomp.GT, own, 0)]
+    low, high = 1, own - 1
+    while low <= high:
+        size = low & -low  # the largest aligned block starting at low...
+        while size > high - low + 1:
+            size >>= 1  # ... that stays within the range
+        found.append((seccomp.MASKED_EQ, ((1 << 64) - 1) ^ (size - 1), low))
+        low += size
+    return found
 
 
 def seal() -> None:
@@ -309,6 +357,9 @@ def seal() -> None:
     for name in SIGNALS:
         rules.add_rule(deny, name, seccomp.Arg(0, seccomp.NE, own))
     rules.add_rule(deny, "prlimit64", seccomp.Arg(2, seccomp.NE, 0))
+    for name in OWN_PROCESS_ONLY:
+        for op, first, second in other_pids(own):
+            rules.add_rule(deny, name, seccomp.Arg(0, op, first, second))
     for name in ("mmap", "mprotect", "pkey_mprotect"):
         rules.add_rule(deny, name, seccomp.Arg(2, seccomp.MASKED_EQ, 0x4, 0x4))  # PROT_EXEC
     rules.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.EQ, 0x5412))  # TIOCSTI

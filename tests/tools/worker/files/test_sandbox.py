@@ -292,21 +292,31 @@ def bystander() -> Iterator[int]:
     process.wait()
 
 
-@pytest.mark.xfail(strict=True, reason="defect (review of issue 34): seccomp allows "
-                   "sched_setscheduler/sched_setaffinity (and sched_setattr, ioprio_set) on "
-                   "any process of the same user: a taken-over parser sets the file service "
-                   "to SCHED_IDLE or pins it to one CPU")
-@pytest.mark.parametrize("command", ["sched-idle", "affinity"])
+@pytest.mark.parametrize("command", ["sched-idle", "affinity", "sched-param", "ioprio",
+                                     "prlimit"])
 def test_a_taken_over_parser_cannot_reschedule_another_process(
         session: ParserSession, bystander: int, command: str) -> None:
     assert str(outcome(session, f"{command}/{bystander}")).startswith("refused")
 
 
-@pytest.mark.xfail(strict=True, reason="defect (review of issue 34): no IPC namespace and "
-                   "no seccomp rule for System V IPC: a taken-over parser makes segments and "
-                   "queues that outlive it, outside its memory limit, shared with every "
-                   "process of the user")
-@pytest.mark.parametrize("command", ["sysv-shm", "sysv-msg"])
+@pytest.mark.parametrize("pid", ["0", "self"])
+def test_the_parser_may_still_set_its_own_affinity(session: ParserSession, pid: str) -> None:
+    assert str(outcome(session, f"own-affinity/{pid}")).startswith("done")
+
+
+@pytest.mark.parametrize("command", ["sysv-shm", "sysv-msg", "sysv-sem"])
 def test_a_taken_over_parser_cannot_make_system_v_ipc(session: ParserSession,
                                                       command: str) -> None:
     assert str(outcome(session, command)).startswith("refused")
+
+
+def test_the_child_has_an_ipc_namespace_of_its_own(session: ParserSession) -> None:
+    outcome(session, "sysv-shm")  # the child is running
+    pid = session.child_pid
+    assert pid is not None
+    assert os.readlink(f"/proc/{pid}/ns/ipc") != os.readlink("/proc/self/ns/ipc")
+
+
+def test_the_child_is_the_first_the_oom_killer_takes(session: ParserSession) -> None:
+    outcome(session, "sysv-shm")
+    assert Path(f"/proc/{session.child_pid}/oom_score_adj").read_text().strip() == "1000"
