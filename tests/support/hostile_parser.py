@@ -9,6 +9,7 @@ listing of `limit` made-up entries (a reply as large as asked)."""
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import resource
 import socket
@@ -33,7 +34,9 @@ class Operations:
         self.size = size
 
     def partitions(self) -> list[dict[str, Any]]:
-        return [{"index": 0, "scheme": "disk", "offset": 0, "size": self.size}]
+        return [{"index": 0, "scheme": "disk", "offset": 0, "size": self.size, "type": None,
+                 "name": None, "filesystem": None, "label": None, "readable": True,
+                 "reason": None}]
 
     def read(self, partition: int | None, path: str, offset: int, length: int) -> bytes:
         self.image.seek(offset)
@@ -41,15 +44,19 @@ class Operations:
 
     def list(self, partition: int | None, path: str, marker: str | None,
              limit: int) -> dict[str, Any]:
-        entries = [{"name": f"{index:08d}" + "x" * 200, "type": "file"} for index in range(limit)]
+        entries = [_entry(f"{index:08d}" + "x" * 200) for index in range(limit)]
         return {"path": path, "partition": partition, "entries": entries, "next_marker": None}
 
     def stat(self, partition: int | None, path: str) -> dict[str, Any]:
         command, _, argument = path.strip("/").partition("/")
+        if command == "garbage":  # an answer of no entry's shape (a size of -1, no type)
+            return {"path": path, "name": "x", "size": -1, "outcome": "took over"}
         handler = getattr(self, "_" + command.replace("-", "_"), None)
         if handler is None:
             raise NotFound(f"no such command: {command}")
-        return {"path": path, "outcome": handler(argument) if argument else handler()}
+        # An entry, as the session accepts no other shape; the outcome in its target.
+        done = handler(argument) if argument else handler()
+        return {**_entry(command or "root"), "path": path, "target": json.dumps(done)}
 
     # What a taken-over parser tries; each answers "refused: ..." or what it got.
 
@@ -204,6 +211,11 @@ class Operations:
     def _far_past_end(self) -> str:
         self.image.seek(self.size * 4)
         return self.image.read(100).hex()
+
+
+def _entry(name: str) -> dict[str, Any]:
+    return {"name": name, "type": "file", "size": 0, "mode": 0o644, "uid": 0, "gid": 0,
+            "mtime": None, "target": None}
 
 
 def _attempt(action: Any) -> str:

@@ -177,17 +177,20 @@ OperationsFactory = Callable[[RemoteImage, int], Any]
 class Channel:
     """The child's end of the pipes: frames in from the parent, frames out to it."""
 
-    def __init__(self, incoming: BinaryIO, outgoing: BinaryIO, max_reply: int) -> None:
+    def __init__(self, incoming: BinaryIO, outgoing: BinaryIO, max_reply: int,
+                 max_header: int | None = None) -> None:
         self._in = incoming
         self._out = outgoing
         self.max_reply = max_reply
+        self.max_header = max_reply if max_header is None else max_header
 
     def receive(self) -> protocol.Frame | None:
         return protocol.read_frame(self._in, protocol.CHILD_READS)
 
     def send(self, header: dict[str, Any], payload: bytes = b"") -> None:
         frame = protocol.encode(header, payload)
-        if len(frame) > self.max_reply and header.get("type") == protocol.RESULT:
+        if header.get("type") == protocol.RESULT and (
+                len(frame) > self.max_reply or len(frame) - len(payload) > self.max_header):
             frame = protocol.encode({"type": protocol.ERROR, "error": protocol.LIMIT,
                                      "message": "reply size: the answer is too large"})
         view = memoryview(frame)
@@ -225,7 +228,7 @@ def run(options: argparse.Namespace, isolated: bool) -> None:
     give_way_to_oom()
     factory = load_factory(options.factory)
     seal()
-    channel = Channel(incoming, outgoing, options.max_reply)
+    channel = Channel(incoming, outgoing, options.max_reply, options.max_header)
     channel.send({"type": protocol.READY, "pid": os.getpid(), "namespaces": isolated})
     serve(channel, factory)
 
@@ -237,6 +240,7 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cpu", type=int, default=300)
     parser.add_argument("--nofile", type=int, default=16)
     parser.add_argument("--max-reply", type=int, default=16 << 20)
+    parser.add_argument("--max-header", type=int, default=4 << 20)
     return parser.parse_args(argv)
 
 

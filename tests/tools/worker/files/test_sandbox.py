@@ -5,6 +5,7 @@ clocks (each test a fraction of a second, the deadline ones about two), no serve
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import subprocess
@@ -82,7 +83,7 @@ def session(reader: FileReader, start: sandbox.StartChild) -> Iterator[ParserSes
 
 
 def outcome(session: ParserSession, command: str) -> object:
-    return session.stat(None, "/" + command)["outcome"]
+    return json.loads(session.stat(None, "/" + command)["target"])
 
 
 def alive(pid: int) -> bool:
@@ -227,8 +228,12 @@ def test_the_childs_errors_are_the_tenants_errors(session: ParserSession) -> Non
     with pytest.raises(ParserLimitExceeded, match=r"^entries") as limit:
         outcome(session, "limit")
     assert limit.value.details == {"limit": "entries"}
-    with pytest.raises(FilesUnreadable, match=r"a multiline traceback-like reason$"):
+    # The parser's own failure: a fixed reason naming the path; its words in the log only.
+    with pytest.raises(FilesUnreadable) as internal:
         outcome(session, "internal")
+    assert internal.value.message == ("/internal could not be read: the parser failed on it "
+                                      "(an internal error; the operator's logs have details)")
+    assert internal.value.details == {"path": "/internal"}
     with pytest.raises(ParserLimitExceeded, match=r"^memory"):
         outcome(session, "memory-error")
 
@@ -320,3 +325,13 @@ def test_the_child_has_an_ipc_namespace_of_its_own(session: ParserSession) -> No
 def test_the_child_is_the_first_the_oom_killer_takes(session: ParserSession) -> None:
     outcome(session, "sysv-shm")
     assert Path(f"/proc/{session.child_pid}/oom_score_adj").read_text().strip() == "1000"
+
+
+def test_an_answer_of_the_wrong_shape_is_unreadable_and_the_child_replaced(
+        session: ParserSession) -> None:
+    outcome(session, "print")
+    first = session.child_pid
+    with pytest.raises(FilesUnreadable, match="malformed stat"):
+        session.stat(None, "/garbage")
+    assert outcome(session, "print") == "printed"
+    assert session.child_pid != first
