@@ -39,6 +39,7 @@ from services.errors import (
     TooManyRequests,
     Unauthorized,
 )
+from services.files import bounds
 from services.formats import PROJECT, UUID
 from worker.files.headers import RangeNotSatisfiable
 from worker.files.service import Body, Download, FileService
@@ -48,15 +49,15 @@ log = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 5
 """What a 503 asks a client to wait: an open restore point is held for as long as a
 request reads it, seconds for most."""
-MAX_PATH_BYTES = 4096
-MAX_PATTERN = 255
-MAX_VERSIONS = 60
+MAX_PATH_BYTES = bounds.MAX_PATH_BYTES
+MAX_PATTERN = bounds.MAX_PATTERN_CHARS
+MAX_VERSIONS = bounds.MAX_VERSIONS
 
 _UUID = re.compile(UUID)
 _PROJECT = re.compile(PROJECT)
 
-Partition = Annotated[int | None, Query(ge=0, le=4096)]
-Limit = Annotated[int, Query(ge=1, le=1000)]
+Partition = Annotated[int | None, Query(ge=0, le=bounds.MAX_PARTITION)]
+Limit = Annotated[int, Query(ge=1, le=bounds.MAX_PAGE)]
 
 
 def error_response(status: int, code: str, message: str, details: Any = None,
@@ -156,7 +157,8 @@ def create_app(service: FileService, token: str) -> FastAPI:
 
     @internal.get("/restore-points/{restore_point_id}/files/archive")
     def archive(restore_point_id: str, project: Project,
-                path: Annotated[list[str], Query(min_length=1, max_length=100)],
+                path: Annotated[list[str], Query(min_length=1,
+                                                 max_length=bounds.MAX_ARCHIVE_PATHS)],
                 partition: Partition = None,
                 fmt: Annotated[Literal["tar", "zip"], Query(alias="format")] = "tar",
                 ) -> StreamingResponse:

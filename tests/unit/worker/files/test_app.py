@@ -128,3 +128,18 @@ def test_versions_take_at_most_sixty_restore_points(client: TestClient) -> None:
                        headers=AUTH).json()
     assert found["versions"][0]["present"] is True
     assert found["versions"][0]["sha256"] is not None
+
+
+def test_what_the_public_routes_accept_the_file_service_accepts(client: TestClient) -> None:
+    # The most paths and the highest partition the API lets through: never a 422 behind it.
+    from services.files import bounds
+    from worker.files.parser import paths
+
+    assert paths.MAX_PATH_BYTES == bounds.MAX_PATH_BYTES  # the parser may not import it
+    many = "&".join(["path=/etc/motd"] * bounds.MAX_ARCHIVE_PATHS)
+    answer = client.get(f"{BASE}/files/archive?{many}", headers=AUTH)
+    assert answer.status_code == 200
+    answer = client.get(f"{BASE}/files?path=/&partition={bounds.MAX_PARTITION}", headers=AUTH)
+    assert answer.status_code == 200
+    assert client.get(f"{BASE}/files?path=/&limit={bounds.MAX_PAGE + 1}",
+                      headers=AUTH).status_code == 422
