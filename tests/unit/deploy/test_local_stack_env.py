@@ -17,7 +17,7 @@ STACK = REPO / "deploy" / "local" / "stack.sh"
 def _functions() -> str:
     """The script's section of Cairn processes (write_env, files_token, run_cairn)."""
     text = STACK.read_text()
-    start = text.index("-" * 16 + " Cairn processes")
+    start = text.rindex("\n", 0, text.index("-" * 16 + " Cairn processes")) + 1
     end = text.index("# changed_settings OLD_CONF NEW_TEXT")
     return text[start:end]
 
