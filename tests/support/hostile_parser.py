@@ -8,6 +8,7 @@ listing of `limit` made-up entries (a reply as large as asked)."""
 
 from __future__ import annotations
 
+import builtins
 import ctypes
 import json
 import os
@@ -168,7 +169,7 @@ class Operations:
     def _environment(self) -> dict[str, str]:
         return dict(os.environ)
 
-    def _fds(self) -> list[int]:
+    def _fds(self) -> builtins.list[int]:  # `list` here is the operation
         found = []
         for fd in range(1024):
             try:

@@ -138,7 +138,8 @@ def test_the_child_holds_no_credentials_and_no_fd_but_its_pipes(
 
 def test_an_endless_loop_ends_at_the_deadline_and_the_next_call_gets_a_fresh_child(
         session: ParserSession) -> None:
-    first = session.partitions() and session.child_pid
+    session.partitions()
+    first = session.child_pid
     assert first is not None
     started = time.monotonic()
     with pytest.raises(ParserLimitExceeded, match=r"^time") as refused:

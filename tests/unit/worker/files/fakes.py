@@ -97,8 +97,8 @@ class FakeFs:
     def data(self, path: str) -> bytes:
         if path in self.inline:
             return self.inline[path]
-        return b"".join(bytes(self.image[d:d + n]) if d is not None else bytes(n)
-                        for d, n in self.runs[path])
+        return b"".join(bytes(self.image[d:d + (n or 0)]) if d is not None
+                        else bytes(n or 0) for d, n in self.runs[path])
 
 
 class FakeCalls:

@@ -163,7 +163,10 @@ class _Held(FakeCalls):
 def test_the_health_check_answers_while_every_file_thread_is_busy(fs: FakeFs) -> None:
     points = FakePoints(fs)
     opened = points.open
-    points.open = lambda rp: Opened(opened(rp).reader, _Held(fs))  # type: ignore[method-assign]
+    def open_held(restore_point_id: str) -> Opened:
+        return Opened(opened(restore_point_id).reader, _Held(fs))
+
+    points.open = open_held  # type: ignore[method-assign]
     # 18 restore points: the file calls' 40 threads, as many as anyio's default pool has.
     service = FileService(points, FileLimits(sessions=18, per_project=2))
     busy = 2 * 18 + 4

@@ -38,6 +38,12 @@ def _table(points: FakePoints, clock: Clock, capacity: int = 2) -> SessionTable:
     return SessionTable(points, capacity=capacity, idle_seconds=60, clock=clock)
 
 
+def _closed(opened: Opened) -> bool:
+    assert isinstance(opened.calls, FakeCalls)
+    assert isinstance(opened.reader, FakeReader)
+    return opened.calls.closed and opened.reader.closed
+
+
 def test_a_restore_point_is_opened_once_and_closed_when_idle() -> None:
     points, clock = FakePoints(), Clock()
     table = _table(points, clock)
@@ -51,8 +57,7 @@ def test_a_restore_point_is_opened_once_and_closed_when_idle() -> None:
     clock.now += 1
     table.reap()
     assert table.open_ids() == []
-    assert points.opened[0].calls.closed
-    assert points.opened[0].reader.closed
+    assert _closed(points.opened[0])
 
 
 def test_the_least_recently_used_idle_one_makes_room_and_a_busy_table_refuses() -> None:
@@ -70,7 +75,8 @@ def test_the_least_recently_used_idle_one_makes_room_and_a_busy_table_refuses() 
         with table.using("a"), pytest.raises(FileServiceUnavailable), table.using("d"):
             pass
     assert points.openings == ["a", "b", "c"]
-    assert points.opened[1].calls.closed  # b's  # type: ignore[attr-defined]
+    assert isinstance(points.opened[1].calls, FakeCalls)
+    assert points.opened[1].calls.closed  # b's
 
 
 def test_a_restore_point_in_use_is_never_closed_under_its_reader() -> None:
@@ -343,7 +349,10 @@ def test_a_file_larger_than_its_partition_is_refused() -> None:
     fs = _tree()
     points = FakePoints(fs)
     opened = points.open
-    points.open = lambda rp: Opened(opened(rp).reader, _PartitionOf(fs))  # type: ignore[method-assign]
+    def open_partitioned(restore_point_id: str) -> Opened:
+        return Opened(opened(restore_point_id).reader, _PartitionOf(fs))
+
+    points.open = open_partitioned  # type: ignore[method-assign]
     service = FileService(points, FileLimits(sessions=4, per_project=2))
     with pytest.raises(FilesUnreadable, match="more than the 4096"):
         service.download("p", "rp", None, "/etc/hosts")
@@ -383,7 +392,10 @@ def test_a_version_that_fails_unexpectedly_is_a_reason_not_a_500() -> None:
     fs = _tree()
     points = FakePoints(fs)
     opened = points.open
-    points.open = lambda rp: Opened(opened(rp).reader, _Garbage(fs))  # type: ignore[method-assign]
+    def open_garbage(restore_point_id: str) -> Opened:
+        return Opened(opened(restore_point_id).reader, _Garbage(fs))
+
+    points.open = open_garbage  # type: ignore[method-assign]
     service = FileService(points, FileLimits(sessions=4, per_project=2))
     version = service.versions("p", ["rp"], None, "/etc/hosts")["versions"][0]
     assert version["reason"] == ("restore point rp: /etc/hosts could not be read (an internal "
