@@ -43,8 +43,9 @@ from services.errors import (
 )
 from services.files import bounds
 from services.formats import PROJECT, UUID
+from worker.files.downloads import Body, Download
 from worker.files.headers import RangeNotSatisfiable
-from worker.files.service import Body, Download, FileService
+from worker.files.service import FileService
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,9 @@ from services.settings import Settings
 from services.status import RestorePointStatus
 from worker.files import archive
 from worker.files.calls import Entry
-from worker.files.content import prefetched
+from worker.files.content import prefetched, volume_bound, within
+from worker.files.deadlines import Late, Stop
+from worker.files.downloads import Body, Download
 from worker.files.headers import ByteRange, byte_range, content_disposition, entity_tag
 from worker.files.open_points import Opened, ProjectSlots, RestorePoints, SessionTable
 from worker.files.stream import Coalescing, Produced, Put
@@ -82,64 +84,6 @@ class FileLimits:
                    download_max_seconds=settings.files_download_max_seconds,
                    archive_walk_seconds=settings.files_archive_walk_seconds,
                    versions_seconds=settings.files_versions_seconds)
-
-
-class Body:
-    """A download's bytes: the first piece already read (so a failure before it is an
-    error status, not a cut connection), the rest as the producer makes them. `close`
-    (at the end, or when the client goes) stops the producer, then releases the restore
-    point and the project's slot."""
-
-    def __init__(self, first: bytes | None, rest: Iterator[bytes], release: ExitStack,
-                 on_error: Callable[[BaseException], None], started: float = 0.0) -> None:
-        self._first = first
-        self._rest = rest
-        self._release = release
-        self._on_error = on_error
-        self._closing = threading.Lock()
-        self.started = started
-        self.sent = 0
-        """Bytes handed to the client so far."""
-        self.ended: str | None = None
-        """Why the service ended the download before its end (too slow, too long)."""
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        if self.ended is not None:
-            raise StopIteration
-        if self._first is not None:
-            first, self._first = self._first, None
-            self.sent += len(first)
-            return first
-        try:
-            piece = next(self._rest)
-        except StopIteration:
-            raise
-        except BaseException as error:
-            self._on_error(error)
-            raise
-        self.sent += len(piece)
-        return piece
-
-    def close(self) -> None:
-        with self._closing:
-            self._release.close()
-
-    def end(self, why: str) -> None:
-        """Ends the download from another thread (the service's watchdog): its producer
-        stopped, its restore point released; the client's connection is cut."""
-        self.ended = why
-        self.close()
-
-
-@dataclass
-class Download:
-    status: int
-    headers: dict[str, str]
-    media_type: str
-    body: Body
 
 
 class FileService:
@@ -236,7 +180,7 @@ class FileService:
         whether it is there, what it is, and the sha256 of a file up to `hash_max_bytes`.
         A restore point that cannot answer says why in `reason`; so do those not read
         within `versions_seconds` or once the client has gone (`cancelled`)."""
-        stop = _Stop(self.limits.versions_seconds, cancelled)
+        stop = Stop(self.limits.versions_seconds, cancelled)
         with self.slots.holding(project):
             threads = max(1, min(self.limits.version_threads, self.table.project_sessions,
                                  len(restore_point_ids)))
@@ -247,7 +191,7 @@ class FileService:
         return {"path": path, "partition": partition, "versions": found}
 
     def _version(self, project: str, restore_point_id: str, partition: int | None,
-                 path: str, stop: _Stop) -> dict[str, Any]:
+                 path: str, stop: Stop) -> dict[str, Any]:
         version: dict[str, Any] = {"restore_point_id": restore_point_id, "present": False,
                                    "type": None, "size": None, "mtime": None, "sha256": None,
                                    "reason": None}
@@ -261,7 +205,7 @@ class FileService:
                                mtime=entry.get("mtime"))
                 size = int(entry.get("size") or 0)
                 if entry.get("type") == "file":
-                    _within(_volume_bound(opened, partition), path, size)
+                    within(volume_bound(opened.calls, opened.reader, partition), path, size)
                 if entry.get("type") == "file" and size <= self.limits.hash_max_bytes:
                     digest = hashlib.sha256()
                     with prefetched(opened.calls, opened.reader, partition, path, size, 0,
@@ -272,7 +216,7 @@ class FileService:
                     version["sha256"] = digest.hexdigest()
         except PathNotFound:
             pass
-        except _Late as late:
+        except Late as late:
             version["reason"] = str(late)
         except (FileServiceUnavailable, TooManyRequests):
             if stop.left() > 0:
@@ -305,7 +249,7 @@ class FileService:
                 raise FilesUnreadable(f"{path} is not a regular file ({kind}): it has no "
                                       "content to download", path=path)
             size = int(entry.get("size") or 0)
-            _within(_volume_bound(opened, partition), path, size)
+            within(volume_bound(opened.calls, opened.reader, partition), path, size)
             etag = entity_tag(restore_point_id, partition, path, size, entry.get("mtime"))
             wanted = byte_range(range_header, size, if_range=if_range, etag=etag)
             part = wanted or ByteRange(0, size, size)
@@ -327,7 +271,7 @@ class FileService:
         """The paths and everything under them as one tar or zip, streamed. The walks
         of the paths together end within `archive_walk_seconds`, and stop when the
         client has gone (`cancelled`)."""
-        stop = _Stop(self.limits.archive_walk_seconds, cancelled)
+        stop = Stop(self.limits.archive_walk_seconds, cancelled)
         with ExitStack() as stack:
             stack.enter_context(self.slots.holding(project))
             opened = stack.enter_context(self._reading(restore_point_id, project))
@@ -335,7 +279,7 @@ class FileService:
             for path in paths:
                 try:
                     stop.check()
-                except _Late:
+                except Late:
                     raise ParserLimitExceeded(
                         f"time: the archive's paths took longer than "
                         f"{self.limits.archive_walk_seconds:g} s to list: download fewer "
@@ -350,10 +294,10 @@ class FileService:
             chosen = archive.members(walks, fmt, max_entries=self.limits.archive_max_entries,
                                      max_bytes=self.limits.archive_max_bytes)
             write = archive.write_tar if fmt == "tar" else archive.write_zip
-            bound = _volume_bound(opened, partition)
+            bound = volume_bound(opened.calls, opened.reader, partition)
 
             def contents(member: archive.Member) -> AbstractContextManager[Iterator[bytes]]:
-                _within(bound, member.path, member.size)
+                within(bound, member.path, member.size)
                 return prefetched(opened.calls, opened.reader, partition, member.path,
                                   member.size, 0, member.size)
 
@@ -431,51 +375,6 @@ class FileService:
         return RestorePointDamaged(
             f"restore point {restore_point_id} is damaged{where}: a block of it failed its "
             "check; verify it, or read another restore point", **details)
-
-
-class _Late(Exception):
-    """A request's deadline passed, or its client went away."""
-
-
-class _Stop:
-    """A request's deadline and its client's going away, checked between its steps."""
-
-    def __init__(self, seconds: float, cancelled: threading.Event | None) -> None:
-        self.seconds = seconds
-        self.until = time.monotonic() + seconds
-        self.cancelled = cancelled
-
-    def left(self) -> float:
-        return max(0.0, self.until - time.monotonic())
-
-    def check(self) -> None:
-        if self.cancelled is not None and self.cancelled.is_set():
-            raise _Late("the client went away")
-        if time.monotonic() >= self.until:
-            raise _Late(f"not read within the request's {self.seconds:g} s: ask for fewer "
-                        "restore points")
-
-
-def _volume_bound(opened: Opened, partition: int | None) -> int:
-    """The most a file of `partition` can hold: its partition's size, within the restore
-    point's (the partitions are the parser's answer; the restore point's size is not)."""
-    bound = opened.reader.size
-    for found in opened.calls.partitions():
-        if found.get("index") == partition or (partition is None and found.get("readable")):
-            size = found.get("size")
-            if isinstance(size, int) and size >= 0:
-                bound = min(bound, size)
-            break
-    return bound
-
-
-def _within(bound: int, path: str, size: int) -> None:
-    """A file no larger than the volume holding it: a size past it is a crafted or damaged
-    filesystem's (its holes would stream zeros for ever), refused as unreadable."""
-    if size > bound:
-        raise FilesUnreadable(f"{path}: the filesystem says the file holds {size} bytes, "
-                              f"more than the {bound} of its volume (a damaged filesystem)",
-                              path=path)
 
 
 def _internal_reason(restore_point_id: str, path: str) -> str:
