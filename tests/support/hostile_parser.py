@@ -50,7 +50,7 @@ class Operations:
 
     def stat(self, partition: int | None, path: str) -> dict[str, Any]:
         command, _, argument = path.strip("/").partition("/")
-        if command == "garbage":  # an answer of no entry's shape (a size of -1, no type)
+        if command == "misshapen":  # an answer of no entry's shape (a size of -1, no type)
             return {"path": path, "name": "x", "size": -1, "outcome": "took over"}
         handler = getattr(self, "_" + command.replace("-", "_"), None)
         if handler is None:

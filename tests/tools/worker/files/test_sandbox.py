@@ -333,6 +333,6 @@ def test_an_answer_of_the_wrong_shape_is_unreadable_and_the_child_replaced(
     outcome(session, "print")
     first = session.child_pid
     with pytest.raises(FilesUnreadable, match="malformed stat"):
-        session.stat(None, "/garbage")
+        session.stat(None, "/misshapen")
     assert outcome(session, "print") == "printed"
     assert session.child_pid != first
