@@ -11,6 +11,7 @@ from pydantic import AfterValidator, StringConstraints
 from starlette.convertors import Convertor, register_url_convertor
 
 from api.errors import VOLUME_FILTER
+from services.files import bounds
 from services.formats import PROJECT, UUID, VOLUME_REF
 
 PlanId = Annotated[str, Path(pattern=UUID, description="The plan's id (a UUID)")]
@@ -53,8 +54,7 @@ VolumeId = Annotated[str, Path(pattern=UUID, description="The volume's id: a res
                                                       "point's `volume_id`, or its Cinder "
                                                       "volume's id")]
 
-MAX_FILE_PATH_BYTES = 4096
-"""PATH_MAX of Linux: no filesystem Cairn reads names a longer path."""
+MAX_FILE_PATH_BYTES = bounds.MAX_PATH_BYTES
 
 
 def _path_bytes(path: str) -> str:
@@ -72,14 +72,15 @@ FilePath = Annotated[FilePathText, Query(
     description="An absolute path in the filesystem (`/`-separated, at most 4096 bytes "
                 "in UTF-8, no NUL)")]
 Partition = Annotated[int | None, Query(
-    ge=0, le=65535, description="The partition's `index` (GET .../partitions); the first "
-                                "readable filesystem when omitted")]
-FilesPage = Annotated[int, Query(ge=1, le=1000, description="Page size")]
+    ge=0, le=bounds.MAX_PARTITION,
+    description="The partition's `index` (GET .../partitions); the first "
+                "readable filesystem when omitted")]
+FilesPage = Annotated[int, Query(ge=1, le=bounds.MAX_PAGE, description="Page size")]
 FileMarker = Annotated[str | None, Query(
     min_length=1, max_length=1024, pattern=r"^[^\x00]*$",
     description="`next_marker` of the previous page (the last name it listed)")]
 NamePattern = Annotated[str, Query(
-    min_length=1, max_length=255, pattern=r"^[^\x00]*$",
+    min_length=1, max_length=bounds.MAX_PATTERN_CHARS, pattern=r"^[^\x00]*$",
     description="A shell pattern matched against each name, not the path (`*.conf`, "
                 "`nginx.conf`, `report-202?-*`; `*`, `?`, `[...]`), case-sensitive")]
 ArchiveFormat = Annotated[Literal["tar", "zip"], Query(

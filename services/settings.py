@@ -530,6 +530,31 @@ class Settings(BaseSettings):
     """File requests of one project cairn-files works on at once (429 beyond): below
     `files_sessions`, so one project never holds every open restore point."""
 
+    files_project_sessions: int | None = Field(default=None, ge=1)
+    """Open restore points one project may hold at once, whatever its requests (a versions
+    request's threads each hold one): beyond it, a request waits (versions) or is refused
+    (429). Default: a quarter of `files_sessions` (at least 1). Another project waiting is
+    never left without one of the last free ones (they are handed the last free ones first)."""
+
+    files_download_min_bytes_per_second: int = Field(default=16 << 10, ge=0)
+    """A download (a file or an archive) holds its restore point open while it lasts: one
+    that has averaged less than this past its first `files_download_grace_seconds` (a
+    client that stopped reading) is ended, its restore point released. 0: no minimum."""
+
+    files_download_grace_seconds: float = Field(default=60.0, gt=0)
+    """The time a download has before `files_download_min_bytes_per_second` applies."""
+
+    files_download_max_seconds: float = Field(default=6 * 3600.0, gt=0)
+    """The longest a download may last (64 GiB at 3 MiB/s), after which it is ended."""
+
+    files_archive_walk_seconds: float = Field(default=60.0, gt=0)
+    """Wall time all the walks of one archive's paths may take together, before its first
+    byte (422 parser_limit_exceeded beyond)."""
+
+    files_versions_seconds: float = Field(default=60.0, gt=0)
+    """Wall time of one versions request: the restore points not read by then say so in
+    their `reason`."""
+
     files_hash_max_bytes: int = Field(default=256 << 20, ge=0)
     """The versions of a file across restore points carry the sha256 of each version up to
     this size (hashing reads the whole file); larger ones carry none."""
@@ -581,6 +606,13 @@ class Settings(BaseSettings):
                 f"CAIRN_FILES_PER_PROJECT ({self.files_per_project}) must be below "
                 f"CAIRN_FILES_SESSIONS ({self.files_sessions}): one project's requests may "
                 "never hold every open restore point")
+        if (self.files_project_sessions is not None
+                and self.files_project_sessions >= self.files_sessions
+                and self.files_sessions > 1):
+            raise ValueError(
+                f"CAIRN_FILES_PROJECT_SESSIONS ({self.files_project_sessions}) must be below "
+                f"CAIRN_FILES_SESSIONS ({self.files_sessions}): one project may never hold "
+                "every open restore point")
         if self.files_version_threads > self.files_sessions:
             raise ValueError(
                 f"CAIRN_FILES_VERSION_THREADS ({self.files_version_threads}) must be at most "

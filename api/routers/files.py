@@ -30,7 +30,7 @@ from api.params import (
 )
 from services.context import RequestContext
 from services.db import Database
-from services.files import access
+from services.files import access, bounds
 from services.files.schemas import (
     FileListing,
     FilePartitionList,
@@ -201,9 +201,9 @@ async def archive(
     restore_point_id: RestorePointId, request: Request, db: DatabaseDep, ctx: ContextDep,
     files: FilesDep,
     path: Annotated[list[FilePathText], Query(
-        min_length=1, max_length=1000,
+        min_length=1, max_length=bounds.MAX_ARCHIVE_PATHS,
         description="A file or directory to include (everything under it); repeat for "
-                    "several, at most 1000")],
+                    f"several, at most {bounds.MAX_ARCHIVE_PATHS}")],
     partition: Partition = None, archive_format: ArchiveFormat = "tar",
 ) -> Response:
     """The paths and everything under them as one `tar` or `zip`, streamed as it is made.

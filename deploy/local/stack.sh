@@ -83,7 +83,13 @@ pg_down() {
 
 # ---------------------------------------------------------------- Cairn processes
 env_file="$state/cairn.env"
+# cairn.env holds the database's and Keystone's passwords: its user's alone (made under
+# umask 077, and an older one's mode put right). The files token is not in it: only
+# cairn-api and cairn-files are given it (run_cairn).
 write_env() {
+    (umask 077 && : >>"$env_file")
+    chmod 600 "$env_file"
+    files_token >/dev/null
     cat >"$env_file" <<ENV
 CAIRN_ENVIRONMENT=development
 CAIRN_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:$PG_PORT/cairn
@@ -98,7 +104,6 @@ CAIRN_PORTAL_SESSION_KEY_FILE=$state/portal-session.key
 CAIRN_WEBHOOK_SECRET_KEY_FILE=$state/webhook-secret.key
 CAIRN_FILES_URL=http://127.0.0.1:$FILES_PORT
 CAIRN_FILES_BIND=127.0.0.1:$FILES_PORT
-CAIRN_FILES_TOKEN=$(files_token)
 ENV
     # The key sealing the portal's session cookies: made once, so a restart keeps sessions.
     [ -s "$state/portal-session.key" ] || (umask 077 && od -An -vtx1 -N32 /dev/urandom | tr -d ' \n' >"$state/portal-session.key")
@@ -175,10 +180,16 @@ run_cairn() {
     stat -c %s "$log" >"$state/run/$name.log-start"
     (
         set -a; . "$env_file"; set +a
+        case "$name" in
+            # The two ends of the file service's token; no other process holds it.
+            cairn-api|cairn-files) CAIRN_FILES_TOKEN=$(cat "$state/files.token")
+                                   export CAIRN_FILES_TOKEN ;;
+        esac
         exec setsid "$@" >>"$log" 2>&1 </dev/null
     ) &
     echo $! >"$pidfile"
-    printf '%s\n' "$want" >"$conf"
+    (umask 077 && printf '%s\n' "$want" >"$conf")
+    chmod 600 "$conf"
 }
 
 # changed_settings OLD_CONF NEW_TEXT: the names (never the values: the env holds a

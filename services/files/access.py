@@ -9,12 +9,13 @@ from sqlalchemy.orm import Session
 
 from services.context import RequestContext
 from services.errors import RestorePointNotReadable, VolumeNotFound
+from services.files import bounds
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.restore_points import repository
 from services.status import RestorePointStatus
 
-MAX_VERSIONS = 60
+MAX_VERSIONS = bounds.MAX_VERSIONS
 """Restore points one versions request reads (the file service's own bound: each is a
 parser session opened and a file hashed)."""
 

@@ -21,9 +21,11 @@ from __future__ import annotations
 import hmac
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal
+from functools import partial
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 from fastapi import APIRouter, Depends, FastAPI, Query, Request
@@ -39,24 +41,32 @@ from services.errors import (
     TooManyRequests,
     Unauthorized,
 )
+from services.files import bounds
 from services.formats import PROJECT, UUID
+from worker.files.downloads import Body, Download
 from worker.files.headers import RangeNotSatisfiable
-from worker.files.service import Body, Download, FileService
+from worker.files.service import FileService
 
 log = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
 """What a 503 asks a client to wait: an open restore point is held for as long as a
 request reads it, seconds for most."""
-MAX_PATH_BYTES = 4096
-MAX_PATTERN = 255
-MAX_VERSIONS = 60
+MAX_PATH_BYTES = bounds.MAX_PATH_BYTES
+MAX_PATTERN = bounds.MAX_PATTERN_CHARS
+MAX_VERSIONS = bounds.MAX_VERSIONS
+
+DISCONNECT_POLL_SECONDS = 0.5
+"""How often a long request (versions, an archive's walks, a search) looks whether its
+client is still there; gone, the service stops between its steps."""
+
+T = TypeVar("T")
 
 _UUID = re.compile(UUID)
 _PROJECT = re.compile(PROJECT)
 
-Partition = Annotated[int | None, Query(ge=0, le=4096)]
-Limit = Annotated[int, Query(ge=1, le=1000)]
+Partition = Annotated[int | None, Query(ge=0, le=bounds.MAX_PARTITION)]
+Limit = Annotated[int, Query(ge=1, le=bounds.MAX_PAGE)]
 
 
 def error_response(status: int, code: str, message: str, details: Any = None,
@@ -120,77 +130,117 @@ def create_app(service: FileService, token: str) -> FastAPI:
     app = FastAPI(title="cairn-files", docs_url=None, redoc_url=None, openapi_url=None,
                   lifespan=lifespan)
     _install_errors(app)
+    # The file calls' own threads, sized with the table of open restore points: a request
+    # and a download's next piece for each, and a few for requests refused at once. Not
+    # anyio's default pool, which the health check and the event loop's own work share.
+    limiter = anyio.CapacityLimiter(2 * service.limits.sessions + 4)
+
+    async def run(request: Request, call: Callable[[threading.Event], T]) -> T:
+        """`call(cancelled)` on one of the limiter's threads; `cancelled` is set when the
+        client goes away meanwhile (the service checks it between its steps)."""
+        cancelled = threading.Event()
+
+        async def watch() -> None:
+            while not cancelled.is_set():
+                if await request.is_disconnected():
+                    cancelled.set()
+                    return
+                await anyio.sleep(DISCONNECT_POLL_SECONDS)
+
+        done: list[T] = []
+        failed: Exception | None = None
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch)
+            try:
+                done.append(await anyio.to_thread.run_sync(call, cancelled, limiter=limiter))
+            except Exception as error:  # raised as it is, not in the group's ExceptionGroup
+                failed = error
+            finally:
+                group.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+        return done[0]
 
     @app.get("/healthz")
-    def healthz() -> dict[str, Any]:
+    async def healthz() -> dict[str, Any]:
+        # On the event loop: answered while every file thread is busy.
         return {"status": "ok", "open_restore_points": len(service.table.open_ids())}
 
     internal = APIRouter(prefix="/internal/v1", dependencies=[Depends(authorized)])
 
     @internal.get("/restore-points/{restore_point_id}/partitions")
-    def partitions(restore_point_id: str, project: Project) -> dict[str, Any]:
-        return service.partitions(project, _checked_id(restore_point_id))
+    async def partitions(request: Request, restore_point_id: str,
+                         project: Project) -> dict[str, Any]:
+        rp = _checked_id(restore_point_id)
+        return await run(request, lambda _: service.partitions(project, rp))
 
     @internal.get("/restore-points/{restore_point_id}/files")
-    def listing(restore_point_id: str, project: Project, path: str = "/",
-                partition: Partition = None, limit: Limit = 100,
-                marker: str | None = None) -> dict[str, Any]:
+    async def listing(request: Request, restore_point_id: str, project: Project,
+                      path: str = "/", partition: Partition = None, limit: Limit = 100,
+                      marker: str | None = None) -> dict[str, Any]:
         if marker is not None:
             _checked_path(marker, "marker", absolute=False)
-        return service.listing(project, _checked_id(restore_point_id), partition,
-                               _checked_path(path), marker, limit)
+        call = partial(service.listing, project, _checked_id(restore_point_id), partition,
+                       _checked_path(path), marker, limit)
+        return await run(request, lambda _: call())
 
     @internal.get("/restore-points/{restore_point_id}/files/stat")
-    def stat(restore_point_id: str, project: Project, path: str,
-             partition: Partition = None) -> dict[str, Any]:
-        return service.stat(project, _checked_id(restore_point_id), partition,
-                            _checked_path(path))
+    async def stat(request: Request, restore_point_id: str, project: Project, path: str,
+                   partition: Partition = None) -> dict[str, Any]:
+        call = partial(service.stat, project, _checked_id(restore_point_id), partition,
+                       _checked_path(path))
+        return await run(request, lambda _: call())
 
     @internal.get("/restore-points/{restore_point_id}/files/content")
-    def content(request: Request, restore_point_id: str, project: Project, path: str,
-                partition: Partition = None) -> StreamingResponse:
-        return _streamed(service.download(
-            project, _checked_id(restore_point_id), partition, _checked_path(path),
-            range_header=request.headers.get("range"),
-            if_range=request.headers.get("if-range")))
+    async def content(request: Request, restore_point_id: str, project: Project, path: str,
+                      partition: Partition = None) -> StreamingResponse:
+        call = partial(service.download, project, _checked_id(restore_point_id), partition,
+                       _checked_path(path), range_header=request.headers.get("range"),
+                       if_range=request.headers.get("if-range"))
+        return _streamed(await run(request, lambda _: call()), limiter)
 
     @internal.get("/restore-points/{restore_point_id}/files/archive")
-    def archive(restore_point_id: str, project: Project,
-                path: Annotated[list[str], Query(min_length=1, max_length=100)],
+    async def archive(request: Request, restore_point_id: str, project: Project,
+                path: Annotated[list[str], Query(min_length=1,
+                                                 max_length=bounds.MAX_ARCHIVE_PATHS)],
                 partition: Partition = None,
                 fmt: Annotated[Literal["tar", "zip"], Query(alias="format")] = "tar",
                 ) -> StreamingResponse:
         paths = [_checked_path(p) for p in path]
-        return _streamed(service.archive(project, _checked_id(restore_point_id), partition,
-                                         paths, fmt))
+        call = partial(service.archive, project, _checked_id(restore_point_id), partition,
+                       paths, fmt)
+        return _streamed(await run(request, lambda cancelled: call(cancelled=cancelled)),
+                         limiter)
 
     @internal.get("/restore-points/{restore_point_id}/files/search")
-    def search(restore_point_id: str, project: Project,
+    async def search(request: Request, restore_point_id: str, project: Project,
                pattern: Annotated[str, Query(min_length=1, max_length=MAX_PATTERN)],
                path: str = "/", partition: Partition = None,
                limit: Limit = 100) -> dict[str, Any]:
         if "\0" in pattern:
             raise InvalidInput("pattern must not hold a NUL character")
-        return service.search(project, _checked_id(restore_point_id), partition,
-                              _checked_path(path), pattern, limit)
+        call = partial(service.search, project, _checked_id(restore_point_id), partition,
+                       _checked_path(path), pattern, limit)
+        return await run(request, lambda _: call())
 
     @internal.get("/file-versions")
-    def versions(project: Project, path: str,
+    async def versions(request: Request, project: Project, path: str,
                  restore_point: Annotated[list[str], Query(min_length=1,
                                                            max_length=MAX_VERSIONS)],
                  partition: Partition = None) -> dict[str, Any]:
         ids = [_checked_id(rp) for rp in restore_point]
-        return service.versions(project, ids, partition, _checked_path(path))
+        call = partial(service.versions, project, ids, partition, _checked_path(path))
+        return await run(request, lambda cancelled: call(cancelled=cancelled))
 
     app.include_router(internal)
     return app
 
 
-def _streamed(download: Download) -> StreamingResponse:
-    """The download's body sent as the producer makes it: each piece taken on a worker
-    thread, and the body closed (its producer stopped, its restore point released) when
-    the last piece is sent, the sending fails or the client goes away."""
-    return StreamingResponse(_pieces(download.body), status_code=download.status,
+def _streamed(download: Download, limiter: anyio.CapacityLimiter) -> StreamingResponse:
+    """The download's body sent as the producer makes it: each piece taken on one of the
+    file calls' threads, and the body closed (its producer stopped, its restore point
+    released) when the last piece is sent, the sending fails or the client goes away."""
+    return StreamingResponse(_pieces(download.body, limiter), status_code=download.status,
                              headers=download.headers, media_type=download.media_type)
 
 
@@ -198,13 +248,14 @@ def _next(pieces: Iterator[bytes]) -> bytes | None:
     return next(pieces, None)
 
 
-async def _pieces(body: Body) -> AsyncIterator[bytes]:
+async def _pieces(body: Body, limiter: anyio.CapacityLimiter) -> AsyncIterator[bytes]:
     try:
-        while (piece := await anyio.to_thread.run_sync(_next, body)) is not None:
+        while (piece := await anyio.to_thread.run_sync(_next, body,
+                                                       limiter=limiter)) is not None:
             yield piece
     finally:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(body.close)
+            await anyio.to_thread.run_sync(body.close, limiter=limiter)
 
 
 def _install_errors(app: FastAPI) -> None:

@@ -4,11 +4,21 @@ seek: data descriptors after each member, ZIP64 where sizes or counts need it, d
 at level 1).
 
 Names are made safe for whoever extracts the archive, whatever the tenant's filesystem
-held: relative (a path asked for becomes its own name, `/etc/nginx` -> `nginx/...`), with
-no `..` component and no empty one, the same name never twice. Device files, FIFOs and
-sockets are left out; symbolic links are kept as links in tar (their targets as they
-were) and left out of zip, which has no portable way to hold one. In zip, `\\` and `:`
-become `_`: a Windows extractor takes them for separators and drives."""
+held (and whatever a taken-over parser answers):
+
+- relative: a path asked for becomes its own top-level name (`/etc/nginx` -> `nginx/...`),
+  with no `..` component and no empty one;
+- never twice: two paths asked for with the same last name (`/home/a/x`, `/srv/x`), or two
+  names zip's rewriting makes equal, are both kept, the later one suffixed as a file
+  manager does: `x (2)`, `notes (2).txt`;
+- never under anything but a directory of the archive: a member whose parent was left out
+  (a device, a duplicate, a link) or is a link or a file is left out with everything
+  below it, so no extractor writes through a link the archive made;
+- symbolic links are kept as links in tar only when their target stays inside the
+  archive (relative, never above its top): a link to `/etc` or `../../..` is left out,
+  as zip leaves out every link (it has no portable way to hold one);
+- device files, FIFOs and sockets are left out; in zip, `\\` and `:` become `_` (a Windows
+  extractor takes them for separators and drives)."""
 
 from __future__ import annotations
 
@@ -53,6 +63,11 @@ def archive_name(path: str, base: str) -> str | None:
     """`path`'s name in an archive of `base` (a path asked for, `path` itself or below it):
     `base`'s last component and what follows; None when `path` is not under `base`, is the
     root itself, or cannot be named safely (a `..` or NUL in it)."""
+    parts = _parts(path, base)
+    return None if parts is None else "/".join(parts)
+
+
+def _parts(path: str, base: str) -> list[str] | None:
     base = "/" + base.strip("/")
     if path != base and not path.startswith(base.rstrip("/") + "/"):
         return None
@@ -60,25 +75,46 @@ def archive_name(path: str, base: str) -> str | None:
     parts = [part for part in path[len(parent):].split("/") if part not in ("", ".")]
     if not parts or any(part == ".." or "\0" in part for part in parts):
         return None
-    return "/".join(parts)
+    return parts
 
 
 def members(walks: Iterable[tuple[str, list[Entry]]], fmt: Format, *, max_entries: int,
             max_bytes: int) -> list[Member]:
     """The archive's members from each path asked for and its walk (the path itself and
-    what lies under it, parents first), in that order. ParserLimitExceeded past
-    `max_entries` members or `max_bytes` of file data."""
+    what lies under it, parents first), in that order, named as the module says.
+    ParserLimitExceeded past `max_entries` members or `max_bytes` of file data."""
     chosen: list[Member] = []
-    names: set[str] = set()
+    used: set[str] = set()
+    seen: set[tuple[int, tuple[str, ...]]] = set()
+    # A directory of a walk (the walk's index, its components) -> its name in the archive.
+    directories: dict[tuple[int, tuple[str, ...]], str] = {}
     total = 0
-    for base, entries in walks:
+    for index, (base, entries) in enumerate(walks):
         for entry in entries:
-            member = _member(entry, base, fmt)
-            if member is None or member.name in names:
+            parts = _parts(str(entry.get("path", "")), base)
+            kind = entry.get("type")
+            if parts is None or kind not in ("file", "dir", "symlink"):
+                continue  # devices, FIFOs, sockets; what cannot be named
+            key = (index, tuple(parts))
+            if key in seen:
+                continue  # a crafted directory listing one name twice: the first counts
+            seen.add(key)
+            target = str(entry.get("target") or "")
+            if kind == "symlink" and (fmt == "zip" or not _inside(target, len(parts) - 1)):
                 continue
-            names.add(member.name)
+            parent = "" if len(parts) == 1 else directories.get((index, tuple(parts[:-1])))
+            if parent is None:
+                continue  # under a name left out, a link or a file: never written through
+            name = _unique(parent, _leaf(parts[-1], fmt), kind, used)
+            if kind == "dir":
+                directories[key] = name
+            member = Member(name=name, path=str(entry["path"]), type=kind,
+                            size=_size(entry.get("size")) if kind == "file" else 0,
+                            mode=_id(entry.get("mode")) & 0o7777,
+                            uid=_id(entry.get("uid")), gid=_id(entry.get("gid")),
+                            mtime=_timestamp(entry.get("mtime")), target=target)
             chosen.append(member)
-            total += member.size if member.type == "file" else 0
+            total += member.size
             if len(chosen) > max_entries:
                 raise ParserLimitExceeded(
                     f"the archive would hold more than {max_entries} entries: download "
@@ -90,21 +126,45 @@ def members(walks: Iterable[tuple[str, list[Entry]]], fmt: Format, *, max_entrie
     return chosen
 
 
-def _member(entry: Entry, base: str, fmt: Format) -> Member | None:
-    kind = entry.get("type")
-    if kind not in ("file", "dir", "symlink") or (kind == "symlink" and fmt == "zip"):
-        return None  # devices, FIFOs, sockets; links in zip
-    name = archive_name(str(entry.get("path", "")), base)
-    if name is None:
-        return None
+def _leaf(name: str, fmt: Format) -> str:
     if fmt == "zip":
         name = name.replace("\\", "_").replace(":", "_")
         name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return Member(name=name, path=str(entry["path"]), type=kind,
-                  size=int(entry.get("size") or 0) if kind == "file" else 0,
-                  mode=int(entry.get("mode") or 0) & 0o7777,
-                  uid=_id(entry.get("uid")), gid=_id(entry.get("gid")),
-                  mtime=_timestamp(entry.get("mtime")), target=str(entry.get("target") or ""))
+    return name
+
+
+def _unique(parent: str, leaf: str, kind: str, used: set[str]) -> str:
+    """`parent/leaf`, or the first free `leaf (n)` (before a file's extension), marked used."""
+    stem, dot, extension = leaf.rpartition(".") if kind == "file" else ("", "", "")
+    if not stem:  # no extension, or a dot file (".bashrc")
+        stem, dot, extension = leaf, "", ""
+    name = f"{parent}/{leaf}" if parent else leaf
+    number = 1
+    while name in used:
+        number += 1
+        suffixed = f"{stem} ({number}){dot}{extension}"
+        name = f"{parent}/{suffixed}" if parent else suffixed
+    used.add(name)
+    return name
+
+
+def _inside(target: str, depth: int) -> bool:
+    """Whether a link `depth` directories below the archive's top, to `target`, points
+    inside the archive (relative, never above its top, no NUL)."""
+    if not target or target.startswith("/") or "\0" in target:
+        return False
+    for part in target.split("/"):
+        if part == "..":
+            depth -= 1
+            if depth < 0:
+                return False
+        elif part not in ("", "."):
+            depth += 1
+    return True
+
+
+def _size(value: Any) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
 
 
 def _id(value: Any) -> int:

@@ -118,3 +118,26 @@ def _read_runs(reader: RestorePointReader, path: str,
         position += length
         if position >= end:
             return
+
+
+def volume_bound(calls: ParserCalls, reader: RestorePointReader,
+                 partition: int | None) -> int:
+    """The most a file of `partition` can hold: its partition's size, within the restore
+    point's (the partitions are the parser's answer; the restore point's size is not)."""
+    bound = reader.size
+    for found in calls.partitions():
+        if found.get("index") == partition or (partition is None and found.get("readable")):
+            size = found.get("size")
+            if isinstance(size, int) and size >= 0:
+                bound = min(bound, size)
+            break
+    return bound
+
+
+def within(bound: int, path: str, size: int) -> None:
+    """A file no larger than the volume holding it: a size past it is a crafted or damaged
+    filesystem's (its holes would stream zeros for ever), refused as unreadable."""
+    if size > bound:
+        raise FilesUnreadable(f"{path}: the filesystem says the file holds {size} bytes, "
+                              f"more than the {bound} of its volume (a damaged filesystem)",
+                              path=path)

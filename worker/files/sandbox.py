@@ -65,13 +65,15 @@ class ChildConfig:
     memory_bytes: int = 512 << 20
     cpu_seconds: int = 300
     max_reply_bytes: int = 16 << 20
+    max_header_bytes: int = 4 << 20
     nofile: int = 16
 
     def argv(self) -> list[str]:
         return [sys.executable, "-I", "-c", CODE, ROOT,
                 "--factory", self.factory, "--memory", str(self.memory_bytes),
                 "--cpu", str(self.cpu_seconds), "--nofile", str(self.nofile),
-                "--max-reply", str(self.max_reply_bytes)]
+                "--max-reply", str(self.max_reply_bytes),
+                "--max-header", str(self.max_header_bytes)]
 
 
 class Process(Protocol):
@@ -142,7 +144,7 @@ class Child:
         os.set_blocking(self._in, False)
         os.set_blocking(self._out, False)
         self._decoder = protocol.FrameDecoder(protocol.FrameLimits(
-            max_header=config.max_reply_bytes, max_payload=config.max_reply_bytes))
+            max_header=config.max_header_bytes, max_payload=config.max_reply_bytes))
         self.isolated: bool | None = None
         self._pipes = threading.Lock()
         self.sealed_after: float | None = None

@@ -38,7 +38,9 @@ from services.settings import Settings
 from services.status import RestorePointStatus
 from worker.files import archive
 from worker.files.calls import Entry
-from worker.files.content import prefetched
+from worker.files.content import prefetched, volume_bound, within
+from worker.files.deadlines import Late, Stop
+from worker.files.downloads import Body, Download
 from worker.files.headers import ByteRange, byte_range, content_disposition, entity_tag
 from worker.files.open_points import Opened, ProjectSlots, RestorePoints, SessionTable
 from worker.files.stream import Coalescing, Produced, Put
@@ -59,6 +61,13 @@ class FileLimits:
     search_max_visits: int = 100_000
     archive_max_entries: int = 100_000
     archive_max_bytes: int = 64 << 30
+    project_sessions: int | None = None
+    """Open restore points one project uses at once (None: a quarter of `sessions`)."""
+    download_min_bytes_per_second: int = 16 << 10
+    download_grace_seconds: float = 60.0
+    download_max_seconds: float = 6 * 3600.0
+    archive_walk_seconds: float = 60.0
+    versions_seconds: float = 60.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> FileLimits:
@@ -68,47 +77,13 @@ class FileLimits:
                    version_threads=settings.files_version_threads,
                    search_max_visits=settings.files_search_max_visits,
                    archive_max_entries=settings.files_archive_max_entries,
-                   archive_max_bytes=settings.files_archive_max_bytes)
-
-
-class Body:
-    """A download's bytes: the first piece already read (so a failure before it is an
-    error status, not a cut connection), the rest as the producer makes them. `close`
-    (at the end, or when the client goes) stops the producer, then releases the restore
-    point and the project's slot."""
-
-    def __init__(self, first: bytes | None, rest: Iterator[bytes], release: ExitStack,
-                 on_error: Callable[[BaseException], None]) -> None:
-        self._first = first
-        self._rest = rest
-        self._release = release
-        self._on_error = on_error
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        if self._first is not None:
-            first, self._first = self._first, None
-            return first
-        try:
-            return next(self._rest)
-        except StopIteration:
-            raise
-        except BaseException as error:
-            self._on_error(error)
-            raise
-
-    def close(self) -> None:
-        self._release.close()
-
-
-@dataclass
-class Download:
-    status: int
-    headers: dict[str, str]
-    media_type: str
-    body: Body
+                   archive_max_bytes=settings.files_archive_max_bytes,
+                   project_sessions=settings.files_project_sessions,
+                   download_min_bytes_per_second=settings.files_download_min_bytes_per_second,
+                   download_grace_seconds=settings.files_download_grace_seconds,
+                   download_max_seconds=settings.files_download_max_seconds,
+                   archive_walk_seconds=settings.files_archive_walk_seconds,
+                   versions_seconds=settings.files_versions_seconds)
 
 
 class FileService:
@@ -117,10 +92,14 @@ class FileService:
         self.points = points
         self.limits = limits
         self.table = SessionTable(points, capacity=limits.sessions,
-                                  idle_seconds=limits.idle_seconds, clock=clock)
+                                  idle_seconds=limits.idle_seconds,
+                                  project_sessions=limits.project_sessions, clock=clock)
         self.slots = ProjectSlots(limits.per_project)
+        self.clock = clock
         self._stop = threading.Event()
         self._reaper: threading.Thread | None = None
+        self._downloads: set[Body] = set()
+        self._downloads_lock = threading.Lock()
 
     # ------------------------------------------------------------------ life
     def start(self) -> None:
@@ -131,6 +110,7 @@ class FileService:
             while not self._stop.wait(period):
                 try:
                     self.table.reap()
+                    self.end_stalled_downloads()
                 except Exception:
                     log.exception("closing idle restore points")
 
@@ -143,64 +123,112 @@ class FileService:
             self._reaper.join()
         self.table.close()
 
+    def end_stalled_downloads(self) -> list[Body]:
+        """Ends the downloads past `download_max_seconds`, or slower on average than
+        `download_min_bytes_per_second` past their grace: a client that stopped reading
+        would otherwise hold its restore point open for ever. The ones ended."""
+        now = self.clock()
+        limits = self.limits
+        with self._downloads_lock:
+            downloads = list(self._downloads)
+        ended = []
+        for body in downloads:
+            lasted = now - body.started
+            if lasted > limits.download_max_seconds:
+                why = f"it lasted more than {limits.download_max_seconds:g} s"
+            elif (lasted > limits.download_grace_seconds
+                  and body.sent < limits.download_min_bytes_per_second * lasted):
+                why = (f"the client read {body.sent} bytes in {lasted:.0f} s, below "
+                       f"{limits.download_min_bytes_per_second} bytes a second")
+            else:
+                continue
+            log.warning("a download was ended: %s", why)
+            body.end(why)
+            ended.append(body)
+        return ended
+
     # ------------------------------------------------------------------ reads
     def partitions(self, project: str, restore_point_id: str) -> dict[str, Any]:
-        with self.slots.holding(project), self._reading(restore_point_id) as opened:
+        with self.slots.holding(project), self._reading(restore_point_id,
+                                                        project) as opened:
             return {"restore_point_id": restore_point_id,
                     "partitions": opened.calls.partitions()}
 
     def listing(self, project: str, restore_point_id: str, partition: int | None,
                 path: str, marker: str | None, limit: int) -> dict[str, Any]:
-        with self.slots.holding(project), self._reading(restore_point_id) as opened:
+        with self.slots.holding(project), self._reading(restore_point_id,
+                                                        project) as opened:
             return opened.calls.list(partition, path, marker, limit)
 
     def stat(self, project: str, restore_point_id: str, partition: int | None,
              path: str) -> Entry:
-        with self.slots.holding(project), self._reading(restore_point_id) as opened:
+        with self.slots.holding(project), self._reading(restore_point_id,
+                                                        project) as opened:
             return opened.calls.stat(partition, path)
 
     def search(self, project: str, restore_point_id: str, partition: int | None, path: str,
                pattern: str, limit: int) -> dict[str, Any]:
-        with self.slots.holding(project), self._reading(restore_point_id) as opened:
+        with self.slots.holding(project), self._reading(restore_point_id,
+                                                        project) as opened:
             return opened.calls.search(partition, path, pattern, limit,
                                        self.limits.search_max_visits)
 
     def versions(self, project: str, restore_point_ids: list[str], partition: int | None,
-                 path: str) -> dict[str, Any]:
+                 path: str, cancelled: threading.Event | None = None) -> dict[str, Any]:
         """The file at `path` in each restore point, in the order given, read a few
-        restore points at once: whether it is there, what it is, and the sha256 of a file
-        up to `hash_max_bytes`. A restore point that cannot answer says why in `reason`."""
+        restore points at once (no more than the project's share of open restore points):
+        whether it is there, what it is, and the sha256 of a file up to `hash_max_bytes`.
+        A restore point that cannot answer says why in `reason`; so do those not read
+        within `versions_seconds` or once the client has gone (`cancelled`)."""
+        stop = Stop(self.limits.versions_seconds, cancelled)
         with self.slots.holding(project):
-            threads = max(1, min(self.limits.version_threads, len(restore_point_ids)))
+            threads = max(1, min(self.limits.version_threads, self.table.project_sessions,
+                                 len(restore_point_ids)))
             with ThreadPoolExecutor(threads, thread_name_prefix="cairn-files versions") as pool:
-                found = list(pool.map(lambda rp: self._version(rp, partition, path),
-                                      restore_point_ids))
+                found = list(pool.map(
+                    lambda rp: self._version(project, rp, partition, path, stop),
+                    restore_point_ids))
         return {"path": path, "partition": partition, "versions": found}
 
-    def _version(self, restore_point_id: str, partition: int | None,
-                 path: str) -> dict[str, Any]:
+    def _version(self, project: str, restore_point_id: str, partition: int | None,
+                 path: str, stop: Stop) -> dict[str, Any]:
         version: dict[str, Any] = {"restore_point_id": restore_point_id, "present": False,
                                    "type": None, "size": None, "mtime": None, "sha256": None,
                                    "reason": None}
         try:
-            with self._reading(restore_point_id) as opened:
+            stop.check()
+            with self._reading(restore_point_id, project, wait=stop.left(),
+                               path=path) as opened:
+                stop.check()
                 entry = opened.calls.stat(partition, path)
                 version.update(present=True, type=entry.get("type"), size=entry.get("size"),
                                mtime=entry.get("mtime"))
                 size = int(entry.get("size") or 0)
+                if entry.get("type") == "file":
+                    within(volume_bound(opened.calls, opened.reader, partition), path, size)
                 if entry.get("type") == "file" and size <= self.limits.hash_max_bytes:
                     digest = hashlib.sha256()
                     with prefetched(opened.calls, opened.reader, partition, path, size, 0,
                                     size) as pieces:
                         for piece in pieces:
+                            stop.check()
                             digest.update(piece)
                     version["sha256"] = digest.hexdigest()
         except PathNotFound:
             pass
+        except Late as late:
+            version["reason"] = str(late)
         except (FileServiceUnavailable, TooManyRequests):
-            raise  # the whole answer is retried, not shown with holes
+            if stop.left() > 0:
+                raise  # the whole answer is retried, not shown with holes
+            version["reason"] = (f"not read within the request's {stop.seconds:g} s: ask "
+                                 "for fewer restore points")
         except CairnError as error:
             version["reason"] = error.message
+        except Exception:
+            # Never a 500 for one restore point: what failed is logged, the answer says so.
+            log.exception("restore point %s: the version of %s", restore_point_id, path)
+            version["reason"] = _internal_reason(restore_point_id, path)
         return version
 
     # ------------------------------------------------------------------ downloads
@@ -211,7 +239,7 @@ class FileService:
         RangeNotSatisfiable (416) for a range past its end."""
         with ExitStack() as stack:
             stack.enter_context(self.slots.holding(project))
-            opened = stack.enter_context(self._reading(restore_point_id))
+            opened = stack.enter_context(self._reading(restore_point_id, project, path=path))
             entry = opened.calls.stat(partition, path)
             kind = entry.get("type")
             if kind == "dir":
@@ -221,6 +249,7 @@ class FileService:
                 raise FilesUnreadable(f"{path} is not a regular file ({kind}): it has no "
                                       "content to download", path=path)
             size = int(entry.get("size") or 0)
+            within(volume_bound(opened.calls, opened.reader, partition), path, size)
             etag = entity_tag(restore_point_id, partition, path, size, entry.get("mtime"))
             wanted = byte_range(range_header, size, if_range=if_range, etag=etag)
             part = wanted or ByteRange(0, size, size)
@@ -229,8 +258,6 @@ class FileService:
                        "Content-Disposition": content_disposition(path.rsplit("/", 1)[-1])}
             if wanted is not None:
                 headers["Content-Range"] = wanted.content_range
-            if entry.get("mtime"):
-                headers["X-Cairn-Mtime"] = str(entry["mtime"])
             pieces = stack.enter_context(prefetched(opened.calls, opened.reader, partition,
                                                     path, size, part.start, part.end))
             body = self._body(restore_point_id, pieces, stack)
@@ -239,13 +266,25 @@ class FileService:
         raise AssertionError("unreachable")  # pragma: no cover (mypy: with may swallow)
 
     def archive(self, project: str, restore_point_id: str, partition: int | None,
-                paths: list[str], fmt: archive.Format) -> Download:
-        """The paths and everything under them as one tar or zip, streamed."""
+                paths: list[str], fmt: archive.Format,
+                cancelled: threading.Event | None = None) -> Download:
+        """The paths and everything under them as one tar or zip, streamed. The walks
+        of the paths together end within `archive_walk_seconds`, and stop when the
+        client has gone (`cancelled`)."""
+        stop = Stop(self.limits.archive_walk_seconds, cancelled)
         with ExitStack() as stack:
             stack.enter_context(self.slots.holding(project))
-            opened = stack.enter_context(self._reading(restore_point_id))
+            opened = stack.enter_context(self._reading(restore_point_id, project))
             walks = []
             for path in paths:
+                try:
+                    stop.check()
+                except Late:
+                    raise ParserLimitExceeded(
+                        f"time: the archive's paths took longer than "
+                        f"{self.limits.archive_walk_seconds:g} s to list: download fewer "
+                        "files, or a directory further down", limit="time",
+                        path=path) from None
                 walked = opened.calls.walk(partition, path, self.limits.archive_max_entries)
                 if walked.get("truncated"):
                     raise ParserLimitExceeded(
@@ -255,8 +294,10 @@ class FileService:
             chosen = archive.members(walks, fmt, max_entries=self.limits.archive_max_entries,
                                      max_bytes=self.limits.archive_max_bytes)
             write = archive.write_tar if fmt == "tar" else archive.write_zip
+            bound = volume_bound(opened.calls, opened.reader, partition)
 
             def contents(member: archive.Member) -> AbstractContextManager[Iterator[bytes]]:
+                within(bound, member.path, member.size)
                 return prefetched(opened.calls, opened.reader, partition, member.path,
                                   member.size, 0, member.size)
 
@@ -284,20 +325,38 @@ class FileService:
             log.warning("restore point %s: a download ended early: %s", restore_point_id,
                         getattr(error, "message", error))
 
-        return Body(first, pieces, stack.pop_all(), on_error)
+        body = Body(first, pieces, stack.pop_all(), on_error, started=self.clock())
+        release = body._release
+
+        def forget() -> None:
+            with self._downloads_lock:
+                self._downloads.discard(body)
+
+        release.callback(forget)
+        with self._downloads_lock:
+            self._downloads.add(body)
+        return body
 
     # ------------------------------------------------------------------ damage
     @contextmanager
-    def _reading(self, restore_point_id: str) -> Iterator[Opened]:
-        """The restore point open for the block; its DataCorrupt or RestorePointDamaged
-        (what the parser session makes of one) as the row explains it."""
+    def _reading(self, restore_point_id: str, project: str | None = None, *,
+                 wait: float = 0.0, path: str | None = None) -> Iterator[Opened]:
+        """The restore point open for the block, counted as `project`'s; its DataCorrupt
+        or RestorePointDamaged (what the parser session makes of one) as the row explains
+        it, in a message of its own (`path`: the file read)."""
         try:
-            with self.table.using(restore_point_id) as opened:
+            with self.table.using(restore_point_id, project, wait=wait) as opened:
                 yield opened
         except (DataCorrupt, RestorePointDamaged) as error:
-            raise self._damaged(restore_point_id, error) from None
+            raise self._damaged(restore_point_id, error, path) from None
 
-    def _damaged(self, restore_point_id: str, error: CairnError) -> CairnError:
+    def _damaged(self, restore_point_id: str, error: CairnError,
+                 path: str | None = None) -> CairnError:
+        """What the tenant is told of a damaged block: a fixed message naming the restore
+        point (and the file); what the reader said (objects, offsets) only in the log."""
+        path = path or error.details.get("path")
+        log.warning("restore point %s: a damaged block%s: %s %s", restore_point_id,
+                    f" reading {path}" if path else "", error.message, error.details)
         try:
             status = self.points.status(restore_point_id)
         except Exception:
@@ -309,11 +368,18 @@ class FileService:
             return RestorePointNotFound(
                 f"restore point {restore_point_id} was deleted while being read",
                 restore_point_id=restore_point_id)
-        if isinstance(error, RestorePointDamaged):
-            return error
+        where = f" (reading {path})" if isinstance(path, str) else ""
+        details: dict[str, Any] = {"restore_point_id": restore_point_id}
+        if isinstance(path, str):
+            details["path"] = path
         return RestorePointDamaged(
-            f"restore point {restore_point_id} is damaged: {error.message} (verify it, "
-            "or read another restore point)", restore_point_id=restore_point_id)
+            f"restore point {restore_point_id} is damaged{where}: a block of it failed its "
+            "check; verify it, or read another restore point", **details)
+
+
+def _internal_reason(restore_point_id: str, path: str) -> str:
+    return (f"restore point {restore_point_id}: {path} could not be read (an internal error; "
+            "the operator's logs have details)")
 
 
 def _archive_stem(restore_point_id: str, paths: list[str]) -> str:

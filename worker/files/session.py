@@ -35,7 +35,7 @@ from services.errors import (
     PathNotFound,
     RestorePointDamaged,
 )
-from worker.files import protocol
+from worker.files import protocol, replies
 from worker.files.sandbox import (
     Child,
     ChildConfig,
@@ -74,12 +74,16 @@ class ParserLimits:
     search_seconds: float = 20.0
     """Wall deadline of search and walk."""
     max_reply_bytes: int = 16 << 20
+    max_header_bytes: int = 4 << 20
+    """The JSON of one answer (a listing, a walk): well below `max_reply_bytes`, since
+    parsed it takes several times its size in the file service's memory."""
     read_bytes_per_call: int = 1 << 30
     """Bytes of the image one call may read (a bound on a bomb)."""
 
     def child(self, factory: str = PRODUCTION_FACTORY) -> ChildConfig:
         return ChildConfig(factory=factory, memory_bytes=self.memory_bytes,
-                           cpu_seconds=self.cpu_seconds, max_reply_bytes=self.max_reply_bytes)
+                           cpu_seconds=self.cpu_seconds, max_reply_bytes=self.max_reply_bytes,
+                           max_header_bytes=min(self.max_header_bytes, self.max_reply_bytes))
 
 
 class _Broken(Exception):
@@ -242,8 +246,8 @@ class ParserSession:
                         # tenant learns the truth; its state may hold the failure: renew it.
                         raise _Broken(RestorePointDamaged(damaged.message, **damaged.details))
                     if frame.type == protocol.RESULT:
-                        return frame.header.get("value"), frame.payload
-                    refusal = _error_of(frame)
+                        return self._checked(child, op, args, frame), frame.payload
+                    refusal = _error_of(frame, args)
                     if op == protocol.OPEN or isinstance(refusal, ParserLimitExceeded):
                         raise _Broken(refusal)
                     raise refusal
@@ -262,6 +266,18 @@ class ParserSession:
             log.warning("parser child %s broke the protocol: %s", child.pid, error)
             raise _Broken(FilesUnreadable(
                 f"the filesystem could not be read: its parser failed during the {op}")) from None
+
+    def _checked(self, child: Child, op: str, args: dict[str, Any],
+                 frame: protocol.Frame) -> Any:
+        try:
+            return replies.checked(op, frame.header.get("value"), frame.payload, args,
+                                   self.reader.size)
+        except replies.Malformed as malformed:
+            log.warning("parser child %s answered a malformed %s: %s", child.pid, op,
+                        malformed)
+            raise _Broken(FilesUnreadable(
+                _unreadable(args) + f": its parser answered a malformed {op}",
+                **_path_of(args))) from None
 
     def _serve(self, offset: int, length: int) -> bytes:
         size = self.reader.size
@@ -290,13 +306,28 @@ def _read_request(frame: protocol.Frame) -> tuple[int, int]:
     return offset, length
 
 
-def _error_of(frame: protocol.Frame) -> Exception:
+def _unreadable(args: dict[str, Any]) -> str:
+    path = args.get("path")
+    return f"{path} could not be read" if isinstance(path, str) else \
+        "the filesystem could not be read"
+
+
+def _path_of(args: dict[str, Any]) -> dict[str, Any]:
+    path = args.get("path")
+    return {"path": path} if isinstance(path, str) else {}
+
+
+def _error_of(frame: protocol.Frame, args: dict[str, Any]) -> Exception:
     name = frame.header.get("error")
     message = frame.header.get("message")
     text = str(message)[:protocol.MAX_MESSAGE_CHARS] if message else "the parser failed"
     kind = ERRORS.get(name) if isinstance(name, str) else None
     if kind is None:
-        return FilesUnreadable(f"the filesystem could not be read: {text}")
+        # The parser's own failure (a bug, or a crafted filesystem it did not expect):
+        # the tenant is told a fixed reason; what the child said goes to the log only.
+        log.warning("parser child failed (%s): %s", str(name)[:40], text)
+        return FilesUnreadable(f"{_unreadable(args)}: the parser failed on it (an internal "
+                               "error; the operator's logs have details)", **_path_of(args))
     if kind is ParserLimitExceeded:
         return ParserLimitExceeded(text, limit=text.partition(":")[0] if ":" in text else None)
     return kind(text)

@@ -95,6 +95,9 @@ class Produced:
             with contextlib.suppress(queue.Empty):
                 self._queue.get(timeout=_POLL_SECONDS)
         self._thread.join()
+        # A consumer waiting on another thread (a download the service ended) sees the end.
+        with contextlib.suppress(queue.Full):
+            self._queue.put_nowait(_END)
 
     def __enter__(self) -> Self:
         return self

@@ -24,6 +24,27 @@ to set; templates/checks.yaml runs them on every render, whatever `manifests` sw
 {{- if and .Values.manifests.deployment_files (not .Values.secrets.files_token) -}}
 {{- fail "set secrets.files_token ({name, key} of a Secret holding `openssl rand -hex 32`): cairn-api presents it to the file service (cairn-files), which answers nobody without it. manifests.deployment_files: false runs no file service" -}}
 {{- end -}}
+{{- if .Values.manifests.deployment_files -}}
+{{- /* cairn-files' memory at its fullest: each open restore point's parser (RLIMIT_AS) and
+reader cache, a download's window of blocks ahead (32 MiB) for each, and the service
+itself (256 MiB), under the pod's memory limit, or the kernel kills the file service. */ -}}
+{{- $mib := 1048576 -}}
+{{- $sessions := int64 (default 16 $conf.files_sessions) -}}
+{{- $parser := int64 (default 536870912 $conf.files_parser_memory_bytes) -}}
+{{- $cache := int64 (default 67108864 $conf.files_cache_bytes) -}}
+{{- $need := add (mul $sessions (add $parser $cache (mul 32 $mib))) (mul 256 $mib) -}}
+{{- $limit := toString .Values.pod.resources.files.limits.memory -}}
+{{- $bytes := 0 -}}
+{{- if hasSuffix "Gi" $limit -}}{{- $bytes = mul (int64 (trimSuffix "Gi" $limit)) 1073741824 -}}
+{{- else if hasSuffix "Mi" $limit -}}{{- $bytes = mul (int64 (trimSuffix "Mi" $limit)) $mib -}}
+{{- else if hasSuffix "G" $limit -}}{{- $bytes = mul (int64 (trimSuffix "G" $limit)) 1000000000 -}}
+{{- else if hasSuffix "M" $limit -}}{{- $bytes = mul (int64 (trimSuffix "M" $limit)) 1000000 -}}
+{{- else -}}{{- $bytes = int64 $limit -}}
+{{- end -}}
+{{- if gt $need $bytes -}}
+{{- fail (printf "cairn-files may need %d MiB: conf.cairn.files_sessions (%d) x (files_parser_memory_bytes %d MiB + files_cache_bytes %d MiB + a download's 32 MiB) + 256 MiB, above pod.resources.files.limits.memory (%s). Lower files_sessions or files_parser_memory_bytes, or raise the limit" (div $need $mib) $sessions (div $parser $mib) (div $cache $mib) $limit) -}}
+{{- end -}}
+{{- end -}}
 {{- if and .Values.manifests.ingress_api (empty $conf.api_trusted_proxies) -}}
 {{- fail "manifests.ingress_api is on but conf.cairn.api_trusted_proxies is empty: every tenant would reach the API as the Ingress controller's address, sharing one client's limits (one client's garbage tokens or failed sign-ins would refuse everyone's). Set it to the controller pods' CIDR, e.g. [\"10.244.0.0/16\"] (`kubectl get pods -n ingress-nginx -o wide` shows their addresses)" -}}
 {{- end -}}

@@ -263,6 +263,12 @@ def _named(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any
      "pod.replicas.api is 2: set secrets.portal_session_key"),
     (('secrets.webhook_secret_key=null',), "set secrets.webhook_secret_key"),
     (('secrets.files_token=null',), "set secrets.files_token"),
+    # The file service's sessions at their fullest, above its pod's memory limit.
+    (('conf.cairn.files_sessions=16',),
+     "cairn-files may need 7936 MiB: conf.cairn.files_sessions (16) x "
+     "(files_parser_memory_bytes 384 MiB"),
+    (('conf.cairn.files_cache_bytes=134217728',), "cairn-files may need 4608 MiB"),
+    (('pod.resources.files.limits.memory="3Gi"',), "above pod.resources.files.limits.memory"),
     # An egress policy that would cut the pods off Ceph.
     (('network_policy.egress.ceph.to=[]',), "network_policy.egress.ceph.to is empty"),
     # Behind an Ingress, the API must know the controller's pods, or every tenant is one.
@@ -577,3 +583,19 @@ def test_without_the_file_service_nothing_of_it_renders() -> None:
     assert "CAIRN_FILES_URL" not in config["data"]
     [api] = _containers(_named(objects, "Deployment", "api"))
     assert "CAIRN_FILES_TOKEN" not in {e["name"] for e in api["env"]}
+
+
+def test_the_file_services_sessions_fit_its_memory_limit_by_default() -> None:
+    # The chart's defaults pass the check, and tell cairn-files what the check counted.
+    [config] = [obj for obj in _objects("minimal") if obj["kind"] == "ConfigMap"]
+    sessions = int(config["data"]["CAIRN_FILES_SESSIONS"])
+    parser = int(config["data"]["CAIRN_FILES_PARSER_MEMORY_BYTES"])
+    cache = Settings.model_fields["files_cache_bytes"].default
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    limit = values["pod"]["resources"]["files"]["limits"]["memory"]
+    assert limit.endswith("Gi")
+    assert sessions * (parser + cache + (32 << 20)) + (256 << 20) <= int(limit[:-2]) << 30
+    # A bigger limit takes more sessions.
+    objects = _objects_with("conf.cairn.files_sessions=16",
+                            'pod.resources.files.limits.memory="8Gi"')
+    assert any(obj["kind"] == "Deployment" for obj in objects)

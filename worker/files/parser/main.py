@@ -7,14 +7,17 @@ once for all) and, before it reads its first call, it locks itself down:
 
 1. rlimits: address space (the session's memory limit), CPU time for its whole life,
    FSIZE 0 (it writes no file), no core dumps, few fds, no new processes;
-2. a new user and network namespace when the kernel allows it (no network at all; the
-   parent is told when it could not, and logs it once);
+2. a new user, network and IPC namespace when the kernel allows it (no network at all,
+   no System V object shared with any other process; the parent is told when it could
+   not, and logs it once), and an OOM score of 1000: when the host runs short of
+   memory, a parser goes first, never the file service or the API;
 3. it imports everything it will use (the operations' module, the codecs filesystems decode
    names with), because next
 4. a seccomp filter refuses what a parser never needs: sockets, exec, fork and clone,
    ptrace and other processes' memory, namespaces and mounts, keyrings, bpf, io_uring,
-   changes to files (unlink, rename, chmod...), signals and rlimits aimed at any other
-   process, executable mappings, and every open() at all: after the warm-up nothing is
+   changes to files (unlink, rename, chmod...), System V IPC and POSIX message queues,
+   I/O and CPU priorities, signals, scheduling, CPU affinity and rlimits aimed at any
+   other process, executable mappings, and every open() at all: after the warm-up nothing is
    read from the filesystem of the host, so neither a keyring nor /proc/self can be.
 
 Then it serves calls on stdin/stdout (worker/files/protocol.py). The image it parses is a
@@ -37,6 +40,7 @@ from typing import Any, BinaryIO, Final
 
 from worker.files import protocol
 from worker.files.parser.errors import ImageReadFailed
+from worker.files.parser.seal import seal
 
 PRODUCTION_FACTORY: Final = "worker.files.parser.ops:Operations"
 
@@ -59,6 +63,10 @@ WARM_MODULES: Final = (
 
 CLONE_NEWUSER: Final = 0x10000000
 CLONE_NEWNET: Final = 0x40000000
+CLONE_NEWIPC: Final = 0x08000000
+
+OOM_SCORE_ADJ: Final = b"1000"
+"""The child is the first process the kernel's OOM killer takes (the most it may say)."""
 
 EXIT_PROTOCOL: Final = 3
 
@@ -170,17 +178,20 @@ OperationsFactory = Callable[[RemoteImage, int], Any]
 class Channel:
     """The child's end of the pipes: frames in from the parent, frames out to it."""
 
-    def __init__(self, incoming: BinaryIO, outgoing: BinaryIO, max_reply: int) -> None:
+    def __init__(self, incoming: BinaryIO, outgoing: BinaryIO, max_reply: int,
+                 max_header: int | None = None) -> None:
         self._in = incoming
         self._out = outgoing
         self.max_reply = max_reply
+        self.max_header = max_reply if max_header is None else max_header
 
     def receive(self) -> protocol.Frame | None:
         return protocol.read_frame(self._in, protocol.CHILD_READS)
 
     def send(self, header: dict[str, Any], payload: bytes = b"") -> None:
         frame = protocol.encode(header, payload)
-        if len(frame) > self.max_reply and header.get("type") == protocol.RESULT:
+        if header.get("type") == protocol.RESULT and (
+                len(frame) > self.max_reply or len(frame) - len(payload) > self.max_header):
             frame = protocol.encode({"type": protocol.ERROR, "error": protocol.LIMIT,
                                      "message": "reply size: the answer is too large"})
         view = memoryview(frame)
@@ -215,9 +226,10 @@ def run(options: argparse.Namespace, isolated: bool) -> None:
     outgoing = open(1, "wb", buffering=0, closefd=False)  # noqa: SIM115 (fd 1, for life)
     # Nothing but frames may reach fd 1: anything printed goes where stderr goes.
     sys.stdout = sys.stderr
+    give_way_to_oom()
     factory = load_factory(options.factory)
     seal()
-    channel = Channel(incoming, outgoing, options.max_reply)
+    channel = Channel(incoming, outgoing, options.max_reply, options.max_header)
     channel.send({"type": protocol.READY, "pid": os.getpid(), "namespaces": isolated})
     serve(channel, factory)
 
@@ -229,6 +241,7 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cpu", type=int, default=300)
     parser.add_argument("--nofile", type=int, default=16)
     parser.add_argument("--max-reply", type=int, default=16 << 20)
+    parser.add_argument("--max-header", type=int, default=4 << 20)
     return parser.parse_args(argv)
 
 
@@ -245,13 +258,27 @@ def limit_resources(memory: int, cpu: int, nofile: int) -> None:
 
 
 def enter_namespaces() -> bool:
-    """A user namespace (holding no capability outside it) and a network namespace with
-    no interface but a down loopback; False where the kernel refuses (then seccomp's
-    refusal of socket() is what keeps the network out)."""
+    """A user namespace (holding no capability outside it), a network namespace with no
+    interface but a down loopback and an IPC namespace of its own; False where the kernel
+    refuses (then seccomp's refusal of socket() and of System V IPC keeps them out)."""
+    return unshare(CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC)
+
+
+def unshare(flags: int) -> bool:
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    return int(libc.unshare(CLONE_NEWUSER | CLONE_NEWNET)) == 0
+    return int(libc.unshare(flags)) == 0
+
+
+def give_way_to_oom() -> None:
+    """OOM score 1000 (raising one's own needs no privilege); where /proc is not there to
+    say it, the child carries on: its RLIMIT_AS bounds it all the same."""
+    try:
+        with open("/proc/self/oom_score_adj", "wb", buffering=0) as adjust:
+            adjust.write(OOM_SCORE_ADJ)
+    except OSError:
+        pass
 
 
 def load_factory(spec: str) -> OperationsFactory:
@@ -263,56 +290,6 @@ def load_factory(spec: str) -> OperationsFactory:
         importlib.import_module(name)
     factory: OperationsFactory = getattr(module, attribute or "Operations")
     return factory
-
-
-DENIED: Final = (
-    "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4",
-    "execve", "execveat", "fork", "vfork", "clone",
-    "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_open", "pidfd_getfd",
-    "pidfd_send_signal", "process_madvise",
-    "mount", "umount2", "unshare", "setns", "chroot", "pivot_root", "fsopen", "fsmount",
-    "fspick", "move_mount", "open_tree", "mount_setattr",
-    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
-    "io_uring_setup", "io_uring_enter", "io_uring_register", "memfd_create",
-    "open_by_handle_at", "name_to_handle_at",
-    "unlink", "unlinkat", "rename", "renameat", "renameat2", "link", "linkat", "symlink",
-    "symlinkat", "mkdir", "mkdirat", "rmdir", "mknod", "mknodat", "chmod", "fchmod",
-    "fchmodat", "chown", "fchown", "lchown", "fchownat", "truncate", "ftruncate",
-    "setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
-    "utime", "utimes", "utimensat", "futimesat", "setrlimit", "setpriority", "personality",
-    "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
-    "setfsuid", "setfsgid",
-)
-"""What a filesystem parser never does, refused with EPERM."""
-
-OPENS: Final = ("open", "openat", "openat2", "creat")
-"""Refused with EACCES after the warm-up: the child reads the image through its pipe only."""
-
-SIGNALS: Final = ("kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo")
-"""Allowed only towards the child itself (a same-user process could otherwise be hit)."""
-
-
-def seal() -> None:
-    """Loads the seccomp filter: from here on, the refusals in the module's docstring."""
-    import pyseccomp as seccomp
-
-    os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-    deny = seccomp.ERRNO(errno.EPERM)
-    rules = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
-    for name in DENIED:
-        rules.add_rule(deny, name)
-    for name in OPENS:
-        rules.add_rule(seccomp.ERRNO(errno.EACCES), name)
-    # glibc falls back from clone3 to clone on ENOSYS, which is refused too.
-    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
-    own = os.getpid()
-    for name in SIGNALS:
-        rules.add_rule(deny, name, seccomp.Arg(0, seccomp.NE, own))
-    rules.add_rule(deny, "prlimit64", seccomp.Arg(2, seccomp.NE, 0))
-    for name in ("mmap", "mprotect", "pkey_mprotect"):
-        rules.add_rule(deny, name, seccomp.Arg(2, seccomp.MASKED_EQ, 0x4, 0x4))  # PROT_EXEC
-    rules.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.EQ, 0x5412))  # TIOCSTI
-    rules.load()
 
 
 def serve(channel: Channel, factory: OperationsFactory) -> None:

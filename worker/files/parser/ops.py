@@ -287,7 +287,8 @@ class Operations:
         info = _guard(lambda: fs.info(node))
         return {"name": name, "type": info.type, "size": info.size, "mode": info.mode,
                 "uid": info.uid, "gid": info.gid, "mtime": iso_time(info.mtime_ns),
-                "target": display_name(info.target) if info.target is not None else None}
+                "target": (display_name(info.target, separators=False)
+                           if info.target is not None else None)}
 
 
 def iso_time(ns: int | None) -> str | None:

@@ -15,6 +15,8 @@ MAX_PATH_BYTES = 4096
 MAX_NAME_CHARS = 1024
 ESCAPE = "\ufffd"
 _HEX = "0123456789ABCDEF"
+_SEPARATORS = "/\0"
+"""Characters a name never holds as it is shown (see `display_name`)."""
 
 
 def split_path(path: str) -> list[str]:
@@ -43,7 +45,7 @@ def join_path(parent: str, name: str) -> str:
     return f"{parent.rstrip('/')}/{name}"
 
 
-def display_name(raw: str) -> str:
+def display_name(raw: str, *, separators: bool = True) -> str:
     """The name a listing shows for a filesystem's name `raw`, as Dissect decodes it: bytes
     that are not UTF-8 arrive as lone surrogates U+DC80..U+DCFF (Python's surrogateescape),
     UTF-16 code units that pair with nothing (NTFS, FAT) as lone surrogates too.
@@ -51,15 +53,23 @@ def display_name(raw: str) -> str:
     The rule (reversible, so a lookup of any listed name finds it):
     - a name that is valid Unicode is shown as it is, except that U+FFFD is doubled;
     - an undecodable byte 0xXY becomes U+FFFD followed by the two hex digits "XY";
+    - "/" and NUL, which no filesystem's name holds but a crafted directory entry can,
+      become U+FFFD "2F" and U+FFFD "00": a name is always one component of a path, never
+      two (a listed "x/passwd" would otherwise name passwd under a sibling "x");
     - any other lone surrogate U+DXYZ becomes U+FFFD, "u" and the four hex digits.
-    So a Latin-1 "café" shows as "caf\ufffdE9", valid in JSON and in a URL."""
-    if ESCAPE not in raw and raw.isascii():
+    So a Latin-1 "café" shows as "caf\ufffdE9", valid in JSON and in a URL.
+
+    `separators=False` keeps "/" (a symlink's target is a path, shown as one)."""
+    if ESCAPE not in raw and raw.isascii() and "\0" not in raw and (
+            not separators or "/" not in raw):
         return raw
     out = []
     for char in raw:
         code = ord(char)
         if char == ESCAPE:
             out.append(ESCAPE * 2)
+        elif char in _SEPARATORS and (separators or char == "\0"):
+            out.append(f"{ESCAPE}{code:02X}")
         elif 0xDC80 <= code <= 0xDCFF:
             out.append(f"{ESCAPE}{code - 0xDC00:02X}")
         elif 0xD800 <= code <= 0xDFFF:
@@ -89,6 +99,9 @@ def raw_name(shown: str) -> str:
                 raise NotFound(f"{shown!r} is not a name a listing shows")
             out.append(chr(code))
             i += 6
+        elif _is_hex(shown[i + 1:i + 3], 2) and chr(int(shown[i + 1:i + 3], 16)) in _SEPARATORS:
+            out.append(chr(int(shown[i + 1:i + 3], 16)))
+            i += 3
         elif _is_hex(shown[i + 1:i + 3], 2) and int(shown[i + 1:i + 3], 16) >= 0x80:
             out.append(chr(0xDC00 + int(shown[i + 1:i + 3], 16)))
             i += 3

@@ -12,7 +12,8 @@ a session of its own, no fd but its control socket), that
 - sets the child's rlimits on itself except those a fork server cannot live with: no
   RLIMIT_NPROC (it forks) and no RLIMIT_CPU (it lives as long as the service; each child
   sets its own, and a child's CPU time starts at 0), and a few more fds;
-- enters a user and network namespace (its children are born in them: no network);
+- enters a user, network and IPC namespace (its children are born in the first two: no
+  network; each forked child enters an IPC namespace of its own);
 - imports the operations' module, its PRELOAD, the codecs, pyseccomp; then gc.freeze(),
   so that a child's collections do not touch (and copy) the zygote's objects;
 - is not sealed: it must fork, and it never sees a byte of a tenant's image. It holds no
@@ -186,7 +187,10 @@ class Zygote:
         os.closerange(3, ZYGOTE_NOFILE)
         options = self.options
         child.limit_resources(options.memory, options.cpu, options.nofile)
-        # The zygote's namespaces already hold it; where the kernel refused the zygote
-        # they are refused here as well, but it costs nothing to ask.
-        isolated = self.isolated or child.enter_namespaces()
+        # The zygote's user and network namespaces already hold it; its IPC namespace is
+        # its own (no System V object shared with another tenant's parser), which the
+        # zygote's user namespace allows. Where the kernel refused the zygote they are
+        # refused here as well, but it costs nothing to ask.
+        isolated = (child.unshare(child.CLONE_NEWIPC) if self.isolated
+                    else child.enter_namespaces())
         child.run(options, isolated)

@@ -97,8 +97,8 @@ class FakeFs:
     def data(self, path: str) -> bytes:
         if path in self.inline:
             return self.inline[path]
-        return b"".join(bytes(self.image[d:d + n]) if d is not None else bytes(n)
-                        for d, n in self.runs[path])
+        return b"".join(bytes(self.image[d:d + (n or 0)]) if d is not None
+                        else bytes(n or 0) for d, n in self.runs[path])
 
 
 class FakeCalls:
@@ -162,6 +162,10 @@ class FakeCalls:
         self.closed = True
 
 
+FREE = 64 << 10
+"""Bytes of a fake volume past its files' blocks."""
+
+
 class FakePoints:
     """Restore points by id, each a FakeFs; counts openings."""
 
@@ -177,7 +181,8 @@ class FakePoints:
         if self.statuses.get(restore_point_id, RestorePointStatus.AVAILABLE) \
                 != RestorePointStatus.AVAILABLE:
             raise RestorePointNotFound(f"restore point {restore_point_id} not found")
-        opened = Opened(FakeReader(bytes(self.fs.image)), FakeCalls(self.fs))
+        # The volume: its files' blocks, then free space (a sparse file fits in it).
+        opened = Opened(FakeReader(bytes(self.fs.image) + bytes(FREE)), FakeCalls(self.fs))
         self.opened.append(opened)
         return opened
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import io
 import tarfile
+import threading
 import zipfile
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.unit.worker.files.fakes import FakeFs, FakePoints
+from tests.unit.worker.files.fakes import FakeCalls, FakeFs, FakePoints
 from worker.files.app import create_app
+from worker.files.open_points import Opened
 from worker.files.service import FileLimits, FileService
 
 TOKEN = "t" * 40
@@ -128,3 +131,63 @@ def test_versions_take_at_most_sixty_restore_points(client: TestClient) -> None:
                        headers=AUTH).json()
     assert found["versions"][0]["present"] is True
     assert found["versions"][0]["sha256"] is not None
+
+
+def test_what_the_public_routes_accept_the_file_service_accepts(client: TestClient) -> None:
+    # The most paths and the highest partition the API lets through: never a 422 behind it.
+    from services.files import bounds
+    from worker.files.parser import paths
+
+    assert paths.MAX_PATH_BYTES == bounds.MAX_PATH_BYTES  # the parser may not import it
+    many = "&".join(["path=/etc/motd"] * bounds.MAX_ARCHIVE_PATHS)
+    answer = client.get(f"{BASE}/files/archive?{many}", headers=AUTH)
+    assert answer.status_code == 200
+    answer = client.get(f"{BASE}/files?path=/&partition={bounds.MAX_PARTITION}", headers=AUTH)
+    assert answer.status_code == 200
+    assert client.get(f"{BASE}/files?path=/&limit={bounds.MAX_PAGE + 1}",
+                      headers=AUTH).status_code == 422
+
+
+class _Held(FakeCalls):
+    """A stat that waits until the test lets it go: a slow restore point."""
+
+    started = threading.Semaphore(0)
+    go = threading.Event()
+
+    def stat(self, partition: int | None, path: str) -> dict[str, Any]:
+        _Held.started.release()
+        _Held.go.wait(10)
+        return super().stat(partition, path)
+
+
+def test_the_health_check_answers_while_every_file_thread_is_busy(fs: FakeFs) -> None:
+    points = FakePoints(fs)
+    opened = points.open
+    def open_held(restore_point_id: str) -> Opened:
+        return Opened(opened(restore_point_id).reader, _Held(fs))
+
+    points.open = open_held  # type: ignore[method-assign]
+    # 18 restore points: the file calls' 40 threads, as many as anyio's default pool has.
+    service = FileService(points, FileLimits(sessions=18, per_project=2))
+    busy = 2 * 18 + 4
+    with TestClient(create_app(service, TOKEN)) as test_client:
+        def stat(project: int) -> None:
+            test_client.get(f"{BASE}/files/stat?path=/etc/motd",
+                            headers={**AUTH, "X-Cairn-Project": f"p{project}"})
+
+        callers = [threading.Thread(target=stat, args=(n,)) for n in range(busy)]
+        for caller in callers:
+            caller.start()
+        try:
+            for _ in range(busy):
+                assert _Held.started.acquire(timeout=10)
+            answered: list[int] = []
+            health = threading.Thread(
+                target=lambda: answered.append(test_client.get("/healthz").status_code))
+            health.start()
+            health.join(2)
+            assert answered == [200]
+        finally:
+            _Held.go.set()
+            for caller in callers:
+                caller.join(10)

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from typing import Any
 
 import pytest
 
 from services.errors import (
     FileServiceUnavailable,
+    FilesUnreadable,
     IsADirectory,
+    ParserLimitExceeded,
+    PathNotFound,
     RestorePointDamaged,
     RestorePointNotFound,
     TooManyRequests,
@@ -18,7 +22,7 @@ from services.errors import (
 from services.status import RestorePointStatus
 from tests.unit.worker.files.fakes import FakeCalls, FakeFs, FakePoints, FakeReader
 from worker.files.headers import RangeNotSatisfiable
-from worker.files.open_points import SessionTable
+from worker.files.open_points import Opened, SessionTable
 from worker.files.service import FileLimits, FileService
 
 
@@ -34,6 +38,12 @@ def _table(points: FakePoints, clock: Clock, capacity: int = 2) -> SessionTable:
     return SessionTable(points, capacity=capacity, idle_seconds=60, clock=clock)
 
 
+def _closed(opened: Opened) -> bool:
+    assert isinstance(opened.calls, FakeCalls)
+    assert isinstance(opened.reader, FakeReader)
+    return opened.calls.closed and opened.reader.closed
+
+
 def test_a_restore_point_is_opened_once_and_closed_when_idle() -> None:
     points, clock = FakePoints(), Clock()
     table = _table(points, clock)
@@ -47,8 +57,7 @@ def test_a_restore_point_is_opened_once_and_closed_when_idle() -> None:
     clock.now += 1
     table.reap()
     assert table.open_ids() == []
-    assert points.opened[0].calls.closed
-    assert points.opened[0].reader.closed
+    assert _closed(points.opened[0])
 
 
 def test_the_least_recently_used_idle_one_makes_room_and_a_busy_table_refuses() -> None:
@@ -66,7 +75,8 @@ def test_the_least_recently_used_idle_one_makes_room_and_a_busy_table_refuses() 
         with table.using("a"), pytest.raises(FileServiceUnavailable), table.using("d"):
             pass
     assert points.openings == ["a", "b", "c"]
-    assert points.opened[1].calls.closed  # b's  # type: ignore[attr-defined]
+    assert isinstance(points.opened[1].calls, FakeCalls)
+    assert points.opened[1].calls.closed  # b's
 
 
 def test_a_restore_point_in_use_is_never_closed_under_its_reader() -> None:
@@ -112,7 +122,8 @@ def test_requests_racing_for_one_restore_point_open_it_once() -> None:
 
 def _service(fs: FakeFs, **limits: int) -> tuple[FileService, FakePoints]:
     points = FakePoints(fs)
-    return FileService(points, FileLimits(**{"sessions": 4, "per_project": 2, **limits})), points
+    return FileService(points, FileLimits(**{"sessions": 4, "per_project": 2,
+                                             "project_sessions": 2, **limits})), points
 
 
 def _tree() -> FakeFs:
@@ -214,3 +225,193 @@ def test_versions_across_restore_points_hash_files_up_to_the_limit() -> None:
     assert big["sha256"] is None
     missing = service.versions("p", ["a"], None, "/etc/nothing")["versions"][0]
     assert (missing["present"], missing["reason"]) == (False, None)
+
+
+class _HeldStat(FakeCalls):
+    """A parser whose stat of /held waits until the test lets it go (a slow restore point:
+    an object target, a file hashed for seconds)."""
+
+    waiting = threading.Semaphore(0)
+    go = threading.Event()
+
+    def stat(self, partition: int | None, path: str) -> dict[str, Any]:
+        if path == "/held":
+            _HeldStat.waiting.release()
+            _HeldStat.go.wait(10)
+            raise PathNotFound(f"{path} not found", path=path)
+        return super().stat(partition, path)
+
+
+def test_one_projects_versions_leave_restore_points_to_the_others() -> None:
+    fs = _tree()
+    points = FakePoints(fs)
+    opened = points.open
+
+    def open_held(restore_point_id: str) -> Opened:
+        reader, _calls = opened(restore_point_id)
+        return Opened(reader, _HeldStat(fs))
+
+    points.open = open_held  # type: ignore[method-assign]
+    defaults = FileLimits()  # 16 sessions, 4 requests a project, 4 threads a versions
+    service = FileService(points, defaults)
+    share = service.table.project_sessions
+    assert share == defaults.sessions // 4
+    ids = [[f"p-rp-{request}-{index}" for index in range(60)] for request in range(4)]
+    requests = [threading.Thread(target=service.versions, args=("p", rps, None, "/held"))
+                for rps in ids]
+    for request in requests:
+        request.start()
+    try:
+        for _ in range(share):
+            assert _HeldStat.waiting.acquire(timeout=5)
+        # The project's other threads wait for its share: no more of its reads start.
+        assert not _HeldStat.waiting.acquire(timeout=0.3)
+        assert service.table.held("p") == share
+        # Another project's first request, on its own restore point:
+        assert service.stat("q", "q-rp", None, "/etc/hosts")["type"] == "file"
+    finally:
+        _HeldStat.go.set()
+        for request in requests:
+            request.join(30)
+    assert service.table.held("p") == 0
+
+
+def test_the_last_free_restore_points_go_to_a_project_waiting_for_one() -> None:
+    points, clock = FakePoints(), Clock()
+    table = SessionTable(points, capacity=2, idle_seconds=60, project_sessions=2, clock=clock)
+    got: list[str] = []
+    with table.using("a", "p"):
+        with table.using("b", "q"):
+            # Full: a versions thread of r waits for a restore point...
+            waiter = threading.Thread(
+                target=lambda: got.append(_use(table, "c", "r", wait=5)))
+            waiter.start()
+            _until(lambda: table._waiting.get("r") == 1)
+        # ... and b's end leaves one free: p's next restore point is refused it.
+        with pytest.raises(FileServiceUnavailable):
+            _use(table, "d", "p")
+        waiter.join(5)
+    assert got == ["c"]
+
+
+def _use(table: SessionTable, restore_point_id: str, project: str, wait: float = 0.0) -> str:
+    with table.using(restore_point_id, project, wait=wait):
+        return restore_point_id
+
+
+def _until(condition: Any, seconds: float = 5.0) -> None:
+    import time
+    until = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < until, "the condition never held"
+        time.sleep(0.01)
+
+
+def test_a_stalled_download_is_ended_and_its_restore_point_released() -> None:
+    clock = Clock()
+    points = FakePoints(_tree())
+    service = FileService(points, FileLimits(
+        sessions=4, per_project=2, project_sessions=2, download_min_bytes_per_second=1000,
+        download_grace_seconds=60, download_max_seconds=3600), clock=clock)
+    slow = service.download("p", "rp", None, "/etc/hosts")
+    quick = service.download("p", "rp2", None, "/etc/hosts")
+    clock.now += 59
+    assert service.end_stalled_downloads() == []  # in its grace
+    clock.now += 2  # 61 s: the first piece (< 61 000 bytes) is all either has sent
+    for _ in range(20):
+        next(quick.body, None)  # ... but this one's client reads on
+    assert service.end_stalled_downloads() == [slow.body]
+    assert service.table.held("p") == 1
+    assert next(slow.body, None) is None  # its client sees the end of what it got
+    slow.body.close()  # the app closes it again: nothing left to do
+    clock.now += 3600
+    assert service.end_stalled_downloads() == [quick.body]  # past its longest time
+    assert service.table.held("p") == 0
+
+
+def test_a_file_larger_than_its_volume_is_refused_not_streamed() -> None:
+    fs = _tree()
+    fs.add("/huge", "file", data=b"x" * 10, hole=1 << 40)  # a crafted size, of holes
+    service, _points = _service(fs)
+    with pytest.raises(FilesUnreadable, match="more than"):
+        service.download("p", "rp", None, "/huge")
+    version = service.versions("p", ["rp"], None, "/huge")["versions"][0]
+    assert "more than" in version["reason"]
+    assert version["sha256"] is None
+
+
+class _PartitionOf(FakeCalls):
+    def partitions(self) -> list[dict[str, Any]]:
+        return [{"index": 1, "readable": True, "size": 4096}]
+
+
+def test_a_file_larger_than_its_partition_is_refused() -> None:
+    fs = _tree()
+    points = FakePoints(fs)
+    opened = points.open
+    def open_partitioned(restore_point_id: str) -> Opened:
+        return Opened(opened(restore_point_id).reader, _PartitionOf(fs))
+
+    points.open = open_partitioned  # type: ignore[method-assign]
+    service = FileService(points, FileLimits(sessions=4, per_project=2))
+    with pytest.raises(FilesUnreadable, match="more than the 4096"):
+        service.download("p", "rp", None, "/etc/hosts")
+
+
+def test_versions_past_the_deadline_or_the_client_say_so_and_never_fail() -> None:
+    fs = _tree()
+    service, _points = _service(fs, versions_seconds=0.0)  # type: ignore[arg-type]
+    late = service.versions("p", ["a", "b"], None, "/etc/hosts")["versions"]
+    assert all("not read within" in v["reason"] for v in late)
+    service, _points = _service(fs)
+    gone = threading.Event()
+    gone.set()
+    cut = service.versions("p", ["a", "b"], None, "/etc/hosts", cancelled=gone)["versions"]
+    assert all(v["reason"] == "the client went away" for v in cut)
+    assert _points.openings == []
+
+
+def test_an_archives_walks_end_at_their_deadline_and_with_the_client() -> None:
+    service, _points = _service(_tree(), archive_walk_seconds=0.0)  # type: ignore[arg-type]
+    with pytest.raises(ParserLimitExceeded, match="time"):
+        service.archive("p", "rp", None, ["/etc"], "tar")
+    service, _points = _service(_tree())
+    gone = threading.Event()
+    gone.set()
+    with pytest.raises(ParserLimitExceeded):
+        service.archive("p", "rp", None, ["/etc"], "tar", cancelled=gone)
+    assert service.table.held("p") == 0
+
+
+class _Garbage(FakeCalls):
+    def stat(self, partition: int | None, path: str) -> dict[str, Any]:
+        raise ValueError("a parser's garbage the session let through")
+
+
+def test_a_version_that_fails_unexpectedly_is_a_reason_not_a_500() -> None:
+    fs = _tree()
+    points = FakePoints(fs)
+    opened = points.open
+    def open_garbage(restore_point_id: str) -> Opened:
+        return Opened(opened(restore_point_id).reader, _Garbage(fs))
+
+    points.open = open_garbage  # type: ignore[method-assign]
+    service = FileService(points, FileLimits(sessions=4, per_project=2))
+    version = service.versions("p", ["rp"], None, "/etc/hosts")["versions"][0]
+    assert version["reason"] == ("restore point rp: /etc/hosts could not be read (an internal "
+                                 "error; the operator's logs have details)")
+
+
+def test_damage_is_told_in_a_fixed_message_naming_the_restore_point_and_file() -> None:
+    fs = _tree()
+    service, points = _service(fs)
+    assert service.stat("p", "rp", None, "/etc/hosts")
+    reader = points.opened[0].reader
+    assert isinstance(reader, FakeReader)
+    reader.corrupt_from = 0
+    with pytest.raises(RestorePointDamaged) as raised:
+        service.download("p", "rp", None, "/etc/hosts")
+    assert raised.value.message == ("restore point rp is damaged (reading /etc/hosts): a block "
+                                    "of it failed its check; verify it, or read another "
+                                    "restore point")
+    assert "object" not in str(raised.value.details)

@@ -56,7 +56,8 @@ class FakeFs(Filesystem):
         yield from node.entries.items()
 
     def identity(self, node: Node) -> Hashable:
-        return node.number
+        number: Hashable = node.number
+        return number
 
     def info(self, node: Node) -> Info:
         self.infos += 1

@@ -63,3 +63,19 @@ def test_a_name_no_listing_shows_is_not_found(shown: str) -> None:
 def test_listings_sort_bytewise_on_utf8() -> None:
     names = ["b", "B", "é", "a", "Z", "ä"]
     assert sorted(names, key=name_key) == ["B", "Z", "a", "b", "ä", "é"]
+
+
+@pytest.mark.parametrize("raw", ["x/passwd", "/", "a\x00b", "\udce9/\ufffd"])
+def test_a_name_holding_a_slash_or_a_nul_is_listed_as_one_name(raw: str) -> None:
+    # A crafted directory entry named "x/passwd": listed with its "/", its path would name
+    # passwd under a sibling "x" (a symlink to /etc, say), in a listing and in a tar.
+    shown = display_name(raw)
+    assert "/" not in shown
+    assert "\x00" not in shown
+    assert split_path("/d/" + shown) == ["d", shown]
+    assert raw_name(shown) == raw
+
+
+def test_a_symlinks_target_keeps_its_slashes() -> None:
+    assert display_name("../etc/\udce9", separators=False) == "../etc/\ufffdE9"
+    assert raw_name("../etc/\ufffdE9") == "../etc/\udce9"
