@@ -66,7 +66,7 @@ def test_the_images_of_the_volume_pools_are_the_volumes_with_their_protection(
     for path in (volume, quote(volume, safe="")):
         one = stack.get(f"/v1/volumes/{path}", project)
         assert one.status_code == 200, one.text
-        assert one.json() == after
+        assert _aged_out(one.json()) == _aged_out(after)
     # Protection is the project's own: another project sees the image unprotected.
     assert _listed(stack, volume, other)["protected"] is False
 
@@ -82,3 +82,12 @@ def test_a_volume_outside_the_volume_pools_is_not_found(stack: Stack) -> None:
     assert outside.status_code == 404, outside.text
     bad = stack.get("/v1/volumes", marker="ceph-a/backups/x")
     assert bad.status_code == 422, bad.text
+
+
+def _aged_out(volume: dict[str, Any]) -> dict[str, Any]:
+    """The answer without the newest restore point's age, which grows between two reads."""
+    newest = volume.get("newest_restore_point")
+    if newest is None:
+        return volume
+    return {**volume, "newest_restore_point": {k: v for k, v in newest.items()
+                                               if k != "age_seconds"}}
