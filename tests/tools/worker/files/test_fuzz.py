@@ -1,0 +1,72 @@
+"""The fuzz of issue 34, small (tests/support/fs_fuzz.py; `make fuzz-files` runs 1000 cases
+per kind): each kind's real image with its superblocks, inodes, directory blocks, tables
+and tree nodes mutated, browsed through sealed parser children with the production limits.
+Every call ends within its deadline with a value of the right shape or a tenant's error
+(4xx), never another exception (a 5xx), and no child's memory passes its limit.
+
+A few fixed seeds per kind and one random seed (printed: CAIRN_FILES_FUZZ_SEED replays
+it)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from tests.support import fs_fuzz
+from tests.support.fs_images import Image
+from worker.files.session import ParserLimits
+
+CASES = 5
+"""Cases per kind from each seed: 10 a kind with the random seed's, 70 in all (~10 s)."""
+FIXED_SEED = 34
+LIMITS = ParserLimits()
+
+
+@pytest.fixture(scope="module")
+def targets(images: dict[str, Image]) -> dict[str, fs_fuzz.Target]:
+    return {kind: fs_fuzz.metadata(kind, images[kind]) for kind in fs_fuzz.KINDS}
+
+
+def random_seed() -> int:
+    seed = int(os.environ.get("CAIRN_FILES_FUZZ_SEED") or random.randrange(1 << 30))
+    print(f"fuzz seed {seed} (replay: CAIRN_FILES_FUZZ_SEED={seed})")
+    return seed
+
+
+@pytest.mark.parametrize("kind", fs_fuzz.KINDS)
+def test_mutated_metadata_ends_in_time_in_a_value_or_a_4xx(
+        targets: dict[str, fs_fuzz.Target], kind: str) -> None:
+    target = targets[kind]
+    tally = fs_fuzz.Tally(kind)
+    seeds = [*range(FIXED_SEED, FIXED_SEED + CASES)]
+    first = random_seed()
+    seeds += range(first, first + CASES)
+    for seed in seeds:
+        tally.add(fs_fuzz.run_case(target, seed, LIMITS), LIMITS)
+    assert not tally.failures, "\n".join(
+        f"seed {case.seed}: {problems}; mutations: {case.mutations}; {case.replay()}"
+        for case, problems in tally.failures)
+    assert tally.calls >= 10 * len(seeds), "the cases browse (partitions, lists, reads...)"
+    assert tally.outcomes["ok"], "some calls succeed: the mutations leave images readable"
+
+
+def test_the_metadata_is_found_in_every_kind(targets: dict[str, fs_fuzz.Target]) -> None:
+    tags = {kind: {region.tag for region in target.regions} for kind, target in targets.items()}
+    assert {"superblock", "group-descriptors", "inode", "inode-dir", "directory"} <= tags["ext4"]
+    assert {"superblock", "ag-header", "inode", "inode-dir"} <= tags["xfs"]
+    assert {"boot-sector", "mft-record", "index-block"} <= tags["ntfs"]
+    assert {"boot-sector", "fat", "directory"} <= tags["fat32"]
+    assert {"superblock", "tree-node"} <= tags["btrfs"]
+    assert {"partition-table", "superblock"} <= tags["gpt"]
+    assert {"partition-table", "mft-record"} <= tags["mbr"]
+    ebrs = [r for r in targets["mbr"].regions if r.note == "EBR"]
+    assert len(ebrs) == 2, "the MBR disk's EBR chain is followed"
+
+
+def test_a_seed_is_the_same_case(targets: dict[str, fs_fuzz.Target]) -> None:
+    for target in targets.values():
+        assert fs_fuzz.mutate(target, 7) == fs_fuzz.mutate(target, 7)
+        assert fs_fuzz.mutate(target, 7) != fs_fuzz.mutate(target, 8)
+
