@@ -304,10 +304,12 @@ def iso_time(ns: int | None) -> str | None:
 
 def _guard(call: Callable[[], T]) -> T:
     """`call`, a library's error on the tenant's bytes turned into Unreadable (the image
-    reader's own failure and the parser's answers pass through)."""
+    reader's own failure and the parser's answers pass through, and so does MemoryError:
+    the child answers it as its memory limit, and the session replaces it, as bloated as
+    it is, rather than let it serve another call)."""
     try:
         return call()
-    except (ParserError, ImageReadFailed):
+    except (ParserError, ImageReadFailed, MemoryError):
         raise
     except RecursionError:
         raise Unreadable("the filesystem is damaged: its structures nest too deep") from None

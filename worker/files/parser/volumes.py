@@ -116,7 +116,7 @@ def _table(image: BinaryIO, size: int, scheme: str) -> list[Volume]:
     budgeted: Any = Window(image, 0, size, budget=MAX_TABLE_READS)
     try:
         table = Disk(budgeted, sector_size=SECTOR)
-    except ImageReadFailed:
+    except (ImageReadFailed, MemoryError):
         raise
     except Exception as error:  # a table the library cannot parse: say so, never a 500
         return [Volume(index=1, scheme=scheme, offset=0, size=size,
@@ -162,7 +162,7 @@ def _classify(volume: Volume, image: BinaryIO, image_size: int) -> None:
                 continue
             volume.filesystem = kind(view, volume.size)
             return
-        except ImageReadFailed:
+        except (ImageReadFailed, MemoryError):
             raise
         except Exception as error:  # a damaged filesystem: listed, not readable
             volume.reason = f"damaged {kind.kind} filesystem: {_short(error)}"

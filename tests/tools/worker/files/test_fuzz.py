@@ -5,18 +5,19 @@ Every call ends within its deadline with a value of the right shape or a tenant'
 (4xx), never another exception (a 5xx), and no child's memory passes its limit.
 
 A few fixed seeds per kind and one random seed (printed: CAIRN_FILES_FUZZ_SEED replays
-it)."""
+it), and the defects the fuzz found, each as the case that showed it."""
 
 from __future__ import annotations
 
 import os
 import random
+import struct
 
 import pytest
 
 from tests.support import fs_fuzz
 from tests.support.fs_images import Image
-from worker.files.session import ParserLimits
+from worker.files.session import ParserLimits, ParserSession
 
 CASES = 5
 """Cases per kind from each seed: 10 a kind with the random seed's, 70 in all (~10 s)."""
@@ -69,4 +70,27 @@ def test_a_seed_is_the_same_case(targets: dict[str, fs_fuzz.Target]) -> None:
     for target in targets.values():
         assert fs_fuzz.mutate(target, 7) == fs_fuzz.mutate(target, 7)
         assert fs_fuzz.mutate(target, 7) != fs_fuzz.mutate(target, 8)
+
+
+def test_a_symlink_claiming_four_gib_is_listed_without_filling_the_childs_memory(
+        targets: dict[str, fs_fuzz.Target]) -> None:
+    """Found by the fuzz: Dissect reads a symlink's target whole, as long as its inode says;
+    the child allocated up to its 512 MiB limit and the listing of / failed."""
+    target = targets["ext4"]
+    [link] = target.tagged("inode-symlink")
+    patches = [fs_fuzz.Patch(link.offset + 0x04, struct.pack("<I", 0xFFFFFFFF), "i_size_lo")]
+    case = fs_fuzz.Case("ext4", 0, fs_fuzz.describe(patches))
+    reader = fs_fuzz.PatchedReader(target.image.path, patches)
+    with fs_fuzz.MemoryWatch(case) as watch:
+        session = ParserSession(reader, LIMITS, start=watch.start_child)
+        try:
+            listing = session.list(None, "/", None, 100)
+            for child in watch.children:
+                watch.note(child)
+        finally:
+            session.close()
+            reader.close()
+    [entry] = [e for e in listing["entries"] if e["name"] == "link-to-hello"]
+    assert (entry["type"], entry["target"]) == ("symlink", None)
+    assert case.memory_peak < 128 << 20, "the child did not read 4 GiB of target"
 

@@ -16,7 +16,7 @@ from dissect.btrfs import Btrfs as DissectBtrfs
 from dissect.btrfs.c_btrfs import BTRFS_BLOCK_GROUP, BTRFS_BLOCK_GROUP_PROFILE_MASK
 from dissect.btrfs.stream import ExtentStream
 
-from .base import Filesystem, Info, Node, Run, clip_runs, type_of_mode
+from .base import Filesystem, Info, Node, Run, clip_runs, link_target, type_of_mode
 
 _SUPERBLOCK_MAGIC_AT = 0x10000 + 0x40
 
@@ -57,7 +57,7 @@ class Btrfs(Filesystem):
         kind = type_of_mode(mode)
         return Info(type=kind, size=int(node.size), mode=mode,
                     uid=int(node.uid), gid=int(node.gid), mtime_ns=int(node.mtime_ns),
-                    target=node.link if kind == "symlink" else None)
+                    target=link_target(node, int(node.size)) if kind == "symlink" else None)
 
     def runs(self, node: Node) -> list[Run] | None:
         size = int(node.size)

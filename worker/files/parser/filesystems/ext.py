@@ -19,7 +19,7 @@ from dissect.extfs import ExtFS
 from dissect.extfs.c_ext import EXT2, EXT3, EXT4, c_ext
 
 from ..errors import Encrypted, Limit, Unreadable
-from .base import Filesystem, Info, Node, Run, clip_runs, type_of_mode
+from .base import Filesystem, Info, Node, Run, clip_runs, link_target, type_of_mode
 
 _SUPERBLOCK = 1024
 _MAGIC_AT = _SUPERBLOCK + 0x38
@@ -73,7 +73,7 @@ class Ext(Filesystem):
             uid=int(inode.i_uid) | int(inode.i_uid_high) << 16,
             gid=int(inode.i_gid) | int(inode.i_gid_high) << 16,
             mtime_ns=int(node.mtime_ns),
-            target=node.link if kind == "symlink" else None)
+            target=link_target(node, int(node.size)) if kind == "symlink" else None)
 
     def runs(self, node: Node) -> list[Run] | None:
         inode = node.inode

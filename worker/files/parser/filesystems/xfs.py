@@ -14,7 +14,7 @@ from dissect.xfs import XFS
 from dissect.xfs.c_xfs import c_xfs
 
 from ..errors import Limit, Unreadable
-from .base import Filesystem, Info, Node, Run, clip_runs, type_of_mode
+from .base import Filesystem, Info, Node, Run, clip_runs, link_target, type_of_mode
 
 _MAX_EXTENTS = 1 << 20
 
@@ -57,7 +57,7 @@ class Xfs(Filesystem):
         kind = type_of_mode(mode)
         return Info(type=kind, size=int(node.size), mode=mode, uid=int(inode.di_uid),
                     gid=int(inode.di_gid), mtime_ns=int(node.mtime_ns),
-                    target=node.link if kind == "symlink" else None)
+                    target=link_target(node, int(node.size)) if kind == "symlink" else None)
 
     def runs(self, node: Node) -> list[Run] | None:
         if node.inode.di_format not in (c_xfs.xfs_dinode_fmt.XFS_DINODE_FMT_EXTENTS,
