@@ -50,6 +50,7 @@ MAX_READ = 4 << 20
 MAX_DIRECTORY_ENTRIES = 1_000_000
 MAX_PATTERN = 255
 DIRECTORY_CACHE_ENTRIES = 200_000
+_UNNAMEABLE = frozenset(("", ".", ".."))
 
 Entry = dict[str, Any]
 Entries = list[Entry]
@@ -239,6 +240,8 @@ class Operations:
 
         def read() -> None:
             for raw, child in fs.children(node):
+                if raw in _UNNAMEABLE or "/" in raw or "\x00" in raw:
+                    continue  # a damaged entry no path can name (the fuzz made them)
                 name = display_name(raw)
                 entries.append((name_key(name), name, child))
                 if len(entries) > MAX_DIRECTORY_ENTRIES:

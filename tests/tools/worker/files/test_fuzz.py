@@ -94,3 +94,27 @@ def test_a_symlink_claiming_four_gib_is_listed_without_filling_the_childs_memory
     assert (entry["type"], entry["target"]) == ("symlink", None)
     assert case.memory_peak < 128 << 20, "the child did not read 4 GiB of target"
 
+
+def test_entries_no_path_can_name_are_left_out_of_a_listing(
+        targets: dict[str, fs_fuzz.Target]) -> None:
+    """Found by the fuzz: an ext4 entry whose name length is 0 was listed with the name ""
+    (and one with a "/" in its name would be too): a listing, a walk and an archive showed
+    what no path reaches."""
+    target = targets["ext4"]
+    [many] = [r for r in target.tagged("directory") if r.note == "/many"]
+    # Entries 0 and 1 are "." and ".."; each entry's fields: inode, rec_len, name_len, type.
+    name_len = many.fields[2 * 4 + 2][0]
+    name = many.fields[3 * 4][0] + 8
+    patches = [fs_fuzz.Patch(many.offset + name_len, b"\x00", "name_len 0"),
+               fs_fuzz.Patch(many.offset + name, b"/", "a slash in a name")]
+    reader = fs_fuzz.PatchedReader(target.image.path, patches)
+    session = ParserSession(reader, LIMITS)
+    try:
+        names = [e["name"] for e in session.list(None, "/many", None, 100)["entries"]]
+        walked = [e["path"] for e in session.walk(None, "/many", 100)["entries"]]
+    finally:
+        session.close()
+        reader.close()
+    assert len(names) == 25 - 2, "the two damaged entries are left out, the others listed"
+    assert all(name and "/" not in name for name in names)
+    assert all(path.count("/") == 2 and not path.endswith("/") for path in walked[1:])
