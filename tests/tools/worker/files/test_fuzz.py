@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 import struct
+import subprocess
 
 import pytest
 
@@ -118,3 +119,45 @@ def test_entries_no_path_can_name_are_left_out_of_a_listing(
     assert len(names) == 25 - 2, "the two damaged entries are left out, the others listed"
     assert all(name and "/" not in name for name in names)
     assert all(path.count("/") == 2 and not path.endswith("/") for path in walked[1:])
+
+
+@pytest.fixture(scope="module")
+def ext2(images: dict[str, Image], tmp_path_factory: pytest.TempPathFactory) -> fs_fuzz.Target:
+    """An ext2 image of the same tree: files mapped by indirect blocks, not extents."""
+    path = tmp_path_factory.mktemp("ext2") / "ext2.img"
+    with path.open("wb") as out:
+        out.truncate(24 << 20)
+    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext2", "-d", str(images["ext4"].tree.root),
+                    str(path)], check=True, capture_output=True)
+    return fs_fuzz.metadata("ext4", Image(path, images["ext4"].tree, "ext2"))
+
+
+def test_an_indirect_block_map_of_a_huge_size_is_read_without_filling_memory(
+        ext2: fs_fuzz.Target) -> None:
+    """Found by the fuzz: an ext2/3 file or directory (block map, no extents) whose size says
+    2^48 bytes had Dissect list every block of it, holes too: the child ran out of its
+    512 MiB. Its own runs are read now, holes costing nothing; the bytes still read."""
+    [big] = [r for r in ext2.tagged("inode") if r.note == "/big.bin"]
+    [docs] = [r for r in ext2.tagged("inode-dir") if r.note == "/docs"]
+    patches = [fs_fuzz.Patch(region.offset + 0x6C, struct.pack("<I", 0xFFFF), "i_size_high")
+               for region in (big, docs)]
+    case = fs_fuzz.Case("ext2", 0, fs_fuzz.describe(patches))
+    reader = fs_fuzz.PatchedReader(ext2.image.path, patches)
+    with fs_fuzz.MemoryWatch(case) as watch:
+        session = ParserSession(reader, LIMITS, start=watch.start_child)
+        try:
+            runs = session.runs(None, "/big.bin", 1024)
+            head = session.read(None, "/big.bin", 0, 1 << 20)
+            listing = session.list(None, "/docs", None, 100)
+            for child in watch.children:
+                watch.note(child)
+        finally:
+            session.close()
+            reader.close()
+    assert runs is not None
+    assert runs["size"] == 0xFFFF << 32 | ext2.image.tree.sizes["/big.bin"]
+    assert runs["runs"][-1][0] is None, "past its blocks the file is a hole"
+    source = (ext2.image.tree.root / "big.bin").read_bytes()
+    assert head == source[:1 << 20]
+    assert {e["name"] for e in listing["entries"]} == {"readme.md", "deep"}
+    assert case.memory_peak < 128 << 20
