@@ -9,6 +9,7 @@ it), and the defects the fuzz found, each as the case that showed it."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import struct
@@ -18,6 +19,8 @@ import pytest
 
 from tests.support import fs_fuzz
 from tests.support.fs_images import Image
+from worker.files.parser.ops import MAX_READ, Operations
+from worker.files.parser.paths import display_name
 from worker.files.session import ParserLimits, ParserSession
 
 CASES = 5
@@ -161,3 +164,22 @@ def test_an_indirect_block_map_of_a_huge_size_is_read_without_filling_memory(
     assert head == source[:1 << 20]
     assert {e["name"] for e in listing["entries"]} == {"readme.md", "deep"}
     assert case.memory_peak < 128 << 20
+
+
+def test_every_file_of_an_ext2_image_reads_as_its_source_through_its_block_map(
+        ext2: fs_fuzz.Target) -> None:
+    tree = ext2.image.tree
+    with ext2.image.path.open("rb") as fh:
+        ops = Operations(fh, ext2.size)
+        for path, sha in tree.files.items():
+            shown = "/".join(display_name(part) for part in path.split("/"))
+            size = tree.sizes[path]
+            data = b"".join(ops.read(None, shown, at, MAX_READ) for at in range(0, size, MAX_READ))
+            assert hashlib.sha256(data).hexdigest() == sha, path
+            runs = ops.runs(None, shown, 10_000)
+            assert runs is not None
+            pieces = []
+            for offset, length in runs["runs"]:
+                fh.seek(offset or 0)
+                pieces.append(bytes(length) if offset is None else fh.read(length))
+            assert hashlib.sha256(b"".join(pieces)).hexdigest() == sha, path
