@@ -131,7 +131,7 @@ class Ext(Filesystem):
                 raise Limit(f"a file has more than {_MAX_EXTENTS} runs of blocks")
 
         def walk(pointer: int, level: int, wanted: int) -> int:
-            take = min(per ** level, wanted)
+            take: int = min(int(per ** level), wanted)
             if pointer == 0 or level == 0:
                 add(None if pointer == 0 else pointer, take)
                 return take
