@@ -204,3 +204,25 @@ def test_an_xfs_directory_of_a_huge_size_lists_its_blocks_not_its_holes(
         reader.close()
     assert len(listing["entries"]) == 25
     assert seconds < 5
+
+
+def test_an_ntfs_index_whose_node_points_back_opens_at_once(
+        targets: dict[str, fs_fuzz.Target]) -> None:
+    """Found by the fuzz: Dissect's NTFS opens by looking up $Secure and $UsnJrnl by path,
+    an index search following child links with no bound; the root index's block filled
+    with 0xFF from +0xAB points back at itself, and listing the partitions hung until the
+    deadline. The parser reads neither file: the open no longer searches."""
+    target = targets["ntfs"]
+    [index] = target.tagged("index-block")
+    patches = [fs_fuzz.Patch(index.offset + 0xAB, b"\xff" * 255, "0xFF over index entries")]
+    reader = fs_fuzz.PatchedReader(target.image.path, patches)
+    session = ParserSession(reader, LIMITS)
+    try:
+        started = time.monotonic()
+        [partition] = session.partitions()
+        seconds = time.monotonic() - started
+    finally:
+        session.close()
+        reader.close()
+    assert (partition["filesystem"], partition["readable"]) == ("ntfs", True)
+    assert seconds < 5
