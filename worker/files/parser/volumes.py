@@ -126,8 +126,10 @@ def _table(image: BinaryIO, size: int, scheme: str) -> list[Volume]:
     logical = 5
     for partition in table.partitions[:MAX_PARTITIONS]:
         if isinstance(table.scheme, GPT) and partition.guid is not None:
-            number = int(partition.number)
             raw = partition.raw
+            if bytes(raw.type_guid) == bytes(16):
+                continue  # the UEFI spec's unused entry (Dissect skips only first_lba 0)
+            number = int(partition.number)
             offset = int(raw.first_lba) * SECTOR
             length = (int(raw.last_lba) - int(raw.first_lba) + 1) * SECTOR
             kind, name = "gpt", partition.name or None

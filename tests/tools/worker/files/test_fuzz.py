@@ -226,3 +226,20 @@ def test_an_ntfs_index_whose_node_points_back_opens_at_once(
         reader.close()
     assert (partition["filesystem"], partition["readable"]) == ("ntfs", True)
     assert seconds < 5
+
+
+def test_an_unused_gpt_entry_is_no_partition_whatever_its_lbas(
+        targets: dict[str, fs_fuzz.Target]) -> None:
+    """Found by the fuzz: a bit flipped in an unused GPT entry's first LBA (its type GUID
+    all zeros) listed a partition 4, "Unused entry", outside the disk."""
+    target = targets["gpt"]
+    [entries] = [r for r in target.tagged("partition-table") if r.note == "GPT entries"]
+    patches = [fs_fuzz.Patch(entries.offset + 3 * 128 + 0x23, b"\x10", "entry 4's first LBA")]
+    reader = fs_fuzz.PatchedReader(target.image.path, patches)
+    session = ParserSession(reader, LIMITS)
+    try:
+        partitions = session.partitions()
+    finally:
+        session.close()
+        reader.close()
+    assert [p["index"] for p in partitions] == [1, 2]
