@@ -778,7 +778,7 @@ class Tenant:
         for p in value:
             if not (isinstance(p.get("index"), int) and isinstance(p.get("readable"), bool)
                     and _natural(p.get("offset")) and _natural(p.get("size"))
-                    and p["offset"] + p["size"] <= self.image_size):
+                    and (not p["readable"] or p["offset"] + p["size"] <= self.image_size)):
                 return "a partition's index, offset or size"
         return None
 
