@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from services.errors import FilesUnreadable
 from tests.support import fs_fuzz
 from tests.support.fs_images import Image
 from worker.files.parser.ops import MAX_READ, Operations
@@ -243,3 +244,32 @@ def test_an_unused_gpt_entry_is_no_partition_whatever_its_lbas(
         session.close()
         reader.close()
     assert [p["index"] for p in partitions] == [1, 2]
+
+
+@pytest.mark.parametrize("patch", ["no items", "its own child"])
+def test_a_btrfs_tree_node_empty_or_its_own_child_is_damage_not_a_hang(
+        targets: dict[str, fs_fuzz.Target], patch: str) -> None:
+    """Found by the fuzz: Dissect's B-tree search loops for ever over a node of 0 items, and
+    descends for ever into a node whose child pointer names itself."""
+    target = targets["btrfs"]
+    nodes = [r for r in target.tagged("tree-node") if r.note.startswith("level 1,")]
+    assert nodes, "the image has an inner tree node"
+    node = nodes[0]
+    patches = ([fs_fuzz.Patch(node.offset + 0x60, bytes(4), "nritems 0")] if patch == "no items"
+               else [fs_fuzz.Patch(node.offset + 0x65 + 17 + 33 * i,
+                                   (node.offset).to_bytes(8, "little"), "blockptr to itself")
+                     for i in range(2)])
+    reader = fs_fuzz.PatchedReader(target.image.path, patches)
+    session = ParserSession(reader, LIMITS)
+    started = time.monotonic()
+    try:
+        [partition] = session.partitions()
+        if partition["readable"]:  # the node is below the filesystem's root: a listing's
+            with pytest.raises(FilesUnreadable, match="damaged B-tree node"):
+                session.list(None, "/", None, 100)
+        else:  # the node is one the open reads
+            assert "damaged B-tree node" in partition["reason"]
+    finally:
+        session.close()
+        reader.close()
+    assert time.monotonic() - started < 5
