@@ -10,7 +10,7 @@ PROMETHEUS ?= 0
 RGW ?= 0
 CINDER_BACKUP ?= 0
 
-.PHONY: help bootstrap portal test-portal up down status image test test-unit test-tools test-only soak fuzz lint typecheck check bench bench-instant bench-fleet bench-object bench-portal bench-scheduler bench-hostile bench-object-key-race bench-rbd-path bench-files clean
+.PHONY: help bootstrap portal test-portal up down status image test test-unit test-tools test-only soak fuzz fuzz-files lint typecheck check bench bench-instant bench-fleet bench-object bench-portal bench-scheduler bench-hostile bench-object-key-race bench-rbd-path bench-files clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -97,6 +97,9 @@ fuzz: bootstrap ## the schema fuzz at full size (Schemathesis: many more request
 	@CAIRN_SECOND_CLUSTER=1 CAIRN_RGW=1 bash deploy/local/stack.sh up infra
 	@CAIRN_FUZZ_FULL=1 CAIRN_TEST_REDIS_DB_OFFSET=58 $(PY) -m pytest -p no:cacheprovider -q \
 	    tests/integration/api/test_schema_fuzz.py
+
+fuzz-files: ## issue 34's fuzz at full size, no server: CASES mutated images (default 1000) per kind (ext4, XFS, NTFS, FAT32, Btrfs, GPT and MBR disks) through sealed parser children with the production limits, seeds SEED..; prints per kind the outcomes, the slowest call against its deadline, the child's peak memory against its limit; fails on a hang, a 5xx or memory over the limit (KINDS=ext4,xfs for some; a failing case prints its replay)
+	@$(PY) -m tests.support.fs_fuzz --cases $(if $(filter command line,$(origin CASES)),$(CASES),1000) --seed $(SEED) $(if $(KINDS),--kinds $(KINDS))
 
 bench: ## copy-engine benchmark on its own BlueStore clusters (~25 min); prints figures
 	@CAIRN_BENCH=1 CAIRN_OPENSTACK=$(OPENSTACK) bash deploy/local/bootstrap.sh

@@ -50,6 +50,7 @@ MAX_READ = 4 << 20
 MAX_DIRECTORY_ENTRIES = 1_000_000
 MAX_PATTERN = 255
 DIRECTORY_CACHE_ENTRIES = 200_000
+_UNNAMEABLE = frozenset(("", ".", ".."))
 
 Entry = dict[str, Any]
 Entries = list[Entry]
@@ -239,6 +240,10 @@ class Operations:
 
         def read() -> None:
             for raw, child in fs.children(node):
+                if raw in _UNNAMEABLE:
+                    continue  # a damaged entry no path can name (the fuzz made them)
+                # A "/" or NUL in a crafted name is escaped by display_name (a name is
+                # always one component of a path), not dropped: the file stays reachable.
                 name = display_name(raw)
                 entries.append((name_key(name), name, child))
                 if len(entries) > MAX_DIRECTORY_ENTRIES:
@@ -305,10 +310,12 @@ def iso_time(ns: int | None) -> str | None:
 
 def _guard(call: Callable[[], T]) -> T:
     """`call`, a library's error on the tenant's bytes turned into Unreadable (the image
-    reader's own failure and the parser's answers pass through)."""
+    reader's own failure and the parser's answers pass through, and so does MemoryError:
+    the child answers it as its memory limit, and the session replaces it, as bloated as
+    it is, rather than let it serve another call)."""
     try:
         return call()
-    except (ParserError, ImageReadFailed):
+    except (ParserError, ImageReadFailed, MemoryError):
         raise
     except RecursionError:
         raise Unreadable("the filesystem is damaged: its structures nest too deep") from None

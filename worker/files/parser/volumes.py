@@ -116,7 +116,7 @@ def _table(image: BinaryIO, size: int, scheme: str) -> list[Volume]:
     budgeted: Any = Window(image, 0, size, budget=MAX_TABLE_READS)
     try:
         table = Disk(budgeted, sector_size=SECTOR)
-    except ImageReadFailed:
+    except (ImageReadFailed, MemoryError):
         raise
     except Exception as error:  # a table the library cannot parse: say so, never a 500
         return [Volume(index=1, scheme=scheme, offset=0, size=size,
@@ -126,8 +126,10 @@ def _table(image: BinaryIO, size: int, scheme: str) -> list[Volume]:
     logical = 5
     for partition in table.partitions[:MAX_PARTITIONS]:
         if isinstance(table.scheme, GPT) and partition.guid is not None:
-            number = int(partition.number)
             raw = partition.raw
+            if bytes(raw.type_guid) == bytes(16):
+                continue  # the UEFI spec's unused entry (Dissect skips only first_lba 0)
+            number = int(partition.number)
             offset = int(raw.first_lba) * SECTOR
             length = (int(raw.last_lba) - int(raw.first_lba) + 1) * SECTOR
             kind, name = "gpt", partition.name or None
@@ -162,7 +164,7 @@ def _classify(volume: Volume, image: BinaryIO, image_size: int) -> None:
                 continue
             volume.filesystem = kind(view, volume.size)
             return
-        except ImageReadFailed:
+        except (ImageReadFailed, MemoryError):
             raise
         except Exception as error:  # a damaged filesystem: listed, not readable
             volume.reason = f"damaged {kind.kind} filesystem: {_short(error)}"

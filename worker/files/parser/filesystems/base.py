@@ -23,6 +23,11 @@ Run = tuple[int | None, int]
 
 EntryType = Literal["file", "dir", "symlink", "other"]
 
+MAX_LINK_BYTES = 4096
+"""PATH_MAX: no symlink's target is longer. Dissect reads a target whole, as many bytes as
+the inode says: a crafted size of 4 GiB had the child allocate up to its memory limit and
+the listing of the link's directory fail."""
+
 
 @dataclass(frozen=True)
 class Info:
@@ -109,6 +114,12 @@ class Filesystem(ABC):
     @abstractmethod
     def read_stream(self, node: Node, offset: int, length: int) -> bytes:
         """A read through the kind's own stream (decompressing, inline data)."""
+
+
+def link_target(node: Any, size: int) -> str | None:
+    """A symlink's target (Dissect's `node.link`), None when its size is not one a target
+    can have: the link is listed, its target unknown."""
+    return node.link if 0 <= size <= MAX_LINK_BYTES else None
 
 
 def read_runs(fh: BinaryIO, runs: list[Run], offset: int, length: int) -> bytes:

@@ -13,12 +13,36 @@ from collections.abc import Hashable, Iterator
 from typing import Any, BinaryIO
 
 from dissect.btrfs import Btrfs as DissectBtrfs
-from dissect.btrfs.c_btrfs import BTRFS_BLOCK_GROUP, BTRFS_BLOCK_GROUP_PROFILE_MASK
+from dissect.btrfs.c_btrfs import BTRFS_BLOCK_GROUP, BTRFS_BLOCK_GROUP_PROFILE_MASK, c_btrfs
 from dissect.btrfs.stream import ExtentStream
+from dissect.btrfs.tree import Cursor
 
-from .base import Filesystem, Info, Node, Run, clip_runs, type_of_mode
+from ..errors import Unreadable
+from .base import Filesystem, Info, Node, Run, clip_runs, link_target, type_of_mode
 
 _SUPERBLOCK_MAGIC_AT = 0x10000 + 0x40
+_MAX_LEVEL = 7
+"""BTRFS_MAX_LEVEL is 8: levels 0 to 7."""
+
+
+def _checked_push(cursor: Any, address: int, initial_index: int = 0) -> None:
+    """Dissect's Cursor.push, refusing a node no B-tree can hold: an empty one (Dissect's
+    binary search over 0 items loops for ever), one with more items than fit in it, or one
+    that is not exactly one level below its parent (a node pointing at itself or above it
+    makes Dissect's search descend for ever)."""
+    parent = cursor._header
+    _dissect_push(cursor, address, initial_index)
+    header = cursor._header
+    item = len(c_btrfs.btrfs_key_ptr if header.level else c_btrfs.btrfs_item)
+    capacity = (len(cursor._node) - len(c_btrfs.btrfs_header)) // item
+    if (header.level > _MAX_LEVEL or not 0 < header.nritems <= capacity
+            or (parent is not None and header.level != parent.level - 1)):
+        raise Unreadable(f"a damaged B-tree node at {address:#x} (level {header.level}, "
+                         f"{header.nritems} items)")
+
+
+_dissect_push = Cursor.push
+Cursor.push = _checked_push  # every Btrfs of the process reads its trees through it
 
 
 class Btrfs(Filesystem):
@@ -57,7 +81,7 @@ class Btrfs(Filesystem):
         kind = type_of_mode(mode)
         return Info(type=kind, size=int(node.size), mode=mode,
                     uid=int(node.uid), gid=int(node.gid), mtime_ns=int(node.mtime_ns),
-                    target=node.link if kind == "symlink" else None)
+                    target=link_target(node, int(node.size)) if kind == "symlink" else None)
 
     def runs(self, node: Node) -> list[Run] | None:
         size = int(node.size)

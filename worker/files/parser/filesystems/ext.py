@@ -19,7 +19,7 @@ from dissect.extfs import ExtFS
 from dissect.extfs.c_ext import EXT2, EXT3, EXT4, c_ext
 
 from ..errors import Encrypted, Limit, Unreadable
-from .base import Filesystem, Info, Node, Run, clip_runs, type_of_mode
+from .base import Filesystem, Info, Node, Run, clip_runs, link_target, type_of_mode
 
 _SUPERBLOCK = 1024
 _MAGIC_AT = _SUPERBLOCK + 0x38
@@ -57,6 +57,10 @@ class Ext(Filesystem):
         return self.fs.root
 
     def children(self, node: Node) -> Iterator[tuple[str, Node]]:
+        inode = node.inode
+        if not int(inode.i_flags) & (c_ext.EXT4_EXTENTS_FL | c_ext.EXT4_INLINE_DATA_FL):
+            # Dissect reads the directory through its own block map unless given one.
+            node._runlist = self._indirect_runs(node)
         for child in node.iterdir():
             if child.filename not in (".", ".."):
                 yield child.filename, child
@@ -73,7 +77,7 @@ class Ext(Filesystem):
             uid=int(inode.i_uid) | int(inode.i_uid_high) << 16,
             gid=int(inode.i_gid) | int(inode.i_gid_high) << 16,
             mtime_ns=int(node.mtime_ns),
-            target=node.link if kind == "symlink" else None)
+            target=link_target(node, int(node.size)) if kind == "symlink" else None)
 
     def runs(self, node: Node) -> list[Run] | None:
         inode = node.inode
@@ -86,8 +90,7 @@ class Ext(Filesystem):
         if flags & c_ext.EXT4_EXTENTS_FL:
             blocks = self._extent_runs(bytes(inode.i_block))
         else:
-            blocks = [(None if start == 0 else start, length)
-                      for start, length in node.dataruns()]
+            blocks = self._indirect_runs(node)
         runs = [(None if start is None else start * self.block_size, length * self.block_size)
                 for start, length in blocks]
         return clip_runs(runs, size, self.size)
@@ -96,6 +99,60 @@ class Ext(Filesystem):
         stream = node.open()
         stream.seek(offset)
         return bytes(stream.read(length))
+
+    def _indirect_runs(self, node: Node) -> list[Run]:
+        """An ext2/3 block map (12 direct pointers, then single, double and triple indirect
+        blocks) as runs of blocks, a hole for a pointer of 0 at any level. Not Dissect's
+        `dataruns`: it lists every block of the file, holes too, before merging them (a
+        crafted size of 2^40 filled the child's memory). Here a hole costs nothing, and a
+        map naming more blocks than the filesystem has is refused."""
+        per = self.block_size // 4
+        left = -(-int(node.size) // self.block_size)
+        pointers = struct.unpack_from("<15I", bytes(node.inode.i_block))
+        runs: list[Run] = []
+        mapped = 0
+
+        def add(start: int | None, count: int) -> None:
+            nonlocal mapped
+            if start is not None:
+                mapped += count
+                if mapped > self.fs.block_count:
+                    raise Unreadable("a file's block map names more blocks than its "
+                                     "filesystem has")
+            last = runs[-1] if runs else None
+            if last is not None and (
+                    (start is None and last[0] is None)
+                    or (start is not None and last[0] is not None
+                        and last[0] + last[1] == start)):
+                runs[-1] = (last[0], last[1] + count)
+                return
+            runs.append((start, count))
+            if len(runs) > _MAX_EXTENTS:
+                raise Limit(f"a file has more than {_MAX_EXTENTS} runs of blocks")
+
+        def walk(pointer: int, level: int, wanted: int) -> int:
+            take: int = min(int(per ** level), wanted)
+            if pointer == 0 or level == 0:
+                add(None if pointer == 0 else pointer, take)
+                return take
+            if (pointer + 1) * self.block_size > self.size:
+                raise Unreadable("a file's block map points outside its filesystem")
+            self.fh.seek(pointer * self.block_size)
+            data = self.fh.read(self.block_size).ljust(self.block_size, b"\0")
+            covered = 0
+            for child in struct.unpack(f"<{per}I", data):
+                if covered >= take:
+                    break
+                covered += walk(child, level - 1, take - covered)
+            return covered
+
+        for index, pointer in enumerate(pointers):
+            if left <= 0:
+                break
+            left -= walk(pointer, max(0, index - 11), left)
+        if left > 0:  # past what a triple indirect block maps: nothing is there
+            add(None, left)
+        return runs
 
     def _extent_runs(self, root: bytes) -> list[Run]:
         extents: list[tuple[int, int, int, bool]] = []

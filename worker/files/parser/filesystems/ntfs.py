@@ -9,6 +9,7 @@ has no runs (it is read through Dissect's stream); an EFS-encrypted file is refu
 
 from __future__ import annotations
 
+import io
 import stat
 from collections.abc import Hashable, Iterator
 from typing import Any, BinaryIO
@@ -34,7 +35,10 @@ class Ntfs(Filesystem):
 
     def __init__(self, fh: BinaryIO, size: int) -> None:
         super().__init__(fh, size)
-        self.fs: Any = NTFS(fh)
+        # Empty $Secure and $UsnJrnl streams: Dissect would look both up by path at once,
+        # through an index search that follows a B-tree's child links with no bound (a
+        # crafted index pointing at itself hung the open); the parser reads neither.
+        self.fs: Any = NTFS(fh, usnjrnl=io.BytesIO(), sds=io.BytesIO())
         self.cluster_size: int = int(self.fs.cluster_size)
 
     @classmethod

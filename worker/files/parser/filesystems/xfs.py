@@ -7,16 +7,32 @@ bytes; here an unwritten extent is a hole, as the kernel reads it."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Hashable, Iterator
 from typing import Any, BinaryIO
 
 from dissect.xfs import XFS
 from dissect.xfs.c_xfs import c_xfs
+from dissect.xfs.xfs import INode
 
 from ..errors import Limit, Unreadable
-from .base import Filesystem, Info, Node, Run, clip_runs, type_of_mode
+from .base import Filesystem, Info, Node, Run, clip_runs, link_target, type_of_mode
 
 _MAX_EXTENTS = 1 << 20
+_DIRECTORY_DATA_BYTES = 32 << 30
+"""XFS_DIR2_LEAF_OFFSET: a directory's entries lie in its first 32 GiB; leaf and free-space
+index blocks above."""
+
+
+class _SizedINode(INode):  # type: ignore[misc]  # Dissect's classes are Any to mypy
+    """A directory's inode whose size is `bound`, what Xfs._bounded gives Dissect to list."""
+
+    bound: int
+
+    @property
+    def size(self) -> int:
+        return min(int(self.inode.di_size), self.bound)
+
 
 
 class Xfs(Filesystem):
@@ -44,7 +60,7 @@ class Xfs(Filesystem):
         return self.fs.root
 
     def children(self, node: Node) -> Iterator[tuple[str, Node]]:
-        for child in node.iterdir():
+        for child in self._bounded(node).iterdir():
             if child.filename not in (".", ".."):
                 yield child.filename, child
 
@@ -57,7 +73,7 @@ class Xfs(Filesystem):
         kind = type_of_mode(mode)
         return Info(type=kind, size=int(node.size), mode=mode, uid=int(inode.di_uid),
                     gid=int(inode.di_gid), mtime_ns=int(node.mtime_ns),
-                    target=node.link if kind == "symlink" else None)
+                    target=link_target(node, int(node.size)) if kind == "symlink" else None)
 
     def runs(self, node: Node) -> list[Run] | None:
         if node.inode.di_format not in (c_xfs.xfs_dinode_fmt.XFS_DINODE_FMT_EXTENTS,
@@ -82,6 +98,26 @@ class Xfs(Filesystem):
             runs.append((None if unwritten else start, count * self.block_size))
             position = logical + count
         return clip_runs(runs, int(node.size), self.size)
+
+    def _bounded(self, directory: Node) -> Node:
+        """The directory as Dissect lists it, its size cut to the end of its last mapped
+        block: Dissect visits every block its size spans, holes too, one by one (a crafted
+        size of 2^63 listed for ever, until the call's deadline)."""
+        if directory.inode.di_format not in (c_xfs.xfs_dinode_fmt.XFS_DINODE_FMT_EXTENTS,
+                                             c_xfs.xfs_dinode_fmt.XFS_DINODE_FMT_BTREE):
+            return directory
+        data_blocks = _DIRECTORY_DATA_BYTES // self.block_size
+        end = 0
+        for count, (logical, _, length, _) in enumerate(directory._iter_blocks()):
+            if count > _MAX_EXTENTS:
+                raise Limit(f"a directory has more than {_MAX_EXTENTS} extents")
+            end = max(end, min(int(logical) + int(length), data_blocks))
+        if int(directory.size) <= end * self.block_size:
+            return directory
+        bounded = copy.copy(directory)
+        bounded.__class__ = _SizedINode
+        bounded.bound = end * self.block_size
+        return bounded
 
     def read_stream(self, node: Node, offset: int, length: int) -> bytes:
         stream = node.open()
