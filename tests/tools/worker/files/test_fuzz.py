@@ -101,11 +101,12 @@ def test_a_symlink_claiming_four_gib_is_listed_without_filling_the_childs_memory
     assert case.memory_peak < 128 << 20, "the child did not read 4 GiB of target"
 
 
-def test_entries_no_path_can_name_are_left_out_of_a_listing(
+def test_entries_no_path_can_name_are_left_out_and_a_slash_is_escaped(
         targets: dict[str, fs_fuzz.Target]) -> None:
     """Found by the fuzz: an ext4 entry whose name length is 0 was listed with the name ""
-    (and one with a "/" in its name would be too): a listing, a walk and an archive showed
-    what no path reaches."""
+    (and one with a "/" in its name would have been too): a listing, a walk and an archive
+    showed what no path reaches. The empty name is left out; the "/" is escaped (U+FFFD
+    2F), so that file is listed as one component and stays reachable."""
     target = targets["ext4"]
     [many] = [r for r in target.tagged("directory") if r.note == "/many"]
     # Entries 0 and 1 are "." and ".."; each entry's fields: inode, rec_len, name_len, type.
@@ -121,8 +122,9 @@ def test_entries_no_path_can_name_are_left_out_of_a_listing(
     finally:
         session.close()
         reader.close()
-    assert len(names) == 25 - 2, "the two damaged entries are left out, the others listed"
+    assert len(names) == 25 - 1, "the nameless entry is left out, the others listed"
     assert all(name and "/" not in name for name in names)
+    assert sum("\ufffd2F" in name for name in names) == 1
     assert all(path.count("/") == 2 and not path.endswith("/") for path in walked[1:])
 
 
