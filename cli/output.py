@@ -57,24 +57,8 @@ def show(obj: dict[str, Any], fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
         return
-    rows = [{"k": k, "v": readable(k, v)} for k, v in _flatten(obj) if v is not None]
+    rows = [{"k": k, "v": units.readable(k, v)} for k, v in _flatten(obj) if v is not None]
     table(rows, [("Field", field("k")), ("Value", field("v"))])
-
-
-def readable(key: str, value: Any) -> Any:
-    """A number as a person reads it, by what its field's name says it counts: bytes
-    (`size_bytes`, `bytes_read`, `size`), bytes per second (`rate_bytes_per_second`,
-    `qos_bytes_per_second`) or seconds (`duration_seconds`); anything else as it is."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return value
-    parent, _, name = key.rpartition(".")
-    if name.endswith("bytes_per_second"):
-        return units.rate(value)
-    if name.endswith("_seconds") or parent.endswith("phases"):  # a job's seconds per phase
-        return units.duration(value)
-    if name == "size" or name.endswith("_bytes") or name.startswith("bytes_"):
-        return units.size(value)
-    return value
 
 
 def _flatten(obj: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
