@@ -12,13 +12,15 @@ escape (`\x1b`, `\u202e`), never passed to the terminal."""
 from __future__ import annotations
 
 import json
-import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
 from cairnclient import units
+from cairnclient.text import printable
+
+__all__ = ["Column", "emit", "field", "printable", "show", "table"]
 
 Column = tuple[str, Callable[[dict[str, Any]], Any]]
 
@@ -78,19 +80,3 @@ def _text(value: Any) -> str:
     if isinstance(value, dict | list):
         return json.dumps(value, default=str)
     return printable(str(value))
-
-
-KEPT_FORMAT_CHARACTERS = frozenset("\u200c\u200d\u200e\u200f\u061c")
-"""Format characters scripts need, which move or hide nothing around them: the zero-width
-non-joiner and joiner (Persian, Indic scripts, emoji sequences) and the implicit direction
-marks (right-to-left names); as the API's free text allows them."""
-ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-"""Controls, format characters (bidi overrides, zero-width and tag characters), lone
-surrogates, line and paragraph separators."""
-
-
-def printable(text: str) -> str:
-    """`text` with every control, format or separator character shown as its escape."""
-    return "".join(c.encode("unicode_escape", "backslashreplace").decode("ascii")
-                   if unicodedata.category(c) in ESCAPED_CATEGORIES
-                   and c not in KEPT_FORMAT_CHARACTERS else c for c in text)
