@@ -34,6 +34,7 @@ ifeq ($(OPENSTACK),1)
 	@CAIRN_OPENSTACK=1 $(PY) deploy/local/demo_volume.py --cinder $(STATE)/clouds.yaml $(STATE)/ceph-a/ceph.conf
 	@echo "  Keystone: http://127.0.0.1:31000/v3, Cinder: http://127.0.0.1:31776"
 	@echo "  CLI:      export OS_CLIENT_CONFIG_FILE=$(STATE)/clouds.yaml OS_CLOUD=cairn-demo; $(VENV)/bin/cairn volume list"
+	@echo "  openstack: .venv-osc/bin/openstack protection volume list  (the same variables)"
 else
 	@$(PY) deploy/local/demo_volume.py $(STATE)/ceph-a/ceph.conf
 	@echo "  volume:   ceph-a/volumes/demo  (try the curl session in README.md)"
@@ -161,4 +162,4 @@ bench-hostile: bootstrap ## hostile-load and scheduler-worst-case benchmark (~2 
 	@$(PY) bench/hostile_load.py
 
 clean: down ## stop the stack and remove its data, the venv and caches
-	rm -rf $(STATE) $(VENV) .mypy_cache .ruff_cache
+	rm -rf $(STATE) $(VENV) .venv-osc .mypy_cache .ruff_cache

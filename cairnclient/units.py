@@ -4,6 +4,8 @@ messages only: a script reads the API's exact numbers (`-f json`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 
@@ -44,3 +46,20 @@ def duration(seconds: float | None) -> str:
     if hours:
         return f"{hours} h {minutes} min"
     return f"{minutes} min {secs} s"
+
+
+def readable(key: str, value: Any) -> Any:
+    """A number as a person reads it, by what its field's name says it counts: bytes
+    (`size_bytes`, `bytes_read`, `size`), bytes per second (`rate_bytes_per_second`,
+    `qos_bytes_per_second`) or seconds (`duration_seconds`); anything else as it is. `key`
+    may be dotted (`progress.rate_bytes_per_second`, `timings.phases.copy`)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    parent, _, name = key.rpartition(".")
+    if name.endswith("bytes_per_second"):
+        return rate(value)
+    if name.endswith("_seconds") or parent.endswith("phases"):  # a job's seconds per phase
+        return duration(value)
+    if name == "size" or name.endswith("_bytes") or name.startswith("bytes_"):
+        return size(value)
+    return value

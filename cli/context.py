@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from cairnclient import waiting
 from cairnclient.client import JSON, Client, Qos
 from cairnclient.http import ApiError, Http
 from cairnclient.units import duration, rate
@@ -115,5 +116,4 @@ def finish_job(state: State, job: JSON, wait: bool, fmt: str) -> None:
         job = progress.wait(state.client, job["id"], bar=fmt != "json")
     show(job, fmt)
     if wait and job["status"] != "succeeded":
-        error = job.get("error") or {}
-        raise ApiError(f"job {job['id']} {job['status']}: {error.get('message', '')}")
+        raise ApiError(waiting.failure(job))

@@ -12,13 +12,15 @@ escape (`\x1b`, `\u202e`), never passed to the terminal."""
 from __future__ import annotations
 
 import json
-import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
 from cairnclient import units
+from cairnclient.text import printable
+
+__all__ = ["Column", "emit", "field", "printable", "show", "table"]
 
 Column = tuple[str, Callable[[dict[str, Any]], Any]]
 
@@ -57,24 +59,8 @@ def show(obj: dict[str, Any], fmt: str) -> None:
     if fmt == "json":
         click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str))
         return
-    rows = [{"k": k, "v": readable(k, v)} for k, v in _flatten(obj) if v is not None]
+    rows = [{"k": k, "v": units.readable(k, v)} for k, v in _flatten(obj) if v is not None]
     table(rows, [("Field", field("k")), ("Value", field("v"))])
-
-
-def readable(key: str, value: Any) -> Any:
-    """A number as a person reads it, by what its field's name says it counts: bytes
-    (`size_bytes`, `bytes_read`, `size`), bytes per second (`rate_bytes_per_second`,
-    `qos_bytes_per_second`) or seconds (`duration_seconds`); anything else as it is."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return value
-    parent, _, name = key.rpartition(".")
-    if name.endswith("bytes_per_second"):
-        return units.rate(value)
-    if name.endswith("_seconds") or parent.endswith("phases"):  # a job's seconds per phase
-        return units.duration(value)
-    if name == "size" or name.endswith("_bytes") or name.startswith("bytes_"):
-        return units.size(value)
-    return value
 
 
 def _flatten(obj: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -94,19 +80,3 @@ def _text(value: Any) -> str:
     if isinstance(value, dict | list):
         return json.dumps(value, default=str)
     return printable(str(value))
-
-
-KEPT_FORMAT_CHARACTERS = frozenset("\u200c\u200d\u200e\u200f\u061c")
-"""Format characters scripts need, which move or hide nothing around them: the zero-width
-non-joiner and joiner (Persian, Indic scripts, emoji sequences) and the implicit direction
-marks (right-to-left names); as the API's free text allows them."""
-ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-"""Controls, format characters (bidi overrides, zero-width and tag characters), lone
-surrogates, line and paragraph separators."""
-
-
-def printable(text: str) -> str:
-    """`text` with every control, format or separator character shown as its escape."""
-    return "".join(c.encode("unicode_escape", "backslashreplace").decode("ascii")
-                   if unicodedata.category(c) in ESCAPED_CATEGORIES
-                   and c not in KEPT_FORMAT_CHARACTERS else c for c in text)

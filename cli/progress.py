@@ -1,5 +1,5 @@
-"""Progress bars on stderr: `--wait` follows a job to its end; a download counts its
-bytes as they arrive."""
+"""Progress bars on stderr: `--wait` follows a job to its end (`cairnclient.waiting`, which
+the `openstack` plugin shares); a download counts its bytes as they arrive."""
 
 from __future__ import annotations
 
@@ -7,40 +7,11 @@ import sys
 import time
 from typing import Any, TextIO
 
-from cairnclient.client import Client
+from cairnclient.waiting import wait
 
-DONE = ("succeeded", "failed", "cancelled", "skipped")
+__all__ = ["Transfer", "wait"]
+
 WIDTH = 30
-
-
-def wait(client: Client, job_id: str, *, interval: float = 0.5, timeout: float = 24 * 3600,
-         bar: bool = True) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    job: dict[str, Any] = client.jobs.get(job_id)
-    while job["status"] not in DONE and time.monotonic() < deadline:
-        if bar:
-            _draw(job)
-        time.sleep(interval)
-        job = client.jobs.get(job_id)
-    if bar:
-        _draw(job)
-        sys.stderr.write("\n")
-        sys.stderr.flush()
-    return job
-
-
-def _draw(job: dict[str, Any]) -> None:
-    progress = job.get("progress") or {}
-    percent = progress.get("percent")
-    if job["status"] == "succeeded":
-        percent = 100.0
-    filled = int(WIDTH * (percent or 0) / 100)
-    rate = progress.get("rate_bytes_per_second", progress.get("throughput_bytes_per_second"))
-    speed = f" {rate / 2**20:7.1f} MiB/s" if rate else ""
-    shown = f"{percent:5.1f}%" if percent is not None else "  ...%"
-    sys.stderr.write(f"\r{job['kind']} {job['id'][:8]} [{'#' * filled}{'.' * (WIDTH - filled)}]"
-                     f" {shown}{speed} {job['status']:<10}")
-    sys.stderr.flush()
 
 
 class Transfer:

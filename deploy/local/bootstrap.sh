@@ -116,6 +116,35 @@ for mod in rados rbd; do
 done
 "$venv/bin/python" -c 'import rados, rbd' || { echo "bootstrap: rados/rbd not importable" >&2; exit 1; }
 
+# The `openstack` client plugin (cairnclient/osc/, CAIRN_OPENSTACK=1): Debian's
+# python3-openstackclient runs in the system Python, and finds plugins by their entry
+# points. A small virtualenv on top of the system site-packages holds only the project's
+# metadata (editable, no dependencies: cairnclient needs keystoneauth1, requests and PyYAML,
+# which python3-openstackclient already brings), so nothing is installed into the system
+# Python nor into a user's home; $osc_venv/bin/openstack is Debian's own client run by it.
+osc_venv=${CAIRN_OSC_VENV:-$repo/.venv-osc}
+osc_stamp="$osc_venv/.cairn-installed"
+if [ "${CAIRN_OPENSTACK:-0}" = 1 ] && { [ ! -f "$osc_stamp" ] || [ "$repo/pyproject.toml" -nt "$osc_stamp" ]; }; then
+    echo "bootstrap: the openstack client plugin ($osc_venv)"
+    [ -x "$osc_venv/bin/python" ] || /usr/bin/python3 -m venv --system-site-packages "$osc_venv"
+    log="$osc_venv/pip-install.log"
+    if ! "$osc_venv/bin/pip" install --disable-pip-version-check --no-deps -e "$repo" >"$log" 2>&1; then
+        tail -20 "$log" >&2
+        echo "bootstrap: pip install of the openstack plugin failed; full log in $log" >&2
+        exit 1
+    fi
+    printf '#!%s
+import sys
+from openstackclient.shell import main
+sys.exit(main())
+' \
+        "$osc_venv/bin/python" > "$osc_venv/bin/openstack"
+    chmod +x "$osc_venv/bin/openstack"
+    "$osc_venv/bin/openstack" protection plan list --help >/dev/null \
+        || { echo "bootstrap: openstack does not see the protection commands" >&2; exit 1; }
+    touch "$osc_stamp"
+fi
+
 # helm (CAIRN_HELM=1; `make test` always): the pinned release, built from the Go module
 # proxy into the venv, whatever helm the machine may have.
 HELM_VERSION=v3.22.0
