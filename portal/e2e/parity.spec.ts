@@ -78,7 +78,7 @@ test("a restore point is copied off-site, then restored instantly into a new ima
   await point.getByRole("button", { name: "Restore…" }).click();
   const wizard = page.getByRole("dialog", { name: "Restore" });
   await wizard.getByLabel(/^Image/).fill(env("CAIRN_E2E_INSTANT_IMAGE"));
-  await wizard.getByLabel(/^Instant/).check();
+  await wizard.getByRole("checkbox", { name: /^Instant/ }).check();
   await wizard.getByRole("button", { name: "Next" }).click();
   await expect(wizard).toContainText("Instantly: usable within seconds");
   await wizard.getByRole("button", { name: "Restore", exact: true }).click();
