@@ -212,6 +212,8 @@ def start_cairn(database_url: str, redis_db: int, log_dir: Path, *, workers: int
     for name, argv, ready in (
             ("cairn-worker", [str(BIN / "cairn-worker")], "ready"), *extra_workers,
             ("cairn-scheduler", [str(BIN / "cairn-scheduler")], "cairn-scheduler started"),
+            # The file service the API's file routes proxy to (its port is in service_env).
+            ("cairn-files", [str(BIN / "cairn-files")], "Uvicorn running"),
             ("cairn-api", [str(BIN / "cairn-api"), "--port", str(port)], "Uvicorn running")):
         proc = Process(name, argv, env, log_dir / f"{name}.log")
         proc.launch()  # side by side: none waits for another to start

@@ -387,7 +387,7 @@ function SearchResults({ pointId, partition, dir, pattern, onOpen, onVersions }:
                       </button>
                     </>
                   )}
-                  <button type="button" aria-label={`Show ${e.path} in its directory`} onClick={() => onOpen(e.type === "dir" ? e.path : parentPath(e.path))}>
+                  <button type="button" aria-label={e.type === "dir" ? `Open ${e.path}` : `Show in directory ${e.path}`} onClick={() => onOpen(e.type === "dir" ? e.path : parentPath(e.path))}>
                     {e.type === "dir" ? "Open" : "Show in directory"}
                   </button>
                 </td>
