@@ -1,15 +1,11 @@
-import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Download, type Page } from "@playwright/test";
+import { accessible, required, signInKeystone } from "./support";
 import { readFile } from "node:fs/promises";
 
 // Set by tests/integration/openstack/test_portal.py: a Cinder volume of project A holding
 // an ext4 filesystem (no partition table), backed up twice: /etc/app.conf changed between
 // the two, /etc/hosts did not. CAIRN_E2E_FILES_TEXT is app.conf in the newer one.
-const env = (name: string): string => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: run this through test_portal.py`);
-  return value;
-};
+const env = (name: string): string => required(name, "test_portal.py");
 const PASSWORD = env("CAIRN_E2E_PASSWORD");
 const SHOTS = env("CAIRN_E2E_SCREENSHOTS");
 const VOLUME_ID = env("CAIRN_E2E_FILES_VOLUME_ID");
@@ -17,23 +13,8 @@ const NEWER = env("CAIRN_E2E_FILES_POINT");
 const OLDER = env("CAIRN_E2E_FILES_OLDER_POINT");
 const TEXT = env("CAIRN_E2E_FILES_TEXT");
 
-async function signIn(page: Page, user: string) {
-  await page.goto("/");
-  await page.getByLabel("Domain").fill("Default");
-  await page.getByLabel("User name").fill(user);
-  await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByRole("navigation", { name: "Main" })).toBeVisible();
-}
+const signIn = (page: Page, user: string) => signInKeystone(page, user, PASSWORD);
 
-/** No serious or critical accessibility violation (axe-core) on the screen as it is. */
-async function accessible(page: Page, screen: string) {
-  const results = await new AxeBuilder({ page }).analyze();
-  const bad = results.violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${screen}: ${v.id} (${v.impact}) at ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join("; ")}`);
-  expect(bad).toEqual([]);
-}
 
 async function bytesOf(download: Download): Promise<Buffer> {
   return readFile(await download.path());

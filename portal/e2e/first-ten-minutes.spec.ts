@@ -1,5 +1,5 @@
-import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Page } from "@playwright/test";
+import { accessible, required } from "./support";
 
 // A newcomer's first ten minutes on `make up`'s default stack (noauth, no Cinder): sign in
 // with a project, find the demo volume on the Volumes page, back it up, watch the backup,
@@ -10,19 +10,8 @@ import { expect, test, type Page } from "@playwright/test";
 // image to restore into, and checks the restored bytes itself.
 const NOAUTH_VOLUME = process.env.CAIRN_E2E_NOAUTH_VOLUME;
 test.skip(!NOAUTH_VOLUME, "run through tests/integration/api/test_portal_noauth.py (a noauth stack)");
-const env = (name: string): string => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: run this through test_portal_noauth.py`);
-  return value;
-};
+const env = (name: string): string => required(name, "test_portal_noauth.py");
 
-async function accessible(page: Page, screen: string) {
-  const results = await new AxeBuilder({ page }).analyze();
-  const bad = results.violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${screen}: ${v.id} (${v.impact}) at ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join("; ")}`);
-  expect(bad).toEqual([]);
-}
 
 test("a newcomer protects the demo volume, watches the backup, finds it in the calendar and restores it", async ({ page }) => {
   const volume = env("CAIRN_E2E_NOAUTH_VOLUME");

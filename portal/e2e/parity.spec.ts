@@ -1,5 +1,5 @@
-import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Page } from "@playwright/test";
+import { accessible, required } from "./support";
 
 // What the API offers, done in the portal: webhooks, an off-site copy and an instant
 // restore of a restore point, a plan's copy policy, a group restore. Run by
@@ -8,11 +8,7 @@ import { expect, test, type Page } from "@playwright/test";
 // webhook receiver; it checks afterwards what the browser did (the copy, the images'
 // bytes, the plan's policy, the webhook gone).
 test.skip(!process.env.CAIRN_E2E_PARITY_VOLUME, "run through tests/integration/api/test_portal_noauth.py (a noauth stack)");
-const env = (name: string): string => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: run this through test_portal_noauth.py`);
-  return value;
-};
+const env = (name: string): string => required(name, "test_portal_noauth.py");
 
 async function signIn(page: Page) {
   await page.goto("/");
@@ -21,13 +17,6 @@ async function signIn(page: Page) {
   await expect(page.getByRole("navigation", { name: "Main" })).toBeVisible();
 }
 
-async function accessible(page: Page, screen: string) {
-  const results = await new AxeBuilder({ page }).analyze();
-  const bad = results.violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${screen}: ${v.id} (${v.impact}) at ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join("; ")}`);
-  expect(bad).toEqual([]);
-}
 
 const volumePage = (ref: string) => `/volumes/${encodeURIComponent(ref)}`;
 

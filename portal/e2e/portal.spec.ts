@@ -1,35 +1,16 @@
-import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Page } from "@playwright/test";
+import { accessible, required, signInKeystone } from "./support";
 
 // Set by tests/integration/openstack/test_portal.py: Keystone users of the test cloud and
 // a Cinder volume of project A that project A's member may back up.
-const env = (name: string): string => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set: run this through test_portal.py`);
-  return value;
-};
+const env = (name: string): string => required(name, "test_portal.py");
 const PASSWORD = env("CAIRN_E2E_PASSWORD");
 const VOLUME = env("CAIRN_E2E_VOLUME");
 const SHOTS = env("CAIRN_E2E_SCREENSHOTS");
 const VOLUME_IMAGE_PREFIX = "ceph-a/volumes/volume-";
 
-async function signIn(page: Page, user: string) {
-  await page.goto("/");
-  await page.getByLabel("Domain").fill("Default");
-  await page.getByLabel("User name").fill(user);
-  await page.getByLabel("Password").fill(PASSWORD);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page.getByRole("navigation", { name: "Main" })).toBeVisible();
-}
+const signIn = (page: Page, user: string) => signInKeystone(page, user, PASSWORD);
 
-/** No serious or critical accessibility violation (axe-core) on the screen as it is. */
-async function accessible(page: Page, screen: string) {
-  const results = await new AxeBuilder({ page }).analyze();
-  const bad = results.violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${screen}: ${v.id} (${v.impact}) at ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join("; ")}`);
-  expect(bad).toEqual([]);
-}
 
 function nav(page: Page, name: string) {
   return page.getByRole("navigation", { name: "Main" }).getByRole("link", { name, exact: true });
