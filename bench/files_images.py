@@ -179,9 +179,19 @@ def file_runs(kind: str, image: Path, path: str, size: int) -> Runs:
 
 
 def _ext4_blocks(image: Path, path: str) -> Runs:
+    """The file's data blocks from debugfs's `stat` (its EXTENTS list): not `blocks`, which
+    also names the extent tree's own blocks (ETB) of a file in more than four extents."""
     block = int(re.search(r"Block size:\s+(\d+)", run("dumpe2fs", "-h", str(image)))[1])
-    numbers = [int(n) for n in run("debugfs", "-R", f"blocks {path}", str(image)).split()]
-    return [(n * block, block) for n in numbers]
+    listing = run("debugfs", "-R", f"stat {path}", str(image)).split("EXTENTS:", 1)[1]
+    extents = []
+    for match in re.finditer(r"\((\d+)(?:-(\d+))?\):(\d+)(?:-(\d+))?", listing):
+        first, last, start, end = match.groups()
+        count = int(last or first) - int(first) + 1
+        if int(end or start) - int(start) + 1 != count:
+            raise RuntimeError(f"{path} in {image.name}: unreadable extent {match[0]}")
+        extents.append((int(first), int(start) * block, count * block))
+    extents.sort()
+    return [(offset, length) for _, offset, length in extents]
 
 
 def _xfs_blocks(image: Path, path: str) -> Runs:
