@@ -213,12 +213,12 @@ def dry_run(built: Built, scratch: Path, versions: int) -> None:
 
 
 class FilesService:
-    """cairn-files: the stack's own when tests/support/stack.py starts one (`stack.files`),
+    """cairn-files: the stack's own (tests/support/stack.py starts one beside the worker),
     else one of the bench's, on the port the API was told. `restart` gives a cold one: no
     session open, nothing cached."""
 
     def __init__(self, stack: Stack) -> None:
-        theirs = getattr(stack, "files", None)
+        theirs = next((p for p in stack.extra if p.name == "cairn-files"), None)
         self.own = not isinstance(theirs, Process)
         self.process = theirs if isinstance(theirs, Process) else Process(
             "cairn-files", [str(BIN / "cairn-files")], stack.env, stack.log_dir / "files.log")
