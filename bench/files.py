@@ -367,10 +367,10 @@ class Bench:
             raise RuntimeError(f"backup of {image} to {target}: {job['error']}")
         return flows.restore_point(self.stack, job["restore_point_id"])
 
-    def get(self, path: str, **params: Any) -> Any:
-        response = self.http.get(path, params=params)
+    def get(self, route: str, /, **params: Any) -> Any:
+        response = self.http.get(route, params=params)
         if response.status_code != 200:
-            raise RuntimeError(f"GET {path} {params}: {response.status_code} {response.text}")
+            raise RuntimeError(f"GET {route} {params}: {response.status_code} {response.text}")
         return response.json()
 
     def listing(self, rp_id: str, path: str, expect: list[str] | None = None) -> float:
