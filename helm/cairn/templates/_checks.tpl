@@ -26,13 +26,13 @@ to set; templates/checks.yaml runs them on every render, whatever `manifests` sw
 {{- end -}}
 {{- if .Values.manifests.deployment_files -}}
 {{- /* cairn-files' memory at its fullest: each open restore point's parser (RLIMIT_AS) and
-reader cache, a download's window of blocks ahead (32 MiB) for each, and the service
+reader cache, a download's blocks in flight and ahead (96 MiB) for each, and the service
 itself (256 MiB), under the pod's memory limit, or the kernel kills the file service. */ -}}
 {{- $mib := 1048576 -}}
 {{- $sessions := int64 (default 16 $conf.files_sessions) -}}
 {{- $parser := int64 (default 536870912 $conf.files_parser_memory_bytes) -}}
 {{- $cache := int64 (default 67108864 $conf.files_cache_bytes) -}}
-{{- $need := add (mul $sessions (add $parser $cache (mul 32 $mib))) (mul 256 $mib) -}}
+{{- $need := add (mul $sessions (add $parser $cache (mul 96 $mib))) (mul 256 $mib) -}}
 {{- $limit := toString .Values.pod.resources.files.limits.memory -}}
 {{- $bytes := 0 -}}
 {{- if hasSuffix "Gi" $limit -}}{{- $bytes = mul (int64 (trimSuffix "Gi" $limit)) 1073741824 -}}
@@ -42,7 +42,7 @@ itself (256 MiB), under the pod's memory limit, or the kernel kills the file ser
 {{- else -}}{{- $bytes = int64 $limit -}}
 {{- end -}}
 {{- if gt $need $bytes -}}
-{{- fail (printf "cairn-files may need %d MiB: conf.cairn.files_sessions (%d) x (files_parser_memory_bytes %d MiB + files_cache_bytes %d MiB + a download's 32 MiB) + 256 MiB, above pod.resources.files.limits.memory (%s). Lower files_sessions or files_parser_memory_bytes, or raise the limit" (div $need $mib) $sessions (div $parser $mib) (div $cache $mib) $limit) -}}
+{{- fail (printf "cairn-files may need %d MiB: conf.cairn.files_sessions (%d) x (files_parser_memory_bytes %d MiB + files_cache_bytes %d MiB + a download's 96 MiB) + 256 MiB, above pod.resources.files.limits.memory (%s). Lower files_sessions or files_parser_memory_bytes, or raise the limit" (div $need $mib) $sessions (div $parser $mib) (div $cache $mib) $limit) -}}
 {{- end -}}
 {{- end -}}
 {{- if and .Values.manifests.ingress_api (empty $conf.api_trusted_proxies) -}}

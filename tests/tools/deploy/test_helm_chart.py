@@ -266,7 +266,7 @@ def _named(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any
     # The file service's sessions at their fullest, above its pod's memory limit.
     (('conf.cairn.files_sessions=16',),
      "cairn-files may need 7936 MiB: conf.cairn.files_sessions (16) x "
-     "(files_parser_memory_bytes 384 MiB"),
+     "(files_parser_memory_bytes 320 MiB"),
     (('conf.cairn.files_cache_bytes=134217728',), "cairn-files may need 4608 MiB"),
     (('pod.resources.files.limits.memory="3Gi"',), "above pod.resources.files.limits.memory"),
     # An egress policy that would cut the pods off Ceph.
