@@ -30,6 +30,7 @@ jobs; cinder-backup's `backup_workers` x `backup_max_operations`).
     .venv/bin/python bench/fleet.py [--volumes 20] [--size-gib 1] [--fill 0.25]
                                     [--change 0.02] [--jobs-per-worker 10]
                                     [--backup-workers 1] [--backup-max-operations 15]
+                                    [--driver-max-operations SLOTS]
                                     [--skip-cinder] [--skip-driver] [--skip-shell]
                                     [--mon-propose-interval 1.0] [--latency-ms 0]
 
@@ -357,6 +358,10 @@ def main() -> None:
                         help="cinder-backup's backup_workers (Cinder's default)")
     parser.add_argument("--backup-max-operations", type=int, default=15,
                         help="cinder-backup's backup_max_operations (Cinder's default)")
+    parser.add_argument("--driver-max-operations", type=int, default=None,
+                        help="backup_max_operations of the cinder-backup that runs Cairn's "
+                             "driver (default: Cairn's slots; its operations only wait on "
+                             "Cairn's jobs, docs/openstack.md)")
     parser.add_argument("--skip-cinder", action="store_true",
                         help="no cinder-backup with Cinder's Ceph driver")
     parser.add_argument("--skip-driver", action="store_true",
@@ -370,6 +375,8 @@ def main() -> None:
                              "client (Cairn's workers, cinder-backup, the rbd tools) and the "
                              "OSD, as a network between hosts would (bench/latency/)")
     args = parser.parse_args()
+    if args.driver_max_operations is None:
+        args.driver_max_operations = 2 * args.jobs_per_worker
     if args.latency_ms:
         line.ensure_redirect_preloaded(STATE / "bench")
     if not keystone_up():
@@ -377,7 +384,8 @@ def main() -> None:
     print(f"# fleet: {args.volumes} x {args.size_gib} GiB ({args.fill:.0%} data), "
           f"{args.change:.0%} changed per night; Cairn: 2 workers x {args.jobs_per_worker} "
           f"jobs; cinder-backup: {args.backup_workers} worker x {args.backup_max_operations} "
-          f"operations; mon paxos_propose_interval {args.mon_propose_interval:g} s; "
+          f"operations ({args.driver_max_operations} with Cairn's driver); "
+          f"mon paxos_propose_interval {args.mon_propose_interval:g} s; "
           f"{f'{args.latency_ms:g} ms each way to the OSD; ' if args.latency_ms else ''}"
           f"{platform.node()}, {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}",
           flush=True)
@@ -410,9 +418,11 @@ def main() -> None:
     slots = f"Cairn {2 * args.jobs_per_worker} slots (2 x {args.jobs_per_worker})"
     backup = (f"{args.backup_workers} x {args.backup_max_operations} "
               "(backup_workers x backup_max_operations)")
+    driver = (f"{args.backup_workers} x {args.driver_max_operations} "
+              "(backup_workers x backup_max_operations)")
     report(results, {"cairn": slots, "shell": "1 volume at a time",
                      "cinder-backup": f"cinder-backup {backup}",
-                     "cinder+cairn": f"cinder-backup {backup} over {slots}"})
+                     "cinder+cairn": f"cinder-backup {driver} over {slots}"})
     print("\nThe volumes, their backups and the pools stay; `make down` and `make up` "
           "start a fresh stack.")
 
@@ -420,7 +430,10 @@ def main() -> None:
 def run_nights(args: argparse.Namespace, directory: Path, member: User, ids: list[str],
                driver_ids: list[str], results: list[Night]) -> None:
     LOGS.mkdir(parents=True, exist_ok=True)
-    concurrency = Concurrency(args.backup_workers, args.backup_max_operations)
+    concurrency = {"cinder-backup": Concurrency(args.backup_workers,
+                                                args.backup_max_operations),
+                   "cinder+cairn": Concurrency(args.backup_workers,
+                                               args.driver_max_operations)}
     backups = [m for m, skip in (("cinder-backup", args.skip_cinder),
                                  ("cinder+cairn", args.skip_driver)) if not skip]
     with migrated_database("postgresql", directory) as url, \
@@ -453,7 +466,7 @@ def run_nights(args: argparse.Namespace, directory: Path, member: User, ids: lis
                     # One cinder-backup at a time (tests/support/cinder_backup.py): started
                     # for its night, proven by a probe backup, stopped after it.
                     service = start_backup_service(method, directory, cairn.url,
-                                                   concurrency, member, probe)
+                                                   concurrency[method], member, probe)
                     workers = [p.proc.pid for p in cairn.processes
                                if p.name.startswith("cairn-worker") and p.proc is not None]
                     try:

@@ -5,6 +5,7 @@ Cairn's API is faked by its answers."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -70,6 +71,19 @@ def test_a_job_past_the_timeout_fails_and_says_it_goes_on_in_cairn() -> None:
                        clock=lambda: next(now))
     with pytest.raises(CairnFailure, match="still running after 60 s; it goes on in Cairn"):
         slow.backup("vol-1", "full", None)
+
+
+def test_the_first_looks_at_a_job_come_soon_and_the_pauses_grow_to_the_interval() -> None:
+    """A job of seconds is seen finished within a fraction of its run, not a whole poll
+    interval later (cinder-backup holds an operation, and the tenant waits, until then)."""
+    pauses: list[float] = []
+    running = [("GET", "/v1/jobs/job-1", 200, job("running"))] * 8
+    fake = FakeCairn(("POST", "/v1/backups", 202, job("queued")), *running,
+                     ("GET", "/v1/jobs/job-1", 200, job("succeeded", restore_point_id="rp")))
+    CairnClient(fake, poll_seconds=2.0, sleep=pauses.append).backup("vol-1", "full", None)
+    assert pauses[0] == pytest.approx(0.2)
+    assert all(b == pytest.approx(min(a * 1.5, 2.0)) for a, b in itertools.pairwise(pauses))
+    assert pauses[-1] == 2.0
 
 
 def test_a_restore_asks_for_the_volume_cinder_holds() -> None:
