@@ -55,6 +55,7 @@ portal, or a plan's retention) leaves the Cinder record: restoring it fails with
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from cinder import exception
@@ -108,23 +109,7 @@ class CairnBackupDriver(driver.BackupDriver):
     @property
     def client(self) -> cairn_api.CairnClient:
         if self._client is None:
-            auth = ks_loading.load_auth_from_conf_options(CONF, GROUP)
-            session = ks_loading.load_session_from_conf_options(CONF, GROUP, auth=auth)
-            base = CONF[GROUP].url.rstrip("/")
-
-            def call(method: str, path: str, body: dict[str, Any] | None = None
-                     ) -> tuple[int, Any]:
-                response = session.request(base + path, method, json=body, raise_exc=False,
-                                           headers={"Accept": "application/json"})
-                try:
-                    answer = response.json()
-                except ValueError:
-                    answer = None
-                return response.status_code, answer
-
-            self._client = cairn_api.CairnClient(
-                call, poll_seconds=CONF[GROUP].poll_interval,
-                timeout_seconds=CONF[GROUP].job_timeout)
+            self._client = _shared_client()
         return self._client
 
     # ------------------------------------------------------------ the driver's calls
@@ -171,6 +156,38 @@ class CairnBackupDriver(driver.BackupDriver):
             raise _failure("the backup record names no Cairn restore point "
                            "(cairn_restore_point_id): it was not exported by Cairn's driver")
         _cairn(lambda: self.client.importable(rp_id, backup.project_id))
+
+
+_client_lock = threading.Lock()
+_client: cairn_api.CairnClient | None = None
+
+
+def _shared_client() -> cairn_api.CairnClient:
+    """The process's one client of Cairn. Cinder's manager makes a driver per operation
+    (`self.service(context)`): a session each would cost a Keystone password
+    authentication per backup and a token Cairn has never seen, validated anew; one
+    session keeps one token, renewed by keystoneauth before it expires."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            auth = ks_loading.load_auth_from_conf_options(CONF, GROUP)
+            session = ks_loading.load_session_from_conf_options(CONF, GROUP, auth=auth)
+            base = CONF[GROUP].url.rstrip("/")
+
+            def call(method: str, path: str, body: dict[str, Any] | None = None
+                     ) -> tuple[int, Any]:
+                response = session.request(base + path, method, json=body, raise_exc=False,
+                                           headers={"Accept": "application/json"})
+                try:
+                    answer = response.json()
+                except ValueError:
+                    answer = None
+                return response.status_code, answer
+
+            _client = cairn_api.CairnClient(
+                call, poll_seconds=CONF[GROUP].poll_interval,
+                timeout_seconds=CONF[GROUP].job_timeout)
+        return _client
 
 
 def _failure(message: str) -> exception.BackupOperationError:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 FINISHED = ("succeeded", "failed", "cancelled", "skipped")
@@ -74,8 +74,6 @@ class CairnClient:
     timeout_seconds: float = 86400.0
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
-    waited: list[str] = field(default_factory=list)
-    """The jobs waited for, in order (for the logs and the tests)."""
 
     def _expect(self, wanted: int, method: str, path: str, body: dict[str, Any] | None,
                 doing: str) -> Any:
@@ -86,7 +84,6 @@ class CairnClient:
 
     def wait(self, job: dict[str, Any], doing: str) -> dict[str, Any]:
         """The job once finished; CairnFailure with its reason unless it succeeded."""
-        self.waited.append(job["id"])
         deadline = self.clock() + self.timeout_seconds
         # Most jobs take seconds: a first look after 2 s would hold cinder-backup's
         # operation (and the tenant) a second longer on average than the job itself.
