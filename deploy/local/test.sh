@@ -11,7 +11,9 @@
 # The order, for `all` (a step in [brackets] runs in the background beside the others):
 #   bootstrap -> [servers] [lint and types] [unit tier] [portal build, its unit tests,
 #   then the tools tier] -> integration tier in parallel (pytest-xdist, WORKERS workers)
-#   once the servers and the portal are ready -> its serial tests, alone -> the rest's end.
+#   once the servers and the portal are ready -> its serial tests, alone -> the rest's end
+#   -> `make up` and a newcomer's first ten minutes in the browser on it (tests/system/),
+#   which leaves make up's default stack running.
 # A step's output is printed in one piece when it ends. A failed check or tier does not
 # stop the others (one run answers everything); failed servers or portal stop the run.
 #
@@ -141,6 +143,12 @@ serial() {
     again_after_abort serial "$rc"
 }
 
+make_up() {
+    # Last, alone: `make up` changes the stack into its default one (tests/system/), which
+    # the tiers above would miss; it stays up afterwards, as it would for a newcomer.
+    CAIRN_MAKE_UP_TEST=1 limited "$SERIAL_LIMIT" pytest_ make-up -q tests/system
+}
+
 summary() {
     ceph_client_asserts "$state" "$run/ceph-client-logs"
     echo
@@ -200,6 +208,7 @@ case "$mode" in
         finish check || true
         finish unit || true
         finish tools || true
+        foreground make-up make_up || true
         summary
         ;;
     only)

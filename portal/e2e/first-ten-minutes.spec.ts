@@ -4,13 +4,12 @@ import { accessible, required } from "./support";
 // A newcomer's first ten minutes on `make up`'s default stack (noauth, no Cinder): sign in
 // with a project, find the demo volume on the Volumes page, back it up, watch the backup,
 // see its restore point in the calendar, restore it into a new RBD image. Run by
-// tests/integration/api/test_portal_noauth.py against a noauth stack with the same
-// settings as make up's (CAIRN_VOLUME_POOLS lists ceph-a's pool `volumes`); it names the
-// volume (an image that sorts first in the pool, as `demo` is alone in make up's) and the
-// image to restore into, and checks the restored bytes itself.
+// tests/system/test_make_up.py right after a literal `make up` (the last step of
+// `make test`); it names the volume (`demo`) and the image to restore into, and checks
+// the restored bytes itself.
 const NOAUTH_VOLUME = process.env.CAIRN_E2E_NOAUTH_VOLUME;
-test.skip(!NOAUTH_VOLUME, "run through tests/integration/api/test_portal_noauth.py (a noauth stack)");
-const env = (name: string): string => required(name, "test_portal_noauth.py");
+test.skip(!NOAUTH_VOLUME, "run through tests/system/test_make_up.py (make up's stack)");
+const env = (name: string): string => required(name, "tests/system/test_make_up.py");
 
 
 test("a newcomer protects the demo volume, watches the backup, finds it in the calendar and restores it", async ({ page }) => {

@@ -2,12 +2,10 @@
 `make up` starts by default: noauth, no Keystone, no Cinder, the volumes being the RBD
 images of ceph-a's pool `volumes` (CAIRN_VOLUME_POOLS).
 
-- The first ten minutes (e2e/first-ten-minutes.spec.ts): a newcomer signs in with a project
-  name, finds the demo volume, backs it up, watches the backup, sees its restore point in
-  the calendar and restores it into a new image; the restored bytes are the restore
-  point's.
-- What the API offers beyond that (e2e/parity.spec.ts): webhooks, an off-site copy, an
-  instant restore, a plan's copy policy, a group restore; checked here afterwards.
+- What the API offers beyond a newcomer's first ten minutes (e2e/parity.spec.ts): webhooks,
+  an off-site copy, an instant restore, a plan's copy policy, a group restore; checked here
+  afterwards. The first ten minutes themselves run on a literal `make up`
+  (tests/system/test_make_up.py).
 
 The screenshots are the README's (docs/portal/) when asked
 (CAIRN_E2E_SCREENSHOTS=docs/portal), else the test's own files.
@@ -17,9 +15,6 @@ the stack's settings serves the portal, beside the stack's worker."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,40 +25,18 @@ import pytest
 import rados
 
 from tests.integration.api.test_plans import create, ref, run_now
-from tests.support import ceph
+from tests.support import browser, ceph
 from tests.support.ceph import MiB
 from tests.support.stack import Stack, api_process
-
-REPO = Path(__file__).resolve().parents[3]
-PORTAL = REPO / "portal"
-CHROMIUM = os.environ.get("CAIRN_CHROMIUM", "/usr/bin/chromium")
 
 pytestmark = pytest.mark.ceph
 
 
 # Chromium and the portal's own timeouts: alone, after the parallel phase.
 @pytest.mark.serial
-def test_a_newcomer_protects_and_restores_the_demo_volume_in_the_browser(
-        stack: Stack, volumes_pool: rados.Ioctx, images: list[str], tmp_path: Path) -> None:
-    _portal_built()
-    # `0-`: first in the pool's list, as `demo` is on make up's stack (the Volumes page
-    # shows the first 50 of every test's images here).
-    volume = ceph.unique_name("0-demo")
-    restored = ceph.unique_name("first-ten-restored")
-    ceph.make_mixed_image(volumes_pool, volume, size=64 * MiB, seed=3610)
-    images.extend([volume, restored])
-    run = _playwright(stack, "e2e/first-ten-minutes.spec.ts", tmp_path, {
-        "CAIRN_E2E_NOAUTH_PROJECT": ceph.unique_name("newcomer"),
-        "CAIRN_E2E_NOAUTH_VOLUME": volume, "CAIRN_E2E_NOAUTH_RESTORED": restored})
-    assert "1 passed" in run, run[-3000:]  # not skipped
-    # The restore point's source snapshot is the volume as it was; nothing wrote since.
-    assert ceph.sha256_of(volumes_pool, restored) == ceph.sha256_of(volumes_pool, volume)
-
-
-@pytest.mark.serial
 def test_webhooks_copies_instant_and_group_restores_in_the_browser(
         stack: Stack, volumes_pool: rados.Ioctx, images: list[str], tmp_path: Path) -> None:
-    _portal_built()
+    browser.require_portal()
     project = {"X-Project-Id": ceph.unique_name("parity"), "X-Roles": "member"}
     single, first, second = (ceph.unique_name(f"parity-{n}") for n in ("one", "g1", "g2"))
     for seed, name in enumerate((single, first, second)):
@@ -108,29 +81,11 @@ def test_webhooks_copies_instant_and_group_restores_in_the_browser(
         stack.delete(f"/v1/plans/{plan['id']}", project)
 
 
-def _portal_built() -> None:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium")
-    if not (PORTAL / "node_modules" / "@playwright" / "test").is_dir() or not (
-            PORTAL / "dist" / "index.html").is_file():
-        pytest.fail("the portal is not built: run `make portal` (make test does)")
-
-
 def _playwright(stack: Stack, spec: str, tmp_path: Path, values: dict[str, str]) -> str:
     """Runs one spec against a cairn-api process of the stack's settings; its output."""
-    shots = Path(os.environ.get("CAIRN_E2E_SCREENSHOTS", tmp_path))
-    shots = shots if shots.is_absolute() else REPO / shots
-    shots.mkdir(parents=True, exist_ok=True)
-    node_bin = Path(sys.executable).parent
     with api_process(stack.env, tmp_path / f"api-{Path(spec).stem}.log") as address:
-        run = subprocess.run(
-            [str(node_bin / "npx"), "playwright", "test", spec],
-            cwd=PORTAL, text=True, capture_output=True, timeout=900, check=False,
-            env={**os.environ, "PATH": f"{node_bin}:{os.environ['PATH']}",
-                 "CAIRN_PORTAL_URL": f"http://{address}", "CAIRN_CHROMIUM": CHROMIUM,
-                 "CAIRN_E2E_OUTPUT": str(tmp_path / "results"),
-                 "CAIRN_E2E_SCREENSHOTS": str(shots), **values})
-    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+        run = browser.playwright(f"http://{address}", tmp_path, values, spec)
+    assert run.returncode == 0, browser.output(run)
     return run.stdout
 
 

@@ -9,10 +9,8 @@ sign-out) is checked here too, through the API."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ import httpx
 import pytest
 import rbd
 
-from tests.support import ceph
+from tests.support import browser, ceph
 from tests.support.openstack import (
     PASSWORD,
     Cloud,
@@ -29,10 +27,6 @@ from tests.support.openstack import (
     delete_volume,
     image_of,
 )
-
-REPO = Path(__file__).resolve().parents[3]
-PORTAL = REPO / "portal"
-CHROMIUM = os.environ.get("CAIRN_CHROMIUM", "/usr/bin/chromium")
 
 
 def _sign_in(cairn: OpenStackCairn, user: str, **extra: str) -> httpx.Client:
@@ -90,11 +84,7 @@ def test_the_keystone_session_is_the_users_and_ends_at_sign_out(
 @pytest.mark.serial
 def test_a_member_protects_a_volume_in_the_browser(cloud: Cloud, os_cairn: OpenStackCairn,
                                                    tmp_path: Path) -> None:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium")
-    if not (PORTAL / "node_modules" / "@playwright" / "test").is_dir() or not (
-            PORTAL / "dist" / "index.html").is_file():
-        pytest.fail("the portal is not built: run `make portal` (make test does)")
+    browser.require_portal()
     member, admin = cloud["a-member"], cloud["n-admin"]
     name = ceph.unique_name("portal")
     plan_name = ceph.unique_name("portal-plan")
@@ -109,31 +99,20 @@ def test_a_member_protects_a_volume_in_the_browser(cloud: Cloud, os_cairn: OpenS
         admin_rp = _backed_up(os_cairn, admin.token(), admin_volume_id)
         files_rps = _files_backed_up_twice(os_cairn, member.token(), files_volume_id,
                                            tmp_path)
-        # The README's pictures (docs/portal/) are retaken on purpose, with
-        # CAIRN_E2E_SCREENSHOTS=docs/portal; a run otherwise leaves the checkout clean.
-        shots = Path(os.environ.get("CAIRN_E2E_SCREENSHOTS", tmp_path))
-        shots = shots if shots.is_absolute() else REPO / shots
-        shots.mkdir(parents=True, exist_ok=True)
-        node_bin = Path(sys.executable).parent
-        run = subprocess.run(
-            [str(node_bin / "npx"), "playwright", "test"], cwd=PORTAL, text=True,
-            capture_output=True, timeout=900, check=False,
-            env={**os.environ, "PATH": f"{node_bin}:{os.environ['PATH']}",
-                 "CAIRN_PORTAL_URL": os_cairn.url, "CAIRN_CHROMIUM": CHROMIUM,
-                 "CAIRN_E2E_MEMBER": "a-member", "CAIRN_E2E_READER": "a-reader",
-                 "CAIRN_E2E_PASSWORD": PASSWORD, "CAIRN_E2E_VOLUME": name,
-                 "CAIRN_E2E_PLAN": plan_name, "CAIRN_E2E_VOLUME_ID": volume_id,
-                 "CAIRN_E2E_OTHER": "b-member", "CAIRN_E2E_ADMIN": "n-admin",
-                 "CAIRN_E2E_ADMIN_VOLUME_ID": admin_volume_id,
-                 "CAIRN_E2E_ADMIN_IMAGE": admin_image,
-                 "CAIRN_E2E_FILES_VOLUME_ID": files_volume_id,
-                 "CAIRN_E2E_FILES_OLDER_POINT": files_rps[0]["id"],
-                 "CAIRN_E2E_FILES_POINT": files_rps[1]["id"],
-                 "CAIRN_E2E_FILES_TEXT": APP_CONF[1],
-                 "CAIRN_E2E_SCREENSHOTS": str(shots)})
+        run = browser.playwright(os_cairn.url, tmp_path, {
+            "CAIRN_E2E_MEMBER": "a-member", "CAIRN_E2E_READER": "a-reader",
+            "CAIRN_E2E_PASSWORD": PASSWORD, "CAIRN_E2E_VOLUME": name,
+            "CAIRN_E2E_PLAN": plan_name, "CAIRN_E2E_VOLUME_ID": volume_id,
+            "CAIRN_E2E_OTHER": "b-member", "CAIRN_E2E_ADMIN": "n-admin",
+            "CAIRN_E2E_ADMIN_VOLUME_ID": admin_volume_id,
+            "CAIRN_E2E_ADMIN_IMAGE": admin_image,
+            "CAIRN_E2E_FILES_VOLUME_ID": files_volume_id,
+            "CAIRN_E2E_FILES_OLDER_POINT": files_rps[0]["id"],
+            "CAIRN_E2E_FILES_POINT": files_rps[1]["id"],
+            "CAIRN_E2E_FILES_TEXT": APP_CONF[1]})
         token = member.token()
         try:
-            assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
+            assert run.returncode == 0, browser.output(run)
             _check_what_the_browser_did(os_cairn, token, volume_id)
             # The administrator's restore into a new RBD image: the restore point's bytes.
             with ceph.ioctx("ceph-a", "volumes") as volumes:
@@ -153,7 +132,7 @@ def test_a_member_protects_a_volume_in_the_browser(cloud: Cloud, os_cairn: OpenS
             os_cairn.call("DELETE", f"/v1/restore-points/{admin_rp['id']}", admin.token())
             for rp in reversed(files_rps):
                 os_cairn.call("DELETE", f"/v1/restore-points/{rp['id']}", token)
-    shutil.rmtree(PORTAL / "test-results", ignore_errors=True)
+    shutil.rmtree(browser.PORTAL / "test-results", ignore_errors=True)
 
 
 def _backed_up(cairn: OpenStackCairn, token: str, volume_id: str,
