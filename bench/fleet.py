@@ -135,7 +135,7 @@ def cpu_of(pid: int) -> float:
 def machine_cpu() -> float:
     """CPU-seconds the machine has spent so far, every process and the kernel's work."""
     fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-    return sum(int(v) for v in fields[:3] + fields[5:8]) / CLK  # less idle and iowait
+    return sum(int(v) for v in fields[:3] + fields[5:7]) / CLK  # user to softirq, less idle, iowait
 
 
 def ceph_cli(*args: str) -> str:
