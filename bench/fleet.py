@@ -426,7 +426,7 @@ def main() -> None:
     ensure_pool(CINDER_POOL)
     ensure_pool(SHELL_POOL)
     results: list[Night] = []
-    with tempfile.TemporaryDirectory() as tmp, mon_propose_interval(args.mon_propose_interval):
+    with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         cloud = make_cloud(directory)
         member = cloud["a-member"]
@@ -470,8 +470,11 @@ def run_nights(args: argparse.Namespace, directory: Path, member: User, ids: lis
                                                args.driver_max_operations)}
     backups = [m for m, skip in (("cinder-backup", args.skip_cinder),
                                  ("cinder+cairn", args.skip_driver)) if not skip]
+    # The mon's production interval for the nights only: the backups' cleanup after them
+    # removes hundreds of snapshots, each a proposal, at the local stack's 0.1 s.
     with migrated_database("postgresql", directory) as url, \
-            cinder_volume(member, "fleet-probe") as probe:
+            cinder_volume(member, "fleet-probe") as probe, \
+            mon_propose_interval(args.mon_propose_interval):
         slots = 2 * args.jobs_per_worker
         production = {f"CAIRN_{name.upper()}": str(Settings.model_fields[name].default)
                       for name in PRODUCTION}
