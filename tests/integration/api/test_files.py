@@ -88,19 +88,6 @@ def _mke2fs(tree: Path, image: Path) -> Path:
     return image
 
 
-def _write_volume(io_: rados.Ioctx, name: str, image: Path) -> None:
-    """`image`'s bytes over the whole volume, the zeros as holes (discarded), as a guest
-    writes."""
-    with rbd.Image(io_, name) as volume, image.open("rb") as source:
-        offset = 0
-        while piece := source.read(MiB):
-            if piece.count(0) == len(piece):
-                volume.discard(offset, len(piece))
-            else:
-                volume.write(piece, offset)
-            offset += len(piece)
-
-
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -242,7 +229,7 @@ def test_a_tenant_reads_every_file_of_a_restore_point_and_of_the_next(
     tree = tmp_path / "tree"
     tree.mkdir()
     _tree(tree)
-    _write_volume(volumes_pool, source, _mke2fs(tree, tmp_path / "fs.img"))
+    ceph.write_file(volumes_pool, source, _mke2fs(tree, tmp_path / "fs.img"))
     first = _back_up(stack, source, target)
     old = _files_of(tree)
     files = Files(stack, first["id"])
@@ -300,7 +287,7 @@ def test_a_tenant_reads_every_file_of_a_restore_point_and_of_the_next(
 
     # The tenant changes files; the next backup is an incremental.
     _change(tree)
-    _write_volume(volumes_pool, source, _mke2fs(tree, tmp_path / "fs.img"))
+    ceph.write_file(volumes_pool, source, _mke2fs(tree, tmp_path / "fs.img"))
     second = _back_up(stack, source, target)
     newer = Files(stack, second["id"])
     _every_file_reads_as_the_tree(newer, tree)
@@ -359,7 +346,7 @@ def _volume_of(io_: rados.Ioctx, images: list[str], image: Path) -> str:
     name = ceph.unique_name("files")
     images.append(name)
     rbd.RBD().create(io_, name, image.stat().st_size)
-    _write_volume(io_, name, image)
+    ceph.write_file(io_, name, image)
     return name
 
 
