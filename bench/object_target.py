@@ -21,22 +21,17 @@ clones, which is random.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import hmac
 import os
 import platform
-import resource
 import shlex
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import blake3
@@ -48,113 +43,29 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from object_common import (
+    GiB,
+    MiB,
+    Run,
+    change,
+    children_cpu,
+    cpu,
+    fresh_store,
+    half_compressible,
+    make_image,
+    server_cpu,
+    stored_bytes,
+    upload,
+)
+
 from services.storage.s3 import Bucket
 from tests.support import ceph, rgw
-from worker.engine import object_copy
-from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.chunks import ZSTD_LEVEL
 from worker.engine.copy import CopyEngine
 from worker.engine.extents import allocated_objects, plan_chunks
 from worker.engine.object_copy import TransferStats
 
-MiB = 1 << 20
-GiB = 1 << 30
-OPERATOR_KEY = hashlib.sha256(b"bench operator key").digest()
 WINDOWS = (1, 4, 10, 20)
-
-
-def cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def server_cpu() -> float:
-    """CPU-seconds so far of the servers on the data path: RGW and the OSD (both on ceph-a,
-    sharing the machine's cores with the client)."""
-    total = 0.0
-    found = subprocess.run(["pgrep", "-x", "radosgw|ceph-osd"], check=False,
-                           capture_output=True, text=True)
-    for pid in found.stdout.split():
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
-def half_compressible(rng: ceph._Random, n: int) -> bytes:
-    """Half random, half text-like bytes, per 64 KiB: compresses about 2:1 with zstd."""
-    words = [f"{w:08x} volume block record {w % 977} ".encode() for w in range(4096)]
-    out = bytearray()
-    while len(out) < n:
-        out += rng.bytes(32 * 1024)
-        seed = rng.bytes(2)
-        start = int.from_bytes(seed, "little") % 3000
-        out += b"".join(words[start:start + 1000])[:32 * 1024]
-    return bytes(out[:n])
-
-
-def make_image(io: rados.Ioctx, name: str, size: int, *, random: bool, seed: int) -> None:
-    rbd.RBD().create(io, name, size)
-    rng = ceph._Random(seed)
-    with rbd.Image(io, name) as image:
-        for offset in range(0, size, 64 * MiB):
-            n = min(64 * MiB, size - offset)
-            image.write(rng.bytes(n) if random else half_compressible(rng, n), offset)
-        image.create_snap("s1")
-
-
-def change(io: rados.Ioctx, name: str, fraction: float, seed: int) -> None:
-    """Rewrites 64 KiB in `fraction` of the image's 4 MiB objects, then snapshots `s2`."""
-    rng = ceph._Random(seed)
-    with rbd.Image(io, name) as image:
-        objects = image.size() // (4 * MiB)
-        step = max(1, round(1 / fraction))
-        for index in range(0, objects, step):
-            image.write(rng.bytes(64 * 1024), index * 4 * MiB + 123 * 4096)
-        image.create_snap("s2")
-
-
-@contextmanager
-def fresh_store(prefix_tag: str) -> Iterator[ChunkStore]:
-    bucket = Bucket(rgw.settings(f"bench-{prefix_tag}-{uuid.uuid4().hex[:8]}"))
-    try:
-        with tempfile.TemporaryDirectory() as scratch, rgw.key_database(Path(scratch)) as db:
-            yield ChunkStore.open(db, bucket, "bench", OPERATOR_KEY, create=True)
-    finally:
-        keys = [stored.key for stored in bucket.list()]
-        for key in keys:
-            bucket.delete(key)
-        bucket.close()
-
-
-def stored_bytes(store: ChunkStore) -> int:
-    return sum(stored.size for stored in store.backend.list("chunks/"))
-
-
-@dataclass
-class Run:
-    seconds: float
-    cpu: float
-    stats: TransferStats
-    server_cpu: float = 0.0
-    """RGW's and the OSD's CPU-seconds during the run."""
-
-
-def upload(io: rados.Ioctx, name: str, snap: str, store: ChunkStore, *, window: int,
-           chunk: int, base: ObjectManifest | None = None, since: str | None = None,
-           known: set[str] | frozenset[str] = frozenset()) -> tuple[ObjectManifest, Run]:
-    stats = TransferStats()
-    s0, c0, t0 = server_cpu(), cpu(), time.monotonic()
-    with rbd.Image(io, name, snapshot=snap, read_only=True) as image:
-        manifest = object_copy.upload(image, store, "bench", base=base, since=since,
-                                      known=known, chunk_size=chunk, window=window,
-                                      stats=stats)
-    return manifest, Run(time.monotonic() - t0, cpu() - c0, stats, server_cpu() - s0)
 
 
 def rbd_target_full(io: rados.Ioctx, backups: rados.Ioctx, name: str) -> Run:
