@@ -43,6 +43,9 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import object_cpu
+import object_restore
+import object_synthetic
 from object_common import (
     GiB,
     MiB,
@@ -53,12 +56,14 @@ from object_common import (
     fresh_store,
     half_compressible,
     make_image,
+    s3_settings,
     server_cpu,
     stored_bytes,
     upload,
 )
+from object_cpu import DEFAULT_BEFORE
+from object_restore import raw_client
 
-from services.storage.s3 import Bucket
 from tests.support import ceph, rgw
 from worker.engine.chunks import ZSTD_LEVEL
 from worker.engine.copy import CopyEngine
@@ -87,23 +92,22 @@ def rbd_target_full(io: rados.Ioctx, backups: rados.Ioctx, name: str) -> Run:
 
 def naive_export_upload(name: str, size: int) -> Run:
     """`rbd export | one S3 upload`: one stream, the whole image as one object."""
-    settings = rgw.settings("bench-naive")
-    bucket = Bucket(settings)
-    key = f"naive-{uuid.uuid4().hex[:8]}.img"
+    settings = s3_settings(f"bench-naive-{uuid.uuid4().hex[:8]}")
+    client = raw_client(settings)  # one managed upload, one part in flight: the naive pipe
+    key = f"{settings.prefix}/naive.img"
     conf = str(ceph.conf_path("ceph-a"))
     export = subprocess.Popen(shlex.split(f"rbd -c {conf} export volumes/{name}@s1 -"),
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     c0, cc0, t0 = cpu(), children_cpu(), time.monotonic()
     assert export.stdout is not None
-    client = bucket._client  # one managed upload, one part in flight: the naive pipe
-    client.upload_fileobj(export.stdout, settings.bucket, f"{settings.prefix}/{key}",
+    client.upload_fileobj(export.stdout, settings.bucket, key,
                           Config=TransferConfig(max_concurrency=1, use_threads=False,
                                                 multipart_chunksize=8 * MiB))
     export.wait()
     seconds = time.monotonic() - t0
     run = Run(seconds, cpu() - c0 + children_cpu() - cc0, TransferStats(bytes_read=size))
-    bucket.delete(key)
-    bucket.close()
+    client.delete_object(Bucket=settings.bucket, Key=key)
+    client.close()
     return run
 
 
@@ -133,10 +137,34 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+SECTIONS = ("engine", "cpu", "restore", "synthetic")
+
+
+def sections(value: str) -> list[str]:
+    chosen = [part.strip() for part in value.split(",") if part.strip()]
+    unknown = [part for part in chosen if part not in SECTIONS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"sections are {', '.join(SECTIONS)}, not {value!r}")
+    return chosen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-gib", type=float, default=1.0)
-    parser.add_argument("--runs", type=int, default=3, help="runs of each first full")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="runs of each first full, restore and anchor on loopback, and of "
+                             "each side of the CPU comparison")
+    parser.add_argument("--delay", type=float, default=0.025,
+                        help="seconds each way of the S3 delay line for restores and 1 vs 10 "
+                             "in flight (0: loopback only)")
+    parser.add_argument("--delay-runs", type=int, default=1,
+                        help="runs of each through the delay line (a run at 1 in flight "
+                             "takes ~1 min per GiB there)")
+    parser.add_argument("--before", default=DEFAULT_BEFORE,
+                        help="the commit whose client CPU per GiB this tree's is compared with")
+    parser.add_argument("--only", type=sections, default=list(SECTIONS),
+                        help=f"comma-separated sections to run, of {','.join(SECTIONS)} "
+                             "(default: all)")
     args = parser.parse_args()
     if not rgw.CREDENTIALS.exists():
         sys.exit("the local RGW is not running: `make bench-object` starts it")
@@ -147,9 +175,16 @@ def main() -> None:
         name = ceph.unique_name("bench-object")
         make_image(io, name, size, random=False, seed=1)
         try:
-            report(io, backups, name, size, args.runs)
+            if "cpu" in args.only:
+                object_cpu.report(name, size, args.runs, args.before)
+            if "restore" in args.only:
+                object_restore.report(io, name, size, args.runs, args.delay, args.delay_runs)
+            if "engine" in args.only:
+                report(io, backups, name, size, args.runs)
         finally:
             ceph.remove_image(io, name)
+        if "synthetic" in args.only:
+            object_synthetic.report(io, size)
 
 
 def line(label: str, run: Run, size: int, anchor: float | None = None) -> str:
