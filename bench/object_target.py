@@ -1,21 +1,32 @@
-"""Object-storage target (issue 18): Cairn's chunk engine to a real Ceph RGW, on the same
-images, against two anchors measured in the same run:
+"""Object-storage target (issues 18 and 35): Cairn's chunk engine to a real Ceph RGW, on
+the same images, against anchors measured in the same run:
 
-- naive: `rbd export <snap> - | <one S3 multipart upload>` (one stream, no dedup);
+- naive: `rbd export <snap> - | <one S3 multipart upload>` (one stream, no dedup), and for
+  restores `S3 download | rbd import` of the raw image stored as one object;
 - Cairn's RBD target: the copy engine's full copy of the same snapshot into the backup pool.
 
-It prints, for 4 MiB chunks at 1, 4, 10 and 20 uploads in flight, and for 1 MiB chunks at
-the best of those: the first full, a repeated full of unchanged data (no base: every chunk
-is looked up by name), an incremental after 5 % of the objects changed, the bytes stored;
-the bytes two clones of one image store together; and the CPU per GiB split into hashing
-(keyed BLAKE3), compression (zstd), encryption (AES-256-GCM) and the rest (reads, uploads),
-with the alternatives measured for the record (HMAC-SHA256, zstd 3, MD5).
+Sections (`--only`, comma-separated; all by default, in this order):
 
-Needs ceph-a and its RGW (`make bench-object` restarts them on BlueStore). The image holds
-data that compresses about 2:1 (half random, half text-like), except the one of the
-clones, which is random.
+- cpu (`object_cpu.py`): client CPU per GiB of a first full at 4 MiB chunks, this tree
+  against `--before` (default 86babd0, before issue 35), interleaved in one run;
+- restore (`object_restore.py`): first full and restore at 1 and 10 in flight, and the
+  naive restore, on loopback and through an S3 delay line of `--delay` each way
+  (`object_delay.py`; default 25 ms, 0 skips it);
+- engine (this file): for 4 MiB chunks at 1, 4, 10 and 20 uploads in flight, and for 1 MiB
+  chunks at the best of those: the first full, a repeated full of unchanged data (looked
+  up, and with the last manifest known), an incremental after 5 % of the objects changed,
+  the bytes stored; the bytes two clones of one image store together; and the CPU per GiB
+  split into hashing (keyed BLAKE3), compression (zstd), encryption (AES-256-GCM), with the
+  alternatives measured for the record (HMAC-SHA256, zstd 3, MD5);
+- synthetic (`object_synthetic.py`): a repeated full after 1 % of the objects changed,
+  through the API and a cairn-worker of this tree.
 
-    .venv/bin/python bench/object_target.py [--size-gib 1] [--runs 3]
+Needs ceph-a and its RGW (`make bench-object` restarts them on BlueStore), and for the
+synthetic section Redis (the stack's infra). The images hold data that compresses about
+2:1 (half random, half text-like), except the one of the clones, which is random.
+
+    .venv/bin/python bench/object_target.py [--size-gib 1] [--runs 3] [--delay 0.025]
+        [--delay-runs 1] [--before 86babd0] [--only cpu,restore,engine,synthetic]
 """
 
 from __future__ import annotations
