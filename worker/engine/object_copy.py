@@ -1,4 +1,4 @@
-"""Moving an RBD snapshot to an object-storage target and back, `window` chunks in flight.
+"""Moving an RBD snapshot to an object-storage target, `window` chunks in flight.
 
 Upload: each chunk is read from the snapshot, skipped when all zeros, named and sealed
 (`chunks.py`), and sent only when the store lacks it. Chunks the base manifest names, and
@@ -6,8 +6,7 @@ chunks this upload already sent, are known to be there and are not even looked u
 cost one HEAD. So a repeated full of unchanged data reads the volume and uploads nothing,
 and a retried backup finds the chunks its failed attempt left and sends only the rest.
 
-Download: every chunk the manifest lists is fetched, authenticated and checked against its
-name before a byte is written; a mismatch fails the restore with the chunk's offset."""
+The way back, a restore and a verify, is `object_download.py`."""
 
 from __future__ import annotations
 
@@ -20,13 +19,11 @@ from typing import Protocol
 
 import rbd
 
-from services.errors import DataCorrupt
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.chunks import ChunkCodec
-from worker.engine.copy import READ_HINTS, CopyStats, write
+from worker.engine.copy import READ_HINTS, CopyStats
 from worker.engine.extents import allocated_objects, changed_objects, resized_objects
 from worker.engine.qos import Pacer
-from worker.engine.resume import ResumeMark
 from worker.engine.zeros import data_runs
 
 DEFAULT_CHUNK = 4 << 20
@@ -219,88 +216,3 @@ def _ticker(progress: Progress | None, moved: CopyStats,
             snapshot = CopyStats(**{k: getattr(moved, k) for k in moved.__dataclass_fields__})
         progress.tick(snapshot)
     return tick
-
-
-def download(store: ChunkStore, project_id: str, manifest: ObjectManifest, target: rbd.Image,
-             *, target_is_new: bool, start: int = 0, window: int = 10,
-             pacer: Pacer | None = None, stats: TransferStats | None = None,
-             progress: Progress | None = None) -> CopyStats:
-    """Writes the manifest's data into `target` (at least the manifest's size). A target
-    that is not new (a restore in place, or resumed) has every hole the manifest leaves
-    zeroed. `start`: the chunk index before which an earlier attempt wrote everything
-    (its checkpoint); the chunks from it on are written. The figures' `resume_index` is the
-    checkpoint to keep: every chunk before it is written."""
-    stats = stats if stats is not None else TransferStats()
-    chunk_size, size = manifest.chunk_size, manifest.image_size
-    lock = threading.Lock()
-    transfer = _Window(store, window)
-
-    def length_of(index: int) -> int:
-        return min(chunk_size, size - index * chunk_size)
-
-    indexes = (range(start, (size + chunk_size - 1) // chunk_size) if not target_is_new
-               else sorted(i for i in manifest.chunks if i >= start))
-    mark = ResumeMark(len(indexes), indexes.__getitem__)
-    moved = _begin(progress, window, sum(length_of(i) for i in manifest.chunks),
-                   resumed=sum(length_of(i) for i in manifest.chunks if i < start))
-    moved.resume_index = mark.index
-
-    def one(position: int) -> None:
-        index = indexes[position]
-        offset = index * chunk_size
-        length = length_of(index)
-        name = manifest.chunks.get(index)
-        if name is None:
-            target.write_zeroes(offset, length)
-            with lock:
-                moved.resume_index = mark.done(position)
-            return
-        if pacer is not None:
-            pacer.take(length)
-        t0 = time.monotonic()
-        data = store.get_chunk(transfer.codec(), project_id, name, offset, length)
-        write(target, data, offset)
-        with lock:
-            stats.chunks += 1
-            stats.bytes_written += length
-            stats.store_seconds += time.monotonic() - t0
-            moved.bytes_done += length
-            moved.bytes_read += length
-            moved.bytes_written += length
-            moved.resume_index = mark.done(position)
-
-    transfer.run(one, range(len(indexes)), _ticker(progress, moved, lock))
-    moved.finished = time.monotonic()
-    return moved
-
-
-def verify(store: ChunkStore, project_id: str, manifest: ObjectManifest, *,
-           window: int = 10, pacer: Pacer | None = None, progress: Progress | None = None,
-           only: Iterable[int] | None = None) -> tuple[CopyStats, list[tuple[int, str]]]:
-    """Re-reads every chunk the manifest lists (or those of `only`) and checks it; the
-    figures, and (offset, reason) of each corrupt or missing chunk, in offset order."""
-    found: list[tuple[int, str]] = []
-    lock = threading.Lock()
-    transfer = _Window(store, window)
-    size = manifest.image_size
-    indexes = sorted(manifest.chunks if only is None else set(only) & set(manifest.chunks))
-    moved = _begin(progress, window, sum(min(manifest.chunk_size, size - i * manifest.chunk_size)
-                                         for i in indexes))
-
-    def one(index: int) -> None:
-        offset = index * manifest.chunk_size
-        length = min(manifest.chunk_size, size - offset)
-        if pacer is not None:
-            pacer.take(length)
-        try:
-            store.get_chunk(transfer.codec(), project_id, manifest.chunks[index], offset, length)
-        except DataCorrupt as exc:
-            with lock:
-                found.append((offset, exc.message))
-        with lock:
-            moved.bytes_done += length
-            moved.bytes_read += length
-
-    transfer.run(one, indexes, _ticker(progress, moved, lock))
-    moved.finished = time.monotonic()
-    return moved, sorted(found)
