@@ -5,6 +5,7 @@ several methods, keys with odd characters, query strings, empty and non-empty bo
 from __future__ import annotations
 
 import calendar
+import contextlib
 import re
 import time
 from typing import Any
@@ -53,10 +54,8 @@ def _boto3_requests(endpoint: str, calls: list[tuple[str, dict[str, Any]]]) -> l
 
     client.meta.events.register("before-send.s3", catch)
     for operation, params in calls:
-        try:
+        with contextlib.suppress(Exception):  # the empty answer is not every operation's
             getattr(client, operation)(**params)
-        except Exception:  # the empty answer does not parse as every operation's
-            pass
     return caught
 
 
