@@ -48,6 +48,15 @@ class TransferStats:
     hash_seal_seconds: float = 0.0
     """Naming, compressing and encrypting (or opening), summed over the threads."""
     store_seconds: float = 0.0
+    name_cpu_seconds: float = 0.0
+    """Thread CPU time (`time.thread_time`) of each stage of an upload, summed over the
+    threads: naming (keyed BLAKE3), compressing, encrypting, asking the store whether it
+    has a chunk (HEAD), and sending one (building the request and the socket's I/O, TLS
+    included)."""
+    compress_cpu_seconds: float = 0.0
+    encrypt_cpu_seconds: float = 0.0
+    lookup_cpu_seconds: float = 0.0
+    send_cpu_seconds: float = 0.0
 
 
 class Progress(Protocol):
@@ -159,20 +168,27 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
         codec = transfer.codec()
         # Named first, sealed only when the store lacks it: a repeated full of unchanged
         # data pays for one keyed hash per chunk, not for compression and encryption.
+        c0 = time.thread_time()
         name = codec.name(project_id, data)
+        name_cpu = time.thread_time() - c0
         t2 = time.monotonic()
         with lock:
             present = name in known
         new = not present
         sent = 0
-        seal_s = 0.0
+        seal_s = lookup_cpu = send_cpu = 0.0
+        sealed = None
         if not present:
+            c0 = time.thread_time()
             present = store.has_chunk(project_id, name)
+            lookup_cpu = time.thread_time() - c0
             if not present:
                 s0 = time.monotonic()
                 sealed = codec.seal_chunk(project_id, data, name)
                 seal_s = time.monotonic() - s0
+                c0 = time.thread_time()
                 store.put_chunk(project_id, sealed)
+                send_cpu = time.thread_time() - c0
                 sent = len(sealed.blob)
         t3 = time.monotonic()
         with lock:
@@ -182,6 +198,12 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
             stats.bytes_read += length
             stats.hash_seal_seconds += t2 - t1 + seal_s
             stats.store_seconds += t3 - t2 - seal_s + (t1 - t0)
+            stats.name_cpu_seconds += name_cpu
+            stats.lookup_cpu_seconds += lookup_cpu
+            stats.send_cpu_seconds += send_cpu
+            if sealed is not None:
+                stats.compress_cpu_seconds += sealed.compress_cpu
+                stats.encrypt_cpu_seconds += sealed.encrypt_cpu
             moved.bytes_done += length
             moved.bytes_read += length
             moved.bytes_written += sent
