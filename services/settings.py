@@ -100,6 +100,13 @@ class ChunkFormatSettings(BaseModel):
     uploads_in_flight: int = Field(default=10, ge=1, le=256)
     """Chunks one job reads, seals and stores at once (an object target's: at most its
     `connections`)."""
+    full_reads: Literal["changed", "all"] = "changed"
+    """What a full backup reads when the volume's previous restore point on this target
+    (same chunk size, same key, `available`) still has its source snapshot: `changed`, only
+    the objects changed since that snapshot, the other chunk names taken from its manifest
+    (a synthetic full: its manifest is whole and names every chunk itself); `all`, every
+    allocated object, as when there is no such restore point (each chunk is read and named
+    again: a full then also checks what an RBD diff reported unchanged)."""
 
 
 class ObjectTargetSettings(S3Settings, ChunkFormatSettings):

@@ -69,6 +69,11 @@ class ObjectBase:
     """The source snapshot the base was made from, when the volume still has it: changes
     since it are read, the rest taken from the base. None: every allocated chunk is read
     (and only the ones the store lacks are sent)."""
+    full: bool = False
+    """A synthetic full (a `full` backup, `full_reads: changed`): the base spares it the
+    reads of what did not change, and it is recorded as a full with no base. Its manifest
+    names every chunk itself, as every manifest does, so it depends on the base no more
+    than a full that read everything: a chunk is kept while any manifest names it."""
 
 
 @dataclass
@@ -114,7 +119,7 @@ def send(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoint,
         manifest = object_copy.upload(
             source, store, rp.project_id,
             base=base.manifest if base else None, since=base.since if base else None,
-            known=known, chunk_size=settings.chunk_size_mib << 20,
+            known=known, chunk_size=store_chunk_size(rt, rp),
             window=settings.uploads_in_flight, pacer=reporter.pacer, stats=transfer,
             progress=ReporterProgress(reporter))
         finished = time.monotonic()
@@ -158,17 +163,23 @@ def commit(rt: Runtime, rp: RestorePoint, sent: Sent, bootable: bool | None) -> 
     # The last moment to refuse: sealed with a key that is not (any more) the recorded and
     # stored one, the restore point could not be read back.
     check_key(rt.settings, sent.store)
+    incremental = base is not None and not base.full
     quota_guard.commit(rt, rp, sent.measure, {
         "size_bytes": sent.manifest.image_size, "bytes_copied": transfer.bytes_sent,
         "bytes_read": transfer.bytes_read,
-        "kind": RestorePointKind.INCREMENTAL if base else RestorePointKind.FULL,
-        "base_restore_point_id": base.restore_point_id if base else None,
+        "kind": RestorePointKind.INCREMENTAL if incremental else RestorePointKind.FULL,
+        "base_restore_point_id": base.restore_point_id if base and incremental else None,
         "full_reason": sent.full_reason, "duration_seconds": stats.elapsed,
         "completed_at": utcnow(), "checksum_algorithm": CHECKSUM_ALGORITHM,
         "key_fingerprint": sent.store.key.fingerprint,
         "objects_checksummed": len(sent.manifest.chunks), "status_reason": None,
         "source_bootable": bootable})
     return stats
+
+
+def store_chunk_size(rt: Runtime, rp: RestorePoint) -> int:
+    """The chunk size `rp`'s target cuts volumes into now."""
+    return targets.chunked(rt.settings, rp.target).config.chunk_size_mib << 20
 
 
 def previous_manifest(rt: Runtime, rp: RestorePoint, store: ChunkStore
@@ -211,30 +222,44 @@ class ObjectBackupSteps(BackupSteps):
 
     def _base(self, store: ChunkStore, source_snapshots: dict[str, int] | None
               ) -> tuple[ObjectBase | None, set[str], str | None]:
-        """The base of an incremental (or None and why not), and the chunk names known to
-        be stored: those of the volume's newest restore point on the target, which this
-        backup's lease keeps from being swept even if that restore point is deleted now."""
+        """The base of an incremental or of a synthetic full (or None and why not), and the
+        chunk names known to be stored: those of the volume's newest restore point on the
+        target, which this backup's lease keeps from being swept even if that restore point
+        is deleted now."""
         rp = self.rp
         full = rp.kind == RestorePointKind.FULL
         previous, manifest, why_not = previous_manifest(self.rt, rp, store)
         if previous is None or manifest is None:
             return None, set(), None if full else why_not
+        since, why_not = self._since(previous, source_snapshots)
         if full:
-            return None, manifest.names(), None
-        since: str | None = None
-        if source_snapshots is not None:
-            if previous.copied_from_restore_point_id is not None:
-                return None, manifest.names(), (
-                    f"the previous restore point {previous.id} on this target is a copy "
-                    "made from the backup pool, with no source snapshot of its own: every "
-                    "chunk was read and only the missing ones sent")
-            if previous.snapshot not in source_snapshots:
-                return None, manifest.names(), (
-                    f"the source snapshot {previous.snapshot} of the previous restore point "
-                    f"{previous.id} is gone from the volume (removed outside Cairn?), so "
-                    "changes since it cannot be computed: made a full copy")
-            since = previous.snapshot
+            reads = targets.chunked(self.rt.settings, rp.target).config.full_reads
+            if since is None or reads != "changed" \
+                    or manifest.chunk_size != store_chunk_size(self.rt, rp):
+                return None, manifest.names(), None  # every allocated chunk is read
+            return ObjectBase(previous.id, manifest, since, full=True), set(), None
+        if why_not is not None:
+            return None, manifest.names(), why_not
         return ObjectBase(previous.id, manifest, since), set(), None
+
+    @staticmethod
+    def _since(previous: RestorePoint, source_snapshots: dict[str, int] | None
+               ) -> tuple[str | None, str | None]:
+        """The source snapshot changes since `previous` can be read from (None: every
+        allocated chunk is read), and why an incremental cannot build on it at all."""
+        if source_snapshots is None:  # a group run's snapshot: no name to diff from
+            return None, None
+        if previous.copied_from_restore_point_id is not None:
+            return None, (
+                f"the previous restore point {previous.id} on this target is a copy made "
+                "from the backup pool, with no source snapshot of its own: every chunk was "
+                "read and only the missing ones sent")
+        if previous.snapshot not in source_snapshots:
+            return None, (
+                f"the source snapshot {previous.snapshot} of the previous restore point "
+                f"{previous.id} is gone from the volume (removed outside Cairn?), so changes "
+                "since it cannot be computed: made a full copy")
+        return previous.snapshot, None
 
     def clean_up(self) -> None:
         """The manifest and the source snapshot go; the chunks sent stay for a retry to
