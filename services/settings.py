@@ -108,6 +108,13 @@ class ChunkFormatSettings(BaseModel):
     size in flight: at 25 ms each way, 4 MiB chunks and 1 GiB/s, 13; on a LAN, 2 to 4. 16
     covers the first with room to spare and leaves half of the default 32 connections to a
     second job. Each fetch in flight holds one chunk in memory (`fetch_window.Limits`)."""
+    full_reads: Literal["changed", "all"] = "changed"
+    """What a full backup reads when the volume's previous restore point on this target
+    (same chunk size, same key, `available`) still has its source snapshot: `changed`, only
+    the objects changed since that snapshot, the other chunk names taken from its manifest
+    (a synthetic full: its manifest is whole and names every chunk itself); `all`, every
+    allocated object, as when there is no such restore point (each chunk is read and named
+    again: a full then also checks what an RBD diff reported unchanged)."""
 
 
 class ObjectTargetSettings(S3Settings, ChunkFormatSettings):

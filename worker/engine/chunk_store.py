@@ -127,7 +127,7 @@ class ChunkStore:
                                self.fetch_chunk(project_id, name, offset, length))
 
     def fetch_chunk(self, project_id: str, name: str, offset: int,
-                    length: int) -> bytes | None:
+                    length: int) -> bytes | bytearray | None:
         """The sealed chunk as stored (None: missing), for `open_chunk`: the I/O half of
         `get_chunk`. DataCorrupt when the store answers with more than such a chunk sealed."""
         try:
@@ -136,7 +136,7 @@ class ChunkStore:
             raise DataCorrupt(f"the chunk at offset {offset} is corrupt: {exc.message}") from None
 
     def open_chunk(self, codec: ChunkCodec, project_id: str, name: str, offset: int,
-                   length: int, blob: bytes | None) -> bytes:
+                   length: int, blob: bytes | bytearray | None) -> bytes:
         """The plaintext of `blob` (`fetch_chunk`'s answer), checked as `get_chunk` checks
         it: the CPU half."""
         try:

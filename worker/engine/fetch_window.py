@@ -80,10 +80,10 @@ class Limits:
 class Stages(Protocol):
     """What is done to the chunk at a position of the plan, on the stage's threads."""
 
-    def fetch(self, position: int) -> bytes | None:
+    def fetch(self, position: int) -> bytes | bytearray | None:
         """The sealed chunk (None: missing; `open` says so)."""
 
-    def open(self, position: int, blob: bytes | None) -> bytes:
+    def open(self, position: int, blob: bytes | bytearray | None) -> bytes:
         """The checked plaintext; DataCorrupt naming the chunk's offset otherwise."""
 
     def write(self, position: int, data: bytes | None) -> None:

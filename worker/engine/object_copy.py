@@ -24,6 +24,7 @@ from worker.engine.chunks import ChunkCodec
 from worker.engine.copy import READ_HINTS, CopyStats
 from worker.engine.extents import allocated_objects, changed_objects, resized_objects
 from worker.engine.qos import Pacer
+from worker.engine.resume import ResumeMark
 from worker.engine.zeros import data_runs
 
 DEFAULT_CHUNK = 4 << 20
@@ -36,6 +37,11 @@ class TransferStats:
     chunks_uploaded: int = 0
     chunks_known: int = 0
     """Chunks found in the store already (named by the base or looked up): not sent."""
+    chunks_looked_up: int = 0
+    """Chunks the upload asked the store for (one HEAD each)."""
+    chunks_confirmed: int = 0
+    """Chunks a killed attempt of the same upload confirmed stored (its checkpoint): not
+    looked up again."""
     chunks_zero: int = 0
     bytes_read: int = 0
     bytes_sent: int = 0
@@ -119,13 +125,17 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
            base: ObjectManifest | None = None, since: str | None = None,
            known: Iterable[str] = (), chunk_size: int = DEFAULT_CHUNK, window: int = 10,
            pacer: Pacer | None = None, stats: TransferStats | None = None,
-           progress: Progress | None = None) -> ObjectManifest:
+           progress: Progress | None = None, confirmed_below: int = 0) -> ObjectManifest:
     """The manifest of `source` (an image opened at its snapshot) after sending what the
     store lacks. With `base` and `since` (the source snapshot `base` was made from), only
     the chunks changed since then are read; the others are taken from `base`. `known`:
     names of chunks the store has for certain (those of a manifest the caller keeps from
     being deleted meanwhile, e.g. the volume's last restore point when a full must be made
-    because its source snapshot is gone): they are not looked up."""
+    because its source snapshot is gone): they are not looked up. `confirmed_below`: the
+    chunk index below which an earlier attempt of this same upload confirmed every chunk
+    stored (its checkpoint, `upload_checkpoint.py`): those are not looked up either. The
+    figures' `resume_index` is the checkpoint to keep: every chunk of the plan below it is
+    all zeros, known, or confirmed stored."""
     stats = stats if stats is not None else TransferStats()
     size = source.size()
     object_size = 1 << source.stat()["order"]
@@ -146,8 +156,12 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
     lock = threading.Lock()
     transfer = _Window(store, window)
     moved = _begin(progress, window, sum(min(chunk_size, size - i * chunk_size) for i in todo))
+    order = sorted(todo)
+    mark = ResumeMark(len(order), order.__getitem__)
+    moved.resume_index = mark.index
 
-    def one(index: int) -> None:
+    def one(position: int) -> None:
+        index = order[position]
         offset = index * chunk_size
         length = min(chunk_size, size - offset)
         if pacer is not None:
@@ -164,6 +178,7 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
                 stats.bytes_read += length
                 moved.bytes_done += length
                 moved.bytes_read += length
+                moved.resume_index = mark.done(position)
             return
         codec = transfer.codec()
         # Named first, sealed only when the store lacks it: a repeated full of unchanged
@@ -175,10 +190,11 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
         with lock:
             present = name in known
         new = not present
+        confirmed = new and index < confirmed_below
         sent = 0
         seal_s = lookup_cpu = send_cpu = 0.0
         sealed = None
-        if not present:
+        if not present and not confirmed:
             c0 = time.thread_time()
             present = store.has_chunk(project_id, name)
             lookup_cpu = time.thread_time() - c0
@@ -209,13 +225,18 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
             moved.bytes_written += sent
             if new:
                 stats.bytes_new += length
-            if present:
+            if confirmed:
+                stats.chunks_confirmed += 1
+            elif present:
                 stats.chunks_known += 1
             else:
                 stats.chunks_uploaded += 1
                 stats.bytes_sent += sent
+            if new and not confirmed:
+                stats.chunks_looked_up += 1
+            moved.resume_index = mark.done(position)
 
-    transfer.run(one, sorted(todo), _ticker(progress, moved, lock))
+    transfer.run(one, range(len(order)), _ticker(progress, moved, lock))
     moved.finished = time.monotonic()
     return manifest
 

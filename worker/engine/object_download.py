@@ -57,12 +57,12 @@ class _Chunks:
     def fetched(self, position: int) -> bool:
         return self.indexes[position] in self.manifest.chunks
 
-    def fetch(self, position: int) -> bytes | None:
+    def fetch(self, position: int) -> bytes | bytearray | None:
         name, offset, length = self.where(position)
         assert name is not None
         return self.store.fetch_chunk(self.project_id, name, offset, length)
 
-    def open(self, position: int, blob: bytes | None) -> bytes:
+    def open(self, position: int, blob: bytes | bytearray | None) -> bytes:
         name, offset, length = self.where(position)
         assert name is not None
         return self.store.open_chunk(self._codec(), self.project_id, name, offset, length,
