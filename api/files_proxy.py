@@ -8,10 +8,10 @@ asynchronous: it costs a buffer of a chunk and a connection to cairn-files, noth
 page needs. What bounds those instead is `api_file_requests_per_project` (429 beyond), per
 process, so one project's downloads never take every connection to the file service.
 
-Nothing is buffered: each chunk the file service sends is handed to the client before the
-next is read (httpx's stream, `aiter_raw`: the bytes as they came, never decompressed, as
+Nothing is buffered beyond a read: each piece the file service sends is handed to the client
+before the next is read (`files_upstream.py`: the bytes as they came, never decompressed, as
 the file service is asked for none). A client that goes away ends the relay and closes the
-upstream answer, so the file service stops reading the restore point."""
+upstream connection, so the file service stops reading the restore point."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from api.errors import AnswerCut, render_error
+from api.files_upstream import Endpoint, Upstream, UpstreamBroken
 from api.gate import RELEASE_SLOT
 from services.errors import CairnError, FileServiceUnavailable, TooManyRequests
 
@@ -54,39 +54,30 @@ RETRY_AFTER_SECONDS = 1
 download); the client tries again shortly either way."""
 
 CONNECTIONS = 256
-"""Connections one API process keeps to the file service at most (httpx's pool); a request
-that finds none free within CONNECT_SECONDS is a 503 like an unreachable service."""
+"""Connections one API process holds to the file service at most (one per request relayed);
+a request that finds none free within CONNECT_SECONDS is a 503 like an unreachable service."""
 
 
 class FileService:
     """One process's client of the file service: its connections and the per-project
     bound of requests relayed at once."""
 
-    def __init__(self, url: str | None, token: str | None, *, per_project: int,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, url: str | None, token: str | None, *, per_project: int) -> None:
         self.url = url.rstrip("/") if url else None
+        self.endpoint = Endpoint(self.url) if self.url else None
         self.token = token
         self.per_project = per_project
-        self._transport = transport
-        self._client: httpx.AsyncClient | None = None
+        self._connections: asyncio.Semaphore | None = None
         self._open: dict[str, int] = {}
 
-    def client(self) -> httpx.AsyncClient:
-        """Made on first use, inside the server's event loop (its pool belongs to it)."""
-        if self._client is None:
-            self._client = httpx.AsyncClient(
-                transport=self._transport,
-                timeout=httpx.Timeout(READ_SECONDS, connect=CONNECT_SECONDS,
-                                      pool=CONNECT_SECONDS),
-                limits=httpx.Limits(max_connections=CONNECTIONS,
-                                    max_keepalive_connections=32),
-                follow_redirects=False, trust_env=False)
-        return self._client
+    def connections(self) -> asyncio.Semaphore:
+        """Made on first use, inside the server's event loop."""
+        if self._connections is None:
+            self._connections = asyncio.Semaphore(CONNECTIONS)
+        return self._connections
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        """Nothing is pooled: each relay closes its own connection."""
 
     def answer(self, project: str, path: str, params: Sequence[tuple[str, str]],
                headers: Any) -> FileAnswer:
@@ -158,42 +149,53 @@ class FileAnswer(Response):
                     await task  # the relay's errors come out here
 
     async def _relay(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.service.url is None:
+        service = self.service
+        if service.endpoint is None:
             await self._refuse(FileServiceUnavailable(
                 "this Cairn runs no file service (CAIRN_FILES_URL): files of restore "
                 "points cannot be read"), scope, receive, send)
             return
-        client = self.service.client()
         headers = {**self.passed, "accept-encoding": "identity",
                    "x-cairn-project": self.project}
-        if self.service.token is not None:
-            headers["authorization"] = f"Bearer {self.service.token}"
-        request = client.build_request("GET", self.service.url + self.path,
-                                       params=tuple(self.params), headers=headers)
+        if service.token is not None:
+            headers["authorization"] = f"Bearer {service.token}"
+        connections = service.connections()
         try:
-            upstream = await client.send(request, stream=True)
-        except httpx.HTTPError as exc:
-            log.warning("file service at %s: %s: %s", self.service.url, type(exc).__name__,
-                        exc)
-            await self._refuse(FileServiceUnavailable(
-                "the file service is unreachable or not answering; try again shortly"),
-                scope, receive, send)
+            await asyncio.wait_for(connections.acquire(), CONNECT_SECONDS)
+        except TimeoutError:
+            await self._unavailable("every connection to it is taken", scope, receive, send)
             return
         try:
-            await send({"type": "http.response.start", "status": upstream.status_code,
-                        "headers": [(name.encode("latin-1"), value.encode("latin-1"))
-                                    for name, value in upstream.headers.multi_items()
-                                    if name.lower() in ANSWER_HEADERS]})
             try:
-                async for chunk in upstream.aiter_raw():
-                    await send({"type": "http.response.body", "body": chunk,
-                                "more_body": True})
-            except httpx.HTTPError as exc:
-                raise AnswerCut(f"the file service's answer broke off: "
-                                f"{type(exc).__name__}: {exc}") from None
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+                upstream = await Upstream.open(
+                    service.endpoint, self.path, self.params, headers,
+                    connect_seconds=CONNECT_SECONDS, read_seconds=READ_SECONDS)
+            except (OSError, TimeoutError, UpstreamBroken) as exc:
+                await self._unavailable(f"{type(exc).__name__}: {exc}", scope, receive, send)
+                return
+            try:
+                await send({"type": "http.response.start", "status": upstream.status,
+                            "headers": [(name, value) for name, value in upstream.headers
+                                        if name.decode("latin-1") in ANSWER_HEADERS]})
+                try:
+                    async for piece in upstream.body():
+                        await send({"type": "http.response.body", "body": piece,
+                                    "more_body": True})
+                except (OSError, TimeoutError, UpstreamBroken) as exc:
+                    raise AnswerCut(f"the file service's answer broke off: "
+                                    f"{type(exc).__name__}: {exc}") from None
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            finally:
+                upstream.close()
         finally:
-            await upstream.aclose()
+            connections.release()
+
+    async def _unavailable(self, why: str, scope: Scope, receive: Receive,
+                           send: Send) -> None:
+        log.warning("file service at %s: %s", self.service.url, why)
+        await self._refuse(FileServiceUnavailable(
+            "the file service is unreachable or not answering; try again shortly"),
+            scope, receive, send)
 
     @staticmethod
     async def _refuse(exc: CairnError, scope: Scope, receive: Receive, send: Send) -> None:

@@ -58,6 +58,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import requests
+import requests.adapters
 from cinder import exception
 from cinder.backup import driver
 from keystoneauth1 import loading as ks_loading
@@ -158,6 +160,10 @@ class CairnBackupDriver(driver.BackupDriver):
         _cairn(lambda: self.client.importable(rp_id, backup.project_id))
 
 
+CONNECTIONS = 64
+"""Connections to Cairn kept open at most (one per operation in flight, beyond which one
+waits)."""
+
 _client_lock = threading.Lock()
 _client: cairn_api.CairnClient | None = None
 
@@ -171,7 +177,15 @@ def _shared_client() -> cairn_api.CairnClient:
     with _client_lock:
         if _client is None:
             auth = ks_loading.load_auth_from_conf_options(CONF, GROUP)
-            session = ks_loading.load_session_from_conf_options(CONF, GROUP, auth=auth)
+            # requests keeps 10 connections a host: cinder-backup waits on up to
+            # backup_max_operations jobs at once, and past 10 each look at a job would open
+            # and drop a connection of its own ("Connection pool is full").
+            http = requests.Session()
+            adapter = requests.adapters.HTTPAdapter(pool_maxsize=CONNECTIONS)
+            http.mount("https://", adapter)
+            http.mount("http://", adapter)
+            session = ks_loading.load_session_from_conf_options(CONF, GROUP, auth=auth,
+                                                                session=http)
             base = CONF[GROUP].url.rstrip("/")
 
             def call(method: str, path: str, body: dict[str, Any] | None = None

@@ -1,6 +1,8 @@
 """The file routes on the real app (its door, policy and errors; SQLite for the rows), with a
-stand-in for the file service at httpx's transport: what a query may hold (422 before any
-row is read or the file service asked), whose restore points are readable (404 as missing),
+stand-in for the file service in the test's own event loop (`Upstream`: a real HTTP/1.1
+server answering each request with what the test says, on a Unix socket, as the unit tier
+allows no TCP): what a query may hold (422 before any row is read or the file service
+asked), whose restore points are readable (404 as missing),
 and the relay itself: what passes each way, errors as the file service says them, 503 when
 it is down, and a download that streams as it comes, outside the request slots, within its
 project's bound."""
@@ -8,11 +10,13 @@ project's bound."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import httpx
@@ -20,6 +24,7 @@ import pytest
 from fastapi import FastAPI
 
 from api.files_proxy import FileService
+from api.files_upstream import Endpoint
 from api.main import create_app
 from services.base import Base
 from services.records.restore_points import RestorePoint
@@ -28,6 +33,7 @@ from services.settings import Settings
 from services.status import RestorePointStatus
 
 FILES_URL = "http://cairn-files.test"
+T = TypeVar("T")
 TOKEN = "files-token-of-the-deployment"
 
 
@@ -51,15 +57,56 @@ class Body(httpx.AsyncByteStream):
 
 
 @dataclass
-class Upstream(httpx.AsyncBaseTransport):
-    """The file service: records each request, answers with `answer(request)`."""
+class Upstream:
+    """The file service: records each request (as an httpx.Request), answers with
+    `answer(request)`, framed by Content-Length when the answer has one, else chunked.
+    `answer` raising httpx.ConnectError: the connection is closed with no answer."""
 
     answer: Callable[[httpx.Request], httpx.Response]
     requests: list[httpx.Request] = field(default_factory=list)
+    handling: set[asyncio.Task[None]] = field(default_factory=set)
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return self.answer(request)
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.handling.add(task)
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            line, *fields = head.decode("latin-1").split("\r\n")[:-2]
+            method, target, _version = line.split(" ")
+            headers = [tuple(f.split(": ", 1)) for f in fields]
+            request = httpx.Request(method, FILES_URL + target, headers=headers)
+            self.requests.append(request)
+            try:
+                response = self.answer(request)
+            except httpx.ConnectError:
+                return
+            chunked = "content-length" not in response.headers
+            out = [f"HTTP/1.1 {response.status_code} {response.reason_phrase}",
+                   *(f"{k}: {v}" for k, v in response.headers.multi_items()),
+                   *(["Transfer-Encoding: chunked"] if chunked else []), "", ""]
+            writer.write("\r\n".join(out).encode("latin-1"))
+            stream = response.stream
+            assert isinstance(stream, httpx.AsyncByteStream)
+
+            async def send_body() -> None:
+                async for chunk in stream:
+                    writer.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
+                                 if chunked else chunk)
+                    await writer.drain()
+                if chunked:
+                    writer.write(b"0\r\n\r\n")
+                await writer.drain()
+
+            # The relay closing its connection ends the answer, as a real server's would.
+            sending = asyncio.ensure_future(send_body())
+            closed = asyncio.ensure_future(reader.read())
+            await asyncio.wait({sending, closed}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (sending, closed):
+                task.cancel()
+            await stream.aclose()
+        finally:
+            writer.close()
 
 
 def _answer(status: int, content: bytes, headers: dict[str, str]) -> httpx.Response:
@@ -97,12 +144,47 @@ class Stack:
     """A restore point of project p being created."""
     volume: str
 
+    served: Upstream | None = None
+    per_project: int = 4
+    url: str | None = FILES_URL
+
     def upstream(self, answer: Callable[[httpx.Request], httpx.Response],
                  per_project: int = 4, url: str | None = FILES_URL) -> Upstream:
-        upstream = Upstream(answer)
-        self.app.state.files = FileService(url, TOKEN, per_project=per_project,
-                                           transport=upstream)
-        return upstream
+        """The file service the next requests reach (`serving` starts it)."""
+        self.served, self.per_project, self.url = Upstream(answer), per_project, url
+        return self.served
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """The file service `upstream` set, listening on loopback in this event loop, and
+        the app's FileService pointed at it (or at nothing, url None)."""
+        assert self.served is not None, "call stack.upstream(...) first"
+        with tempfile.TemporaryDirectory() as directory:
+            path = f"{directory}/files.sock"
+            server = await asyncio.start_unix_server(self.served.serve, path)
+            files = FileService(self.url, TOKEN, per_project=self.per_project)
+            if files.endpoint is not None:
+                files.endpoint = UnixEndpoint(path)
+            self.app.state.files = files
+            try:
+                yield
+                # Each answer ends (its stream closed) once its connection is.
+                await asyncio.wait_for(asyncio.gather(*self.served.handling), 5)
+            finally:
+                self.served.handling.clear()  # this event loop's: it ends here
+                server.close()
+
+
+class UnixEndpoint(Endpoint):
+    """FILES_URL, reached on a Unix socket."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(FILES_URL)
+        self.path = path
+
+    async def connect(self, timeout: float
+                      ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_unix_connection(self.path)
 
 
 @pytest.fixture(scope="module")
@@ -167,9 +249,17 @@ async def _request(app: FastAPI, path: str, params: list[tuple[str, str]] | None
     return answer
 
 
-def _get(app: FastAPI, path: str, params: list[tuple[str, str]] | None = None,
+async def _served(stack: Stack, scenario: Awaitable[T]) -> T:
+    async with stack.serving():
+        return await scenario
+
+
+def _get(stack: Stack, path: str, params: list[tuple[str, str]] | None = None,
          **kwargs: Any) -> Answer:
-    return asyncio.run(asyncio.wait_for(_request(app, path, params, **kwargs), 10))
+    async def get() -> Answer:
+        async with stack.serving():
+            return await asyncio.wait_for(_request(stack.app, path, params, **kwargs), 10)
+    return asyncio.run(get())
 
 
 def _routes(stack: Stack, rp: str) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -209,7 +299,7 @@ LONG_IN_BYTES = "/" + "é" * 2048
 def test_a_query_out_of_bounds_is_refused_before_anything_is_read(
         stack: Stack, route: str, params: list[tuple[str, str]], field: str) -> None:
     upstream = stack.upstream(_json(200, {}))
-    answer = _get(stack.app, f"/v1/restore-points/{stack.rp}/{route}", params)
+    answer = _get(stack, f"/v1/restore-points/{stack.rp}/{route}", params)
     assert answer.status == 422, answer.body
     assert answer.json()["error"]["code"] == "invalid_request"
     assert [d["field"] for d in answer.json()["error"]["details"]] == [field]
@@ -219,14 +309,14 @@ def test_a_query_out_of_bounds_is_refused_before_anything_is_read(
 def test_a_path_at_its_bound_passes(stack: Stack) -> None:
     upstream = stack.upstream(_json(200, {"path": "/", "entries": []}))
     at_bound = "/" + "é" * 2047 + "a"  # 4096 bytes
-    assert _get(stack.app, f"/v1/restore-points/{stack.rp}/files/stat",
+    assert _get(stack, f"/v1/restore-points/{stack.rp}/files/stat",
                 [("path", at_bound)]).status == 200
     assert upstream.requests[0].url.params["path"] == at_bound
 
 
 def test_versions_are_asked_of_at_most_sixty_restore_points(stack: Stack) -> None:
     upstream = stack.upstream(_json(200, {}))
-    answer = _get(stack.app, f"/v1/volumes/{stack.volume}/file-versions",
+    answer = _get(stack, f"/v1/volumes/{stack.volume}/file-versions",
                   [("path", "/etc/hosts"), ("limit", "61")])
     assert answer.status == 422
     assert upstream.requests == []
@@ -240,13 +330,13 @@ def test_another_projects_restore_point_is_404_on_every_route_as_a_missing_one(
     missing = "3f0c6a2e-9b1d-4c55-8e8a-0d6f1e2b7c41"
     for (path, params), (missing_path, _) in zip(_routes(stack, stack.rp),
                                                   _routes(stack, missing), strict=True):
-        other = _get(stack.app, path, params, project="q")
-        nobody = _get(stack.app, missing_path, params, project="q")
+        other = _get(stack, path, params, project="q")
+        nobody = _get(stack, missing_path, params, project="q")
         assert other.status == nobody.status == 404, path
         assert other.json()["error"]["code"] == "restore_point_not_found"
         assert other.body.replace(stack.rp.encode(), b"ID") == \
             nobody.body.replace(missing.encode(), b"ID")
-    versions = _get(stack.app, f"/v1/volumes/{stack.volume}/file-versions",
+    versions = _get(stack, f"/v1/volumes/{stack.volume}/file-versions",
                     [("path", "/etc/hosts")], project="q")
     assert versions.status == 404
     assert versions.json()["error"]["code"] == "volume_not_found"
@@ -256,7 +346,7 @@ def test_another_projects_restore_point_is_404_on_every_route_as_a_missing_one(
 def test_a_restore_point_being_created_is_409_naming_its_status(stack: Stack) -> None:
     upstream = stack.upstream(_json(200, {}))
     for path, params in _routes(stack, stack.busy):
-        answer = _get(stack.app, path, params)
+        answer = _get(stack, path, params)
         assert answer.status == 409, path
         assert answer.json()["error"]["code"] == "restore_point_not_readable"
         assert "creating" in answer.json()["error"]["message"]
@@ -265,7 +355,7 @@ def test_a_restore_point_being_created_is_409_naming_its_status(stack: Stack) ->
 
 def test_a_role_the_policy_refuses_is_403(stack: Stack) -> None:
     stack.upstream(_json(200, {}))
-    answer = _get(stack.app, f"/v1/restore-points/{stack.rp}/files/content",
+    answer = _get(stack, f"/v1/restore-points/{stack.rp}/files/content",
                   [("path", "/etc/hosts")], headers={"X-Roles": "observer"})
     assert answer.status == 403
     assert "file:get" in answer.json()["error"]["message"]
@@ -279,7 +369,7 @@ def test_a_range_goes_to_the_file_service_and_its_answer_comes_back_as_it_is(
         "Content-Type": "application/octet-stream", "Content-Range": "bytes 2-4/11",
         "Content-Disposition": "attachment; filename*=UTF-8''hosts", "ETag": '"e1"',
         "Accept-Ranges": "bytes", "Set-Cookie": "files=1", "X-Internal": "no"}))
-    answer = _get(stack.app, f"/v1/restore-points/{stack.rp}/files/content",
+    answer = _get(stack, f"/v1/restore-points/{stack.rp}/files/content",
                   [("path", "/etc/hosts"), ("partition", "2")],
                   headers={"Range": "bytes=2-4", "If-Range": '"e1"', "Cookie": "a=b"})
     assert (answer.status, answer.body) == (206, b"llo")
@@ -303,7 +393,7 @@ def test_a_range_goes_to_the_file_service_and_its_answer_comes_back_as_it_is(
 def test_each_route_asks_the_file_service_for_its_own(stack: Stack) -> None:
     upstream = stack.upstream(_json(200, {}))
     for path, params in _routes(stack, stack.rp):
-        assert _get(stack.app, path, params).status == 200
+        assert _get(stack, path, params).status == 200
     base = f"/internal/v1/restore-points/{stack.rp}"
     assert [(r.url.path, str(r.url.params)) for r in upstream.requests] == [
         (f"{base}/partitions", ""),
@@ -331,7 +421,7 @@ def test_versions_name_the_volumes_available_restore_points_newest_first(
         session.flush()
         older, newer = rps[0].id, rps[2].id
     upstream = stack.upstream(_json(200, {"path": "/etc/hosts", "versions": []}))
-    answer = _get(stack.app, "/v1/volumes/5a1d0c3e-0000-4000-8000-00000000000a/file-versions",
+    answer = _get(stack, "/v1/volumes/5a1d0c3e-0000-4000-8000-00000000000a/file-versions",
                   [("path", "/etc/hosts")])
     assert answer.status == 200
     [request] = upstream.requests
@@ -347,7 +437,7 @@ def test_a_volume_with_no_available_restore_point_has_no_versions(stack: Stack) 
         session.flush()
         empty_id = empty.id
     upstream = stack.upstream(_json(200, {}))
-    answer = _get(stack.app, f"/v1/volumes/{empty_id}/file-versions", [("path", "/a")])
+    answer = _get(stack, f"/v1/volumes/{empty_id}/file-versions", [("path", "/a")])
     assert (answer.status, answer.json()) == (200, {"path": "/a", "versions": []})
     assert upstream.requests == []
 
@@ -356,12 +446,12 @@ def test_the_file_services_errors_reach_the_client_as_it_says_them(stack: Stack)
     envelope = {"error": {"code": "path_not_found", "message": "/etc/nope: no such file",
                           "details": None}}
     stack.upstream(_json(404, envelope))
-    answer = _get(stack.app, f"/v1/restore-points/{stack.rp}/files/stat",
+    answer = _get(stack, f"/v1/restore-points/{stack.rp}/files/stat",
                   [("path", "/etc/nope")])
     assert (answer.status, answer.json()) == (404, envelope)
     stack.upstream(_json(503, {"error": {"code": "file_service_unavailable", "message": "busy",
                                          "details": None}}, **{"Retry-After": "7"}))
-    busy = _get(stack.app, f"/v1/restore-points/{stack.rp}/files", [])
+    busy = _get(stack, f"/v1/restore-points/{stack.rp}/files", [])
     assert (busy.status, busy.headers["retry-after"]) == (503, "7")
 
 
@@ -370,14 +460,25 @@ def test_a_file_service_down_is_503_with_retry_after(stack: Stack) -> None:
         raise httpx.ConnectError("connection refused", request=request)
 
     stack.upstream(down)
-    answer = _get(stack.app, f"/v1/restore-points/{stack.rp}/files", [])
+    answer = _get(stack, f"/v1/restore-points/{stack.rp}/files", [])
     assert answer.status == 503
     assert answer.json()["error"]["code"] == "file_service_unavailable"
     assert answer.headers["retry-after"]
     stack.upstream(_json(200, {}), url=None)
-    unconfigured = _get(stack.app, f"/v1/restore-points/{stack.rp}/files", [])
+    unconfigured = _get(stack, f"/v1/restore-points/{stack.rp}/files", [])
     assert unconfigured.status == 503
     assert "CAIRN_FILES_URL" in unconfigured.json()["error"]["message"]
+
+
+def test_an_answer_with_an_unbounded_head_is_503_not_read_on(stack: Stack) -> None:
+    """A file service that answers with more headers than any answer of it has (a broken
+    or impersonated one) is refused as unavailable; nothing of it reaches the client."""
+    many = {f"X-Filler-{n}": "x" * 100 for n in range(150)}
+    stack.upstream(lambda request: _answer(200, b"{}", many))
+    answer = _get(stack, f"/v1/restore-points/{stack.rp}/files", [])
+    assert answer.status == 503
+    assert answer.json()["error"]["code"] == "file_service_unavailable"
+    assert not any(name.startswith("x-filler") for name in answer.headers)
 
 
 def test_a_download_streams_outside_the_slots_within_its_projects_bound(
@@ -412,7 +513,7 @@ def test_a_download_streams_outside_the_slots_within_its_projects_bound(
         await asyncio.wait_for(task, 5)
         return download, read, second, other, seen
 
-    download, read, second, other, seen = asyncio.run(scenario())
+    download, read, second, other, seen = asyncio.run(_served(stack, scenario()))
     assert seen == b"first chunk"
     assert (download.status, download.body) == (200, b"first chunksecond chunk")
     assert read.status == 200
@@ -438,7 +539,7 @@ def test_a_client_that_goes_away_ends_the_relay_and_frees_its_place(stack: Stack
         await asyncio.wait_for(task, 5)
         return download
 
-    download = asyncio.run(scenario())
+    download = asyncio.run(_served(stack, scenario()))
     assert download.body == b"first chunk"
     assert body.closed
     assert stack.app.state.files.open_requests("p") == 0
