@@ -16,6 +16,7 @@ from tests.integration.cli.test_cli import cairn, ok_json
 from tests.support import ceph, fs_images
 from tests.support.ceph import MiB
 from tests.support.openstack import Cloud, OpenStackCairn, cinder_volume, image_of
+from worker.files.parser.paths import display_name
 
 
 def _sha(path: Path) -> str:
@@ -37,8 +38,10 @@ def test_a_tenant_lists_searches_and_downloads_files_with_the_cli(
         rp = job["restore_point_id"]
 
         listed = ok_json(cloud, "a-member", "restore-point", "files", "ls", rp, "/", "--all")
+        # A name that is not UTF-8 is shown escaped (docs/files.md).
         assert {e["name"] for e in listed["entries"]} - {"lost+found"} == {
-            path.split("/")[1] for path in (*tree.files, *tree.dirs, *tree.symlinks)}
+            display_name(path.split("/")[1])
+            for path in (*tree.files, *tree.dirs, *tree.symlinks)}
         assert listed["next_marker"] is None
 
         got = cairn(cloud, "a-member", "restore-point", "files", "get", rp, "/big.bin",
