@@ -54,9 +54,11 @@ def small_file(seed: int, path: str) -> bytes:
     return hashlib.shake_256(head).hexdigest((size + 1) // 2).encode()[:size]
 
 
-def make_tree(root: Path, files: int, big_bytes: int, *, seed: int = 34) -> Tree:
+def make_tree(root: Path, files: int, big_bytes: int, *, seed: int = 34,
+              filler_bytes: int = 0) -> Tree:
     """`files` small files as /dNNN/sNN/fNNNN.txt (50 a directory, 20 directories under
-    each top one), /hello.txt, and /big.bin: `big_bytes` of random data."""
+    each top one), /hello.txt, /big.bin: `big_bytes` of random data, and `filler_bytes` of
+    random data in /filler/partNNN.bin (256 MiB each) that the bench never downloads."""
     tree = Tree(root)
     root.mkdir(parents=True, exist_ok=True)
     leaves = max(1, math.ceil(files / FILES_PER_DIR))
@@ -84,7 +86,16 @@ def make_tree(root: Path, files: int, big_bytes: int, *, seed: int = 34) -> Tree
             left -= len(piece)
     tree.sha256[BIG], tree.sizes[BIG] = digest.hexdigest(), big_bytes
     tree.top.append(BIG.lstrip("/"))
+    if filler_bytes:
+        (root / "filler").mkdir()
+        tree.top.append("filler")
+        for part in range(math.ceil(filler_bytes / FILLER_PART)):
+            size = min(FILLER_PART, filler_bytes - part * FILLER_PART)
+            _write(tree, f"/filler/part{part:03d}.bin", os.urandom(size))
     return tree
+
+
+FILLER_PART = 256 * MiB
 
 
 def _write(tree: Tree, path: str, data: bytes) -> None:

@@ -1,42 +1,48 @@
-"""Object-storage target (issue 18): Cairn's chunk engine to a real Ceph RGW, on the same
-images, against two anchors measured in the same run:
+"""Object-storage target (issues 18 and 35): Cairn's chunk engine to a real Ceph RGW, on
+the same images, against anchors measured in the same run:
 
-- naive: `rbd export <snap> - | <one S3 multipart upload>` (one stream, no dedup);
+- naive: `rbd export <snap> - | <one S3 multipart upload>` (one stream, no dedup), and for
+  restores `S3 download | rbd import` of the raw image stored as one object;
 - Cairn's RBD target: the copy engine's full copy of the same snapshot into the backup pool.
 
-It prints, for 4 MiB chunks at 1, 4, 10 and 20 uploads in flight, and for 1 MiB chunks at
-the best of those: the first full, a repeated full of unchanged data (no base: every chunk
-is looked up by name), an incremental after 5 % of the objects changed, the bytes stored;
-the bytes two clones of one image store together; and the CPU per GiB split into hashing
-(keyed BLAKE3), compression (zstd), encryption (AES-256-GCM) and the rest (reads, uploads),
-with the alternatives measured for the record (HMAC-SHA256, zstd 3, MD5).
+Sections (`--only`, comma-separated; all by default, in this order):
 
-Needs ceph-a and its RGW (`make bench-object` restarts them on BlueStore). The image holds
-data that compresses about 2:1 (half random, half text-like), except the one of the
-clones, which is random.
+- cpu (`object_cpu.py`): client CPU per GiB of a first full at 4 MiB chunks, this tree
+  against `--before` (default 86babd0, before issue 35), interleaved in one run;
+- restore (`object_restore.py`): first full and restore at 1 and 10 in flight, and the
+  naive restore, on loopback and through an S3 delay line of `--delay` each way
+  (`object_delay.py`; default 25 ms, 0 skips it);
+- engine (this file): for 4 MiB chunks at 1, 4, 10 and 20 uploads in flight, and for 1 MiB
+  chunks at the best of those: the first full, a repeated full of unchanged data (looked
+  up, and with the last manifest known), an incremental after 5 % of the objects changed,
+  the bytes stored; the bytes two clones of one image store together; and the CPU per GiB
+  split into hashing (keyed BLAKE3), compression (zstd), encryption (AES-256-GCM), with the
+  alternatives measured for the record (HMAC-SHA256, zstd 3, MD5);
+- synthetic (`object_synthetic.py`): a repeated full after 1 % of the objects changed,
+  through the API and a cairn-worker of this tree.
 
-    .venv/bin/python bench/object_target.py [--size-gib 1] [--runs 3]
+Needs ceph-a and its RGW (`make bench-object` restarts them on BlueStore), and for the
+synthetic section Redis (the stack's infra). The images hold data that compresses about
+2:1 (half random, half text-like), except the one of the clones, which is random.
+
+    .venv/bin/python bench/object_target.py [--size-gib 1] [--runs 3] [--delay 0.025]
+        [--delay-runs 1] [--before 86babd0] [--only cpu,restore,engine,synthetic]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import hmac
 import os
 import platform
-import resource
 import shlex
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import blake3
@@ -48,113 +54,34 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from services.storage.s3 import Bucket
+import object_cpu
+import object_restore
+import object_synthetic
+from object_common import (
+    GiB,
+    MiB,
+    Run,
+    change,
+    children_cpu,
+    cpu,
+    fresh_store,
+    half_compressible,
+    make_image,
+    s3_settings,
+    server_cpu,
+    stored_bytes,
+    upload,
+)
+from object_cpu import DEFAULT_BEFORE
+from object_restore import raw_client
+
 from tests.support import ceph, rgw
-from worker.engine import object_copy
-from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.chunks import ZSTD_LEVEL
 from worker.engine.copy import CopyEngine
 from worker.engine.extents import allocated_objects, plan_chunks
 from worker.engine.object_copy import TransferStats
 
-MiB = 1 << 20
-GiB = 1 << 30
-OPERATOR_KEY = hashlib.sha256(b"bench operator key").digest()
 WINDOWS = (1, 4, 10, 20)
-
-
-def cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def server_cpu() -> float:
-    """CPU-seconds so far of the servers on the data path: RGW and the OSD (both on ceph-a,
-    sharing the machine's cores with the client)."""
-    total = 0.0
-    found = subprocess.run(["pgrep", "-x", "radosgw|ceph-osd"], check=False,
-                           capture_output=True, text=True)
-    for pid in found.stdout.split():
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
-def half_compressible(rng: ceph._Random, n: int) -> bytes:
-    """Half random, half text-like bytes, per 64 KiB: compresses about 2:1 with zstd."""
-    words = [f"{w:08x} volume block record {w % 977} ".encode() for w in range(4096)]
-    out = bytearray()
-    while len(out) < n:
-        out += rng.bytes(32 * 1024)
-        seed = rng.bytes(2)
-        start = int.from_bytes(seed, "little") % 3000
-        out += b"".join(words[start:start + 1000])[:32 * 1024]
-    return bytes(out[:n])
-
-
-def make_image(io: rados.Ioctx, name: str, size: int, *, random: bool, seed: int) -> None:
-    rbd.RBD().create(io, name, size)
-    rng = ceph._Random(seed)
-    with rbd.Image(io, name) as image:
-        for offset in range(0, size, 64 * MiB):
-            n = min(64 * MiB, size - offset)
-            image.write(rng.bytes(n) if random else half_compressible(rng, n), offset)
-        image.create_snap("s1")
-
-
-def change(io: rados.Ioctx, name: str, fraction: float, seed: int) -> None:
-    """Rewrites 64 KiB in `fraction` of the image's 4 MiB objects, then snapshots `s2`."""
-    rng = ceph._Random(seed)
-    with rbd.Image(io, name) as image:
-        objects = image.size() // (4 * MiB)
-        step = max(1, round(1 / fraction))
-        for index in range(0, objects, step):
-            image.write(rng.bytes(64 * 1024), index * 4 * MiB + 123 * 4096)
-        image.create_snap("s2")
-
-
-@contextmanager
-def fresh_store(prefix_tag: str) -> Iterator[ChunkStore]:
-    bucket = Bucket(rgw.settings(f"bench-{prefix_tag}-{uuid.uuid4().hex[:8]}"))
-    try:
-        with tempfile.TemporaryDirectory() as scratch, rgw.key_database(Path(scratch)) as db:
-            yield ChunkStore.open(db, bucket, "bench", OPERATOR_KEY, create=True)
-    finally:
-        keys = [stored.key for stored in bucket.list()]
-        for key in keys:
-            bucket.delete(key)
-        bucket.close()
-
-
-def stored_bytes(store: ChunkStore) -> int:
-    return sum(stored.size for stored in store.backend.list("chunks/"))
-
-
-@dataclass
-class Run:
-    seconds: float
-    cpu: float
-    stats: TransferStats
-    server_cpu: float = 0.0
-    """RGW's and the OSD's CPU-seconds during the run."""
-
-
-def upload(io: rados.Ioctx, name: str, snap: str, store: ChunkStore, *, window: int,
-           chunk: int, base: ObjectManifest | None = None, since: str | None = None,
-           known: set[str] | frozenset[str] = frozenset()) -> tuple[ObjectManifest, Run]:
-    stats = TransferStats()
-    s0, c0, t0 = server_cpu(), cpu(), time.monotonic()
-    with rbd.Image(io, name, snapshot=snap, read_only=True) as image:
-        manifest = object_copy.upload(image, store, "bench", base=base, since=since,
-                                      known=known, chunk_size=chunk, window=window,
-                                      stats=stats)
-    return manifest, Run(time.monotonic() - t0, cpu() - c0, stats, server_cpu() - s0)
 
 
 def rbd_target_full(io: rados.Ioctx, backups: rados.Ioctx, name: str) -> Run:
@@ -176,23 +103,22 @@ def rbd_target_full(io: rados.Ioctx, backups: rados.Ioctx, name: str) -> Run:
 
 def naive_export_upload(name: str, size: int) -> Run:
     """`rbd export | one S3 upload`: one stream, the whole image as one object."""
-    settings = rgw.settings("bench-naive")
-    bucket = Bucket(settings)
-    key = f"naive-{uuid.uuid4().hex[:8]}.img"
+    settings = s3_settings(f"bench-naive-{uuid.uuid4().hex[:8]}")
+    client = raw_client(settings)  # one managed upload, one part in flight: the naive pipe
+    key = f"{settings.prefix}/naive.img"
     conf = str(ceph.conf_path("ceph-a"))
     export = subprocess.Popen(shlex.split(f"rbd -c {conf} export volumes/{name}@s1 -"),
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     c0, cc0, t0 = cpu(), children_cpu(), time.monotonic()
     assert export.stdout is not None
-    client = bucket._client  # one managed upload, one part in flight: the naive pipe
-    client.upload_fileobj(export.stdout, settings.bucket, f"{settings.prefix}/{key}",
+    client.upload_fileobj(export.stdout, settings.bucket, key,
                           Config=TransferConfig(max_concurrency=1, use_threads=False,
                                                 multipart_chunksize=8 * MiB))
     export.wait()
     seconds = time.monotonic() - t0
     run = Run(seconds, cpu() - c0 + children_cpu() - cc0, TransferStats(bytes_read=size))
-    bucket.delete(key)
-    bucket.close()
+    client.delete_object(Bucket=settings.bucket, Key=key)
+    client.close()
     return run
 
 
@@ -222,10 +148,34 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+SECTIONS = ("engine", "cpu", "restore", "synthetic")
+
+
+def sections(value: str) -> list[str]:
+    chosen = [part.strip() for part in value.split(",") if part.strip()]
+    unknown = [part for part in chosen if part not in SECTIONS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"sections are {', '.join(SECTIONS)}, not {value!r}")
+    return chosen
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-gib", type=float, default=1.0)
-    parser.add_argument("--runs", type=int, default=3, help="runs of each first full")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="runs of each first full, restore and anchor on loopback, and of "
+                             "each side of the CPU comparison")
+    parser.add_argument("--delay", type=float, default=0.025,
+                        help="seconds each way of the S3 delay line for restores and 1 vs 10 "
+                             "in flight (0: loopback only)")
+    parser.add_argument("--delay-runs", type=int, default=1,
+                        help="runs of each through the delay line (a run at 1 in flight "
+                             "takes ~1 min per GiB there)")
+    parser.add_argument("--before", default=DEFAULT_BEFORE,
+                        help="the commit whose client CPU per GiB this tree's is compared with")
+    parser.add_argument("--only", type=sections, default=list(SECTIONS),
+                        help=f"comma-separated sections to run, of {','.join(SECTIONS)} "
+                             "(default: all)")
     args = parser.parse_args()
     if not rgw.CREDENTIALS.exists():
         sys.exit("the local RGW is not running: `make bench-object` starts it")
@@ -236,9 +186,16 @@ def main() -> None:
         name = ceph.unique_name("bench-object")
         make_image(io, name, size, random=False, seed=1)
         try:
-            report(io, backups, name, size, args.runs)
+            if "cpu" in args.only:
+                object_cpu.report(name, size, args.runs, args.before)
+            if "restore" in args.only:
+                object_restore.report(io, name, size, args.runs, args.delay, args.delay_runs)
+            if "engine" in args.only:
+                report(io, backups, name, size, args.runs)
         finally:
             ceph.remove_image(io, name)
+        if "synthetic" in args.only:
+            object_synthetic.report(io, size)
 
 
 def line(label: str, run: Run, size: int, anchor: float | None = None) -> str:

@@ -145,8 +145,10 @@ def get(rp_id: str, paths: tuple[str, ...], partition: int | None, output: str |
                 written = _save(chunks, destination, force, bar, total)
     except ApiError as exc:
         if exc.code == "is_a_directory" and not archive:
-            raise ApiError(f"{exc.message}: add --archive tar or --archive zip to download "
-                           "it as an archive", exc.status, exc.code) from None
+            # The service's message says what to do in the API's words; the CLI's are a flag.
+            what = exc.message.removesuffix(": download it as an archive")
+            raise ApiError(f"{what}: add --archive tar or --archive zip to download it as "
+                           "an archive", exc.status, exc.code) from None
         raise
     if destination is not None:
         click.echo(f"{printable(str(destination))}: {written} bytes", err=True)

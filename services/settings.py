@@ -100,6 +100,21 @@ class ChunkFormatSettings(BaseModel):
     uploads_in_flight: int = Field(default=10, ge=1, le=256)
     """Chunks one job reads, seals and stores at once (an object target's: at most its
     `connections`)."""
+    downloads_in_flight: int = Field(default=16, ge=1, le=256)
+    """Chunks one restore or verify fetches at once (an object target's: at most its
+    `connections`); they are opened on as many threads as the worker has cores and written
+    `copy_window` at once. A fetch is mostly waiting: a round trip, then the chunk's
+    transfer. To keep a link busy a job needs about rate x (round trip + transfer) / chunk
+    size in flight: at 25 ms each way, 4 MiB chunks and 1 GiB/s, 13; on a LAN, 2 to 4. 16
+    covers the first with room to spare and leaves half of the default 32 connections to a
+    second job. Each fetch in flight holds one chunk in memory (`fetch_window.Limits`)."""
+    full_reads: Literal["changed", "all"] = "changed"
+    """What a full backup reads when the volume's previous restore point on this target
+    (same chunk size, same key, `available`) still has its source snapshot: `changed`, only
+    the objects changed since that snapshot, the other chunk names taken from its manifest
+    (a synthetic full: its manifest is whole and names every chunk itself); `all`, every
+    allocated object, as when there is no such restore point (each chunk is read and named
+    again: a full then also checks what an RBD diff reported unchanged)."""
 
 
 class ObjectTargetSettings(S3Settings, ChunkFormatSettings):
@@ -110,6 +125,18 @@ class ObjectTargetSettings(S3Settings, ChunkFormatSettings):
     def _window_fits(self) -> ObjectTargetSettings:
         if self.uploads_in_flight > self.connections:
             raise ValueError(f"uploads_in_flight {self.uploads_in_flight} exceeds the "
+                             f"target's connections {self.connections}")
+        return self
+
+    @model_validator(mode="after")
+    def _downloads_fit(self) -> ObjectTargetSettings:
+        if self.downloads_in_flight > self.connections:
+            if "downloads_in_flight" not in self.model_fields_set:
+                # The default, on a target configured with fewer connections before the
+                # setting existed: it still starts, fetching as many as it may.
+                self.downloads_in_flight = self.connections
+                return self
+            raise ValueError(f"downloads_in_flight {self.downloads_in_flight} exceeds the "
                              f"target's connections {self.connections}")
         return self
 

@@ -16,4 +16,4 @@ Here, not in a package of its own: the plugin is a thin layer over `cairnclient`
 command calls one method of `cairnclient.client.Client`, the REST client the `cairn` CLI
 uses), shipped with it as OpenStack's clients ship theirs (`ironicclient/osc/`). It runs in
 Debian's system Python beside python3-openstackclient, which has osc-lib and cliff; the
-project's virtualenv has neither, so `tests/unit/osc` runs these modules there."""
+project's virtualenv has neither, so `tests/tools/osc` runs these modules there."""

@@ -94,7 +94,10 @@ class JobPublic(BaseModel):
     project_id: str
     target: str | None = Field(description="Backup target the job writes or reads")
     schedule: JobSchedule | None = Field(description="Set when a plan made the job")
-    summary: str | None = Field(description="What a finished prune did")
+    summary: str | None = Field(description=(
+        "What a finished job did, in words: a prune's removals, an instant restore's image, a "
+        "backup to an object or directory target's chunks (read, sent, found stored, "
+        "confirmed by an earlier attempt)"))
     volume: str | None = Field(description="cluster/pool/image of the volume")
     volume_name: str | None = Field(
         default=None, description="The Cinder volume's name, as Cairn last learnt it (when "

@@ -43,6 +43,9 @@ def try_acquire(db: Database, target: str, holder: str, *, exclusive: bool,
             blocking = blocking.where(TargetLease.exclusive.is_(True))
         if session.scalar(blocking.limit(1)) is not None:
             return None
+        if exclusive:  # counted only when taken: a sweep may run from now on
+            session.execute(update(TargetLeaseGate).where(TargetLeaseGate.target == target)
+                            .values(sweeps=TargetLeaseGate.sweeps + 1))
         lease = TargetLease(target=target, holder=holder, exclusive=exclusive,
                             acquired_at=now, expires_at=now + timedelta(seconds=ttl_seconds))
         session.add(lease)
@@ -65,10 +68,19 @@ def release(db: Database, lease_id: str) -> None:
         session.execute(delete(TargetLease).where(TargetLease.id == lease_id))
 
 
+def sweeps(db: Database, target: str) -> int:
+    """How many exclusive leases (sweeps) the target has had. Read under a shared lease, it
+    cannot change until that lease is released or lapses: a backup that finds it equal to
+    the count an earlier attempt read under its own lease knows no sweep ran in between."""
+    with db.session() as session:
+        return session.scalar(select(TargetLeaseGate.sweeps)
+                              .where(TargetLeaseGate.target == target)) or 0
+
+
 def _pass_gate(session: Session, target: str) -> None:
     try:
         with session.begin_nested():
-            session.add(TargetLeaseGate(target=target, generation=0))
+            session.add(TargetLeaseGate(target=target, generation=0, sweeps=0))
     except IntegrityError:
         pass
     session.execute(update(TargetLeaseGate).where(TargetLeaseGate.target == target)

@@ -121,7 +121,7 @@ class Job(Base):
     error_code: Mapped[str | None] = mapped_column(String(64))
     error_message: Mapped[str | None] = mapped_column(Text)
     summary: Mapped[str | None] = mapped_column(Text)
-    """What a finished prune did, in words."""
+    """What a finished job did, in words (`JobOut.summary`)."""
     warnings: Mapped[str | None] = mapped_column(Text)
     """JSON list: steps after the job's commit point that failed and were left (a source
     snapshot that could not be removed); the job still succeeded."""

@@ -17,6 +17,9 @@ class TargetLeaseGate(Base):
 
     target: Mapped[str] = mapped_column(String(64), primary_key=True)
     generation: Mapped[int] = mapped_column(BigInteger, default=0)
+    sweeps: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    """Exclusive leases ever acquired on the target (garbage collections' sweeps): a count
+    equal to one read under an earlier lease means no chunk was swept since."""
 
 
 class TargetLease(Base):

@@ -14,6 +14,9 @@ JOB_KEY = "cairn.restore_job"
 RESTORE_POINT_KEY = "cairn.restore_point"
 CHECKPOINT_KEY = "cairn.restore_checkpoint"
 """The object index before which a copy restore is complete."""
+DONE_KEY = "cairn.restore_checkpoint_done"
+"""`<job id> <index>,<index>,...`: chunks past the checkpoint that job's copy completed too
+(a download's few out-of-order ones, `worker/managers/destination.py`)."""
 
 
 def remove_if_written_by(ioctx: rados.Ioctx, name: str, job_id: str) -> bool:

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from typing_extensions import Buffer
+
 
 @dataclass(frozen=True)
 class StoredObject:
@@ -39,16 +41,18 @@ class ChunkBackend(Protocol):
         """What messages call where its blobs live, in its kind's word: "bucket and
         prefix", "directory" (`data_keys.py`: "put the key back in the target's ...")."""
 
-    def put(self, key: str, data: bytes) -> None:
+    def put(self, key: str, data: Buffer) -> None:
         """Stores `data` under `key`, replacing what was there, whole or not at all."""
 
     def put_new(self, key: str, data: bytes) -> bool:
         """Stores `data` under `key` only if nothing is there (checked atomically); False
         when something is, written by whoever came first."""
 
-    def get(self, key: str, *, limit: int) -> bytes | None:
-        """The blob, None when there is none. `limit`: the most bytes it can legitimately
-        hold; a longer one is DataCorrupt, and the rest of it is never read."""
+    def get(self, key: str, *, limit: int) -> bytes | bytearray | None:
+        """The blob, None when there is none (a bytearray when it was read into one buffer
+        as it arrived: a 4 MiB chunk is not copied once more to make it bytes). `limit`: the
+        most bytes it can legitimately hold; a longer one is DataCorrupt, and the rest of it
+        is never read."""
 
     def size(self, key: str) -> int | None:
         """The blob's size, None when there is none."""

@@ -78,10 +78,11 @@ class DataKey:
 def read(bucket: ChunkBackend, target: str) -> bytes | None:
     """The stored wrapped key, None when there is none."""
     try:
-        return bucket.get(DATA_KEY, limit=WRAPPED_LIMIT)
+        blob = bucket.get(DATA_KEY, limit=WRAPPED_LIMIT)
     except DataCorrupt as exc:
         raise TargetKeyUnavailable(f"the data key object of target {target!r} is not a Cairn "
                                    f"data key: {exc.message}") from None
+    return None if blob is None else bytes(blob)
 
 
 def _configured(target: str, operator_key: bytes | None) -> bytes:

@@ -30,6 +30,8 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 
+from typing_extensions import Buffer
+
 from services.errors import CairnError, DataCorrupt, StorageError, StorageFull, StorageUnavailable
 from services.storage.chunk_backend import StoredObject
 from services.storage.file_tree import FileTree, key_parts
@@ -58,7 +60,7 @@ class Directory:
         self._tree = FileTree(root)
 
     # -- the ChunkBackend -------------------------------------------------------------------
-    def put(self, key: str, data: bytes) -> None:
+    def put(self, key: str, data: Buffer) -> None:
         with self._staged(key, data) as (fd, name, temporary):
             try:
                 os.rename(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
@@ -85,7 +87,7 @@ class Directory:
         return made
 
     @contextmanager
-    def _staged(self, key: str, data: bytes) -> Generator[tuple[int, str, str], None, None]:
+    def _staged(self, key: str, data: Buffer) -> Generator[tuple[int, str, str], None, None]:
         """`key`'s directory (made when missing), the file's name in it, and `data` in a
         temporary file beside it, synced: the caller moves it into place; the directory is
         then synced too, and closed. An OSError leaves as the target's error."""
@@ -201,7 +203,7 @@ class Directory:
                 raise self._too_large(key, f"more than {limit} bytes", limit)
         return b"".join(pieces)
 
-    def _write_temporary(self, fd: int, data: bytes) -> str:
+    def _write_temporary(self, fd: int, data: Buffer) -> str:
         """A new file holding `data`, on disk, in the directory `fd`; its name."""
         name = _TEMPORARY + secrets.token_hex(16)
         file = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW

@@ -2,6 +2,11 @@
 of object-storage targets. It moves opaque blobs; what they hold (sealed chunks, manifests,
 the wrapped data key) is the business of its callers.
 
+The data plane (PUT, GET, HEAD and DELETE of one key: every chunk and manifest) goes
+through Cairn's own signed requests on pooled keep-alive connections (`s3_requests.py`);
+boto3 keeps the control plane (conditional writes of the data key, listings, the bucket's
+check), made on first use. Neither takes proxies or a CA bundle from the environment.
+
 Errors come out as Cairn's: unreachable or refusing credentials is StorageUnavailable (the
 job can be retried later), anything else the store rejects is StorageError with the S3
 error code in the operator's log. A missing key is None from `get`/`size`, not an error.
@@ -20,12 +25,17 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import boto3
+import certifi
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+from typing_extensions import Buffer
 
 from services.errors import DataCorrupt, StorageError, StorageUnavailable
 from services.settings import S3Settings
 from services.storage.chunk_backend import StoredObject
+from services.storage.http_pool import ConnectionPool
+from services.storage.s3_requests import Answer, S3Requests, TooLarge, TooSlow, Unreachable
+from services.storage.sigv4 import Signer
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -39,41 +49,60 @@ _EXISTS = {"412", "PreconditionFailed", "409", "ConditionalRequestConflict"}
 concurrent write of the same key."""
 _NO_CONDITIONS = {"501", "NotImplemented", "400", "InvalidArgument", "InvalidRequest"}
 """How stores that do not take a conditional write refuse one."""
-_READ_PIECE = 1 << 20
 
 
-def _shut(body: object, late: threading.Event) -> None:
-    """Ends a read of `body` blocked past its deadline (urllib3's response `shutdown`)."""
-    late.set()
-    raw = getattr(body, "_raw_stream", None)
-    try:
-        raw.shutdown()  # type: ignore[union-attr]
-    except Exception:  # already given back, or finished meanwhile: nothing is blocked
-        log.debug("S3 body already released when its deadline passed", exc_info=True)
+def _plain(code: str) -> str:
+    """An error code fit for a message: an S3 code is letters and digits; anything else
+    the endpoint put there stays in the operator's log."""
+    return code if code.isascii() and code.replace(".", "").isalnum() and len(code) <= 64 \
+        else "error"
 
 
 class Bucket:
-    """A `ChunkBackend` (`chunk_backend.py`). Thread-safe: boto3's clients are, and a worker
-    shares one per target between its uploads (the connection pool is the in-flight
-    limit)."""
+    """A `ChunkBackend` (`chunk_backend.py`). Thread-safe: a worker shares one per target
+    between its uploads, and its connection pool (`connections`) is their in-flight
+    limit."""
 
     where = "bucket and prefix"
 
     def __init__(self, settings: S3Settings) -> None:
         self.settings = settings
-        credentials = settings.credentials()
-        self._client: S3Client = boto3.session.Session().client(
+        self._credentials = settings.credentials()
+        self._pool = ConnectionPool(settings.endpoint, settings.connections,
+                                    settings.timeout_seconds)
+        # UNSIGNED-PAYLOAD, and no Content-MD5: hashing every body costs 0.9 and 1.45 CPU-s
+        # per GiB here. What Cairn stores carries its own AEAD tag, checked on every read,
+        # and TLS guards it in transit where it is used.
+        self._requests = S3Requests(
+            self._pool, Signer(self._credentials.access_key,
+                               self._credentials.secret_key.get_secret_value(),
+                               settings.region),
+            settings.bucket, min_read_bytes_per_second=settings.min_read_bytes_per_second)
+        self._control: S3Client | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def _client(self) -> S3Client:
+        """boto3's client, for the control plane: made on first use (loading its models
+        costs more CPU than a job's data-plane requests to a small volume)."""
+        with self._lock:
+            if self._control is None:
+                self._control = self._boto3_client()
+            return self._control
+
+    def _boto3_client(self) -> S3Client:
+        settings = self.settings
+        return boto3.session.Session().client(
             "s3", endpoint_url=settings.endpoint, region_name=settings.region,
-            aws_access_key_id=credentials.access_key,
-            aws_secret_access_key=credentials.secret_key.get_secret_value(),
+            aws_access_key_id=self._credentials.access_key,
+            aws_secret_access_key=self._credentials.secret_key.get_secret_value(),
+            verify=certifi.where(),  # as the data plane: not AWS_CA_BUNDLE's
             config=Config(
                 max_pool_connections=settings.connections,
                 connect_timeout=settings.timeout_seconds,
                 read_timeout=settings.timeout_seconds,
                 retries={"mode": "standard", "total_max_attempts": 4},
-                # UNSIGNED-PAYLOAD: botocore would otherwise SHA-256 every body it sends
-                # (0.9 CPU-s per GiB here). What Cairn stores carries its own AEAD tag,
-                # checked on every read, and TLS guards it in transit where it is used.
+                proxies={},  # not None: botocore would take HTTP(S)_PROXY then
                 s3={"addressing_style": "path", "payload_signing_enabled": False},
                 # Newer SDKs add streaming CRC trailers that many S3 stores (RGW before
                 # Reef among them) refuse.
@@ -84,33 +113,45 @@ class Bucket:
     def _key(self, key: str) -> str:
         return f"{self.settings.prefix}/{key}"
 
+    def _refused(self, what: str, code: str) -> StorageUnavailable:
+        return StorageUnavailable(
+            f"the S3 store refused {what} in bucket {self.settings.bucket!r} "
+            f"({code}): check the target's credentials and bucket")
+
     def _fail(self, what: str, exc: Exception) -> Exception:
         if isinstance(exc, ClientError):
             code = str(exc.response.get("Error", {}).get("Code", ""))
             if code in _REFUSED:
-                return StorageUnavailable(
-                    f"the S3 store refused {what} in bucket {self.settings.bucket!r} "
-                    f"({code}): check the target's credentials and bucket")
+                return self._refused(what, code)
             log.warning("S3 %s failed: %s", what, exc)
-            return StorageError(f"the S3 store failed {what} ({code or 'error'})")
+            return StorageError(f"the S3 store failed {what} ({_plain(code or 'error')})")
         if isinstance(exc, EndpointConnectionError):
             return StorageUnavailable(f"cannot reach the S3 endpoint {self.settings.endpoint}")
         log.warning("S3 %s failed: %s", what, exc)
         return StorageUnavailable(f"the S3 store did not complete {what}: {exc}")
 
-    def put(self, key: str, data: bytes) -> None:
-        # No Content-MD5 either (1.45 CPU-s per GiB here): the AEAD tag is the check.
-        try:
-            self._client.put_object(Bucket=self.settings.bucket, Key=self._key(key), Body=data)
-        except (ClientError, BotoCoreError) as exc:
-            raise self._fail(f"writing {key}", exc) from None
+    def _answer_fails(self, what: str, answer: Answer) -> Exception:
+        if answer.code in _REFUSED:
+            return self._refused(what, answer.code)
+        log.warning("S3 %s failed: HTTP %d %s", what, answer.status, answer.code)
+        return StorageError(f"the S3 store failed {what} ({_plain(answer.code)})")
 
-    def _missing_or_fail(self, what: str, exc: Exception) -> None:
-        """Returns for "no such object"; raises Cairn's error for anything else."""
-        if isinstance(exc, ClientError) \
-                and str(exc.response.get("Error", {}).get("Code", "")) in _NOT_FOUND:
-            return
-        raise self._fail(what, exc) from None
+    def _send(self, what: str, method: str, key: str, body: memoryview | None = None,
+              limit: int | None = None) -> Answer:
+        try:
+            return self._requests.send(method, self._key(key), body, limit=limit)
+        except Unreachable as exc:
+            if exc.connecting:
+                raise StorageUnavailable(
+                    f"cannot reach the S3 endpoint {self.settings.endpoint}") from None
+            log.warning("S3 %s failed: %s", what, exc.reason)
+            raise StorageUnavailable(
+                f"the S3 store did not complete {what}: {exc.reason}") from None
+
+    def put(self, key: str, data: Buffer) -> None:
+        answer = self._send(f"writing {key}", "PUT", key, memoryview(data))
+        if answer.status != 200:
+            raise self._answer_fails(f"writing {key}", answer)
 
     def put_new(self, key: str, data: bytes) -> bool:
         """Writes the object only if there is none under `key` (`If-None-Match: *`, checked
@@ -128,56 +169,28 @@ class Bucket:
                 raise StorageError(
                     f"the S3 store refused to write {key} only if it is not there yet "
                     f"(If-None-Match: *, answered {code}): Cairn makes an object target's data "
-                    "key with that condition, so the store must take it (Ceph RGW, AWS S3 and "
+                    'key with that condition, so the store must take it (Ceph RGW, AWS S3 and '
                     'MinIO do; docs/operations.md, "Object targets: the data key")') from None
             raise self._fail(f"writing {key}", exc) from None
         except BotoCoreError as exc:
             raise self._fail(f"writing {key}", exc) from None
         return True
 
-    def get(self, key: str, *, limit: int) -> bytes | None:
+    def get(self, key: str, *, limit: int) -> bytearray | None:
         """The object, None when there is no such object. `limit`: the most bytes it can
         legitimately hold; a longer one is refused with DataCorrupt as soon as its length
         (announced, or read so far) passes it, and the rest is never read."""
         try:
-            answer = self._client.get_object(Bucket=self.settings.bucket, Key=self._key(key))
-        except (ClientError, BotoCoreError) as exc:
-            self._missing_or_fail(f"reading {key}", exc)
+            answer = self._send(f"reading {key}", "GET", key, limit=limit)
+        except TooLarge as exc:
+            raise self._too_large(key, exc.size, limit) from None
+        except TooSlow as exc:
+            raise self._too_slow(key, exc.allowed, exc.held) from None
+        if answer.body is not None:
+            return answer.body
+        if answer.code in _NOT_FOUND:
             return None
-        body = answer["Body"]
-        allowed = self.settings.timeout_seconds + limit / self.settings.min_read_bytes_per_second
-        # Every socket read has its timeout, but a body trickled a byte at a time passes
-        # each one: past the deadline the socket is shut from this timer's thread, which
-        # ends the read blocked on it. (botocore's body gives no other handle on it.)
-        late = threading.Event()
-        watchdog = threading.Timer(allowed, _shut, (body, late))
-        watchdog.daemon = True
-        watchdog.start()
-        try:
-            announced = answer.get("ContentLength")
-            if announced is not None and announced > limit:
-                raise self._too_large(key, f"{announced} bytes", limit)
-            pieces: list[bytes] = []
-            held = 0
-            while piece := body.read(min(_READ_PIECE, limit + 1 - held)):
-                pieces.append(piece)
-                held += len(piece)
-                if held > limit:
-                    raise self._too_large(key, f"more than {limit} bytes", limit)
-            if late.is_set():
-                raise self._too_slow(key, allowed, held)
-        except BaseException as exc:
-            # The connection goes, with whatever was not read: nothing more is buffered.
-            # (A body read to its end has given its connection back to the pool already.)
-            watchdog.cancel()
-            body.close()
-            if late.is_set() and not isinstance(exc, DataCorrupt | StorageUnavailable):
-                raise self._too_slow(key, allowed, None) from None
-            if isinstance(exc, ClientError | BotoCoreError):
-                raise self._fail(f"reading {key}", exc) from None
-            raise
-        watchdog.cancel()
-        return b"".join(pieces)
+        raise self._answer_fails(f"reading {key}", answer)
 
     def _too_slow(self, key: str, allowed: float, held: int | None) -> StorageUnavailable:
         log.warning("S3 object %s/%s in bucket %s not read within %.0f s (%s bytes); "
@@ -197,19 +210,18 @@ class Bucket:
 
     def size(self, key: str) -> int | None:
         """The object's size, None when there is no such object."""
-        try:
-            return self._client.head_object(Bucket=self.settings.bucket,
-                                            Key=self._key(key))["ContentLength"]
-        except (ClientError, BotoCoreError) as exc:
-            self._missing_or_fail(f"looking up {key}", exc)
+        answer = self._send(f"looking up {key}", "HEAD", key)
+        if answer.status == 200 and answer.length is not None:
+            return answer.length
+        if answer.code in _NOT_FOUND:
             return None
+        raise self._answer_fails(f"looking up {key}", answer)
 
     def delete(self, key: str) -> None:
         """Removes the object; one already gone is no error (S3 deletes are idempotent)."""
-        try:
-            self._client.delete_object(Bucket=self.settings.bucket, Key=self._key(key))
-        except (ClientError, BotoCoreError) as exc:
-            raise self._fail(f"deleting {key}", exc) from None
+        answer = self._send(f"deleting {key}", "DELETE", key)
+        if answer.status not in (200, 204) and answer.code not in _NOT_FOUND:
+            raise self._answer_fails(f"deleting {key}", answer)
 
     def holds_any(self, prefix: str) -> bool:
         """Whether any object lies under `<target prefix>/<prefix>` (one listing of one key)."""
@@ -241,4 +253,7 @@ class Bucket:
             raise self._fail("a check of the bucket", exc) from None
 
     def close(self) -> None:
-        self._client.close()
+        self._pool.close()
+        with self._lock:
+            if self._control is not None:
+                self._control.close()

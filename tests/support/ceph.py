@@ -173,6 +173,19 @@ def random_image(io: rados.Ioctx, prefix: str, size: int, *, seed: int) -> str:
     return name
 
 
+def write_file(io: rados.Ioctx, name: str, source: Path) -> None:
+    """`source`'s bytes (a filesystem or disk image a tool made) over the image from its
+    start, each MiB of zeros as a hole (discarded), as a guest writes."""
+    with rbd.Image(io, name) as image, source.open("rb") as data:
+        offset = 0
+        while piece := data.read(MiB):
+            if piece.count(0) == len(piece):
+                image.discard(offset, len(piece))
+            else:
+                image.write(piece, offset)
+            offset += len(piece)
+
+
 def omit_from_snapshot_map(io: rados.Ioctx, image_name: str, snapshot: str,
                            index: int) -> None:
     """Make a snapshot's object map say object `index` holds nothing, as a damaged map or a

@@ -58,15 +58,17 @@ class Image:
     # (offset, size, filesystem) of each partition of a disk image, in index order
 
 
-def source_tree(root: Path) -> Tree:
-    """Nested directories, a deep path, a sparse file, a file of 5 MiB + 3 bytes, an empty
-    file, a symlink, a name with spaces and non-ASCII letters, a directory to page through."""
+def source_tree(root: Path, *, big: int = 5 * MiB + 3) -> Tree:
+    """Nested directories, a deep path, a sparse file, a file of `big` bytes, an empty
+    file, a symlink, a name with spaces and non-ASCII letters, a directory to page through.
+    (The stack's tests write seven filesystems of it into memstore OSDs: they make `big`
+    smaller.)"""
     rng = random.Random(34)
     root.mkdir(parents=True, exist_ok=True)
     contents: dict[str, bytes | None] = {
         "hello.txt": b"hello, file-level restore\n",
         "empty": b"",
-        "big.bin": rng.randbytes(5 * MiB + 3),
+        "big.bin": rng.randbytes(big),
         SPACED: "grüße\n".encode() * 100,
         "docs/readme.md": b"# readme\n" * 50,
         DEEP: b"deep leaf\n",

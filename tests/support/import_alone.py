@@ -57,7 +57,7 @@ class Imports:
 
 ELSEWHERE = ("cairnclient.osc",)
 """Packages that run in another Python: the `openstack` plugin in Debian's system Python,
-beside osc-lib and cliff, which the virtualenv does not have. tests/unit/osc imports every
+beside osc-lib and cliff, which the virtualenv does not have. tests/tools/osc imports every
 module of it there, through its entry points."""
 
 

@@ -121,9 +121,25 @@ class ChunkStore:
         """The chunk's plaintext of `length` bytes (what the manifest says the chunk at
         `offset` holds), checked; DataCorrupt naming the chunk and its volume offset
         otherwise. Nothing longer than such a chunk sealed is read. The one check of a
-        chunk target's data: restore, verify and the restore point's reader share it."""
+        chunk target's data: restore, verify and the restore point's reader share it
+        (a restore in two steps, on different threads: `fetch_chunk`, then `open_chunk`)."""
+        return self.open_chunk(codec, project_id, name, offset, length,
+                               self.fetch_chunk(project_id, name, offset, length))
+
+    def fetch_chunk(self, project_id: str, name: str, offset: int,
+                    length: int) -> bytes | bytearray | None:
+        """The sealed chunk as stored (None: missing), for `open_chunk`: the I/O half of
+        `get_chunk`. DataCorrupt when the store answers with more than such a chunk sealed."""
         try:
-            blob = self.backend.get(chunk_key(project_id, name), limit=length + SEALING_OVERHEAD)
+            return self.backend.get(chunk_key(project_id, name), limit=length + SEALING_OVERHEAD)
+        except DataCorrupt as exc:
+            raise DataCorrupt(f"the chunk at offset {offset} is corrupt: {exc.message}") from None
+
+    def open_chunk(self, codec: ChunkCodec, project_id: str, name: str, offset: int,
+                   length: int, blob: bytes | bytearray | None) -> bytes:
+        """The plaintext of `blob` (`fetch_chunk`'s answer), checked as `get_chunk` checks
+        it: the CPU half."""
+        try:
             data = None if blob is None else codec.open_chunk(project_id, name, blob)
         except DataCorrupt as exc:
             raise DataCorrupt(f"the chunk at offset {offset} is corrupt: {exc.message}") from None

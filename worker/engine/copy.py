@@ -58,6 +58,9 @@ class CopyStats:
     qos_wait_seconds: float = 0.0
     resume_index: int = 0
     """Object index before which every chunk of the plan is done: the checkpoint."""
+    resume_done: tuple[int, ...] = ()
+    """Indexes past `resume_index` done too (a download's, few: `worker/engine/resume.py`);
+    a retry need not redo them."""
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
 
@@ -100,6 +103,24 @@ def write(image: rbd.Image, data: bytes, offset: int) -> None:
     if result[0] < 0:
         raise OSError(-result[0], f"write of {len(data)} bytes at offset {offset} failed: "
                                   f"{os.strerror(-result[0])}")
+
+
+def write_runs(target: rbd.Image, data: bytes, runs: list[tuple[int, int]], offset: int, *,
+               clear_gaps: bool) -> int:
+    """Write the `runs` of `data` (its non-zero ranges, `data_runs`) at `offset`, and zero
+    the gaps between them when `clear_gaps` (the target may hold data there): the target
+    stays sparse down to the block. Returns the operations made."""
+    ops = 0
+    view = memoryview(data)
+    for start, end in runs:
+        write(target, data if (start, end) == (0, len(data)) else bytes(view[start:end]),
+              offset + start)
+        ops += 1
+    if clear_gaps:
+        for start, end in gaps(runs, len(data)):
+            target.write_zeroes(offset + start, end - start)
+            ops += 1
+    return ops
 
 
 class CopyEngine:
@@ -226,16 +247,8 @@ class CopyEngine:
         if target is not None:
             t0 = time.monotonic()
             if data is not None:
-                view = memoryview(data)
-                for start, end in runs:
-                    write(target, data if (start, end) == (0, len(data))
-                          else bytes(view[start:end]), chunk.offset + start)
-                    written += end - start
-                    ops += 1
-                if chunk.in_target:
-                    for start, end in gaps(runs, len(data)):
-                        target.write_zeroes(chunk.offset + start, end - start)
-                        ops += 1
+                ops += write_runs(target, data, runs, chunk.offset, clear_gaps=chunk.in_target)
+                written = sum(end - start for start, end in runs)
             elif chunk.in_target:
                 # Deallocates whole objects, zeroes partial ones: the target stays sparse.
                 target.write_zeroes(chunk.offset, chunk.length)

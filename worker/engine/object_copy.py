@@ -1,4 +1,4 @@
-"""Moving an RBD snapshot to an object-storage target and back, `window` chunks in flight.
+"""Moving an RBD snapshot to an object-storage target, `window` chunks in flight.
 
 Upload: each chunk is read from the snapshot, skipped when all zeros, named and sealed
 (`chunks.py`), and sent only when the store lacks it. Chunks the base manifest names, and
@@ -6,8 +6,7 @@ chunks this upload already sent, are known to be there and are not even looked u
 cost one HEAD. So a repeated full of unchanged data reads the volume and uploads nothing,
 and a retried backup finds the chunks its failed attempt left and sends only the rest.
 
-Download: every chunk the manifest lists is fetched, authenticated and checked against its
-name before a byte is written; a mismatch fails the restore with the chunk's offset."""
+The way back, a restore and a verify, is `object_download.py`."""
 
 from __future__ import annotations
 
@@ -20,10 +19,9 @@ from typing import Protocol
 
 import rbd
 
-from services.errors import DataCorrupt
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.chunks import ChunkCodec
-from worker.engine.copy import READ_HINTS, CopyStats, write
+from worker.engine.copy import READ_HINTS, CopyStats
 from worker.engine.extents import allocated_objects, changed_objects, resized_objects
 from worker.engine.qos import Pacer
 from worker.engine.resume import ResumeMark
@@ -39,6 +37,11 @@ class TransferStats:
     chunks_uploaded: int = 0
     chunks_known: int = 0
     """Chunks found in the store already (named by the base or looked up): not sent."""
+    chunks_looked_up: int = 0
+    """Chunks the upload asked the store for (one HEAD each)."""
+    chunks_confirmed: int = 0
+    """Chunks a killed attempt of the same upload confirmed stored (its checkpoint): not
+    looked up again."""
     chunks_zero: int = 0
     bytes_read: int = 0
     bytes_sent: int = 0
@@ -51,6 +54,15 @@ class TransferStats:
     hash_seal_seconds: float = 0.0
     """Naming, compressing and encrypting (or opening), summed over the threads."""
     store_seconds: float = 0.0
+    name_cpu_seconds: float = 0.0
+    """Thread CPU time (`time.thread_time`) of each stage of an upload, summed over the
+    threads: naming (keyed BLAKE3), compressing, encrypting, asking the store whether it
+    has a chunk (HEAD), and sending one (building the request and the socket's I/O, TLS
+    included)."""
+    compress_cpu_seconds: float = 0.0
+    encrypt_cpu_seconds: float = 0.0
+    lookup_cpu_seconds: float = 0.0
+    send_cpu_seconds: float = 0.0
 
 
 class Progress(Protocol):
@@ -113,13 +125,17 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
            base: ObjectManifest | None = None, since: str | None = None,
            known: Iterable[str] = (), chunk_size: int = DEFAULT_CHUNK, window: int = 10,
            pacer: Pacer | None = None, stats: TransferStats | None = None,
-           progress: Progress | None = None) -> ObjectManifest:
+           progress: Progress | None = None, confirmed_below: int = 0) -> ObjectManifest:
     """The manifest of `source` (an image opened at its snapshot) after sending what the
     store lacks. With `base` and `since` (the source snapshot `base` was made from), only
     the chunks changed since then are read; the others are taken from `base`. `known`:
     names of chunks the store has for certain (those of a manifest the caller keeps from
     being deleted meanwhile, e.g. the volume's last restore point when a full must be made
-    because its source snapshot is gone): they are not looked up."""
+    because its source snapshot is gone): they are not looked up. `confirmed_below`: the
+    chunk index below which an earlier attempt of this same upload confirmed every chunk
+    stored (its checkpoint, `upload_checkpoint.py`): those are not looked up either. The
+    figures' `resume_index` is the checkpoint to keep: every chunk of the plan below it is
+    all zeros, known, or confirmed stored."""
     stats = stats if stats is not None else TransferStats()
     size = source.size()
     object_size = 1 << source.stat()["order"]
@@ -140,8 +156,12 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
     lock = threading.Lock()
     transfer = _Window(store, window)
     moved = _begin(progress, window, sum(min(chunk_size, size - i * chunk_size) for i in todo))
+    order = sorted(todo)
+    mark = ResumeMark(len(order), order.__getitem__)
+    moved.resume_index = mark.index
 
-    def one(index: int) -> None:
+    def one(position: int) -> None:
+        index = order[position]
         offset = index * chunk_size
         length = min(chunk_size, size - offset)
         if pacer is not None:
@@ -158,24 +178,33 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
                 stats.bytes_read += length
                 moved.bytes_done += length
                 moved.bytes_read += length
+                moved.resume_index = mark.done(position)
             return
         codec = transfer.codec()
         # Named first, sealed only when the store lacks it: a repeated full of unchanged
         # data pays for one keyed hash per chunk, not for compression and encryption.
+        c0 = time.thread_time()
         name = codec.name(project_id, data)
+        name_cpu = time.thread_time() - c0
         t2 = time.monotonic()
         with lock:
             present = name in known
         new = not present
+        confirmed = new and index < confirmed_below
         sent = 0
-        seal_s = 0.0
-        if not present:
+        seal_s = lookup_cpu = send_cpu = 0.0
+        sealed = None
+        if not present and not confirmed:
+            c0 = time.thread_time()
             present = store.has_chunk(project_id, name)
+            lookup_cpu = time.thread_time() - c0
             if not present:
                 s0 = time.monotonic()
                 sealed = codec.seal_chunk(project_id, data, name)
                 seal_s = time.monotonic() - s0
+                c0 = time.thread_time()
                 store.put_chunk(project_id, sealed)
+                send_cpu = time.thread_time() - c0
                 sent = len(sealed.blob)
         t3 = time.monotonic()
         with lock:
@@ -185,18 +214,29 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
             stats.bytes_read += length
             stats.hash_seal_seconds += t2 - t1 + seal_s
             stats.store_seconds += t3 - t2 - seal_s + (t1 - t0)
+            stats.name_cpu_seconds += name_cpu
+            stats.lookup_cpu_seconds += lookup_cpu
+            stats.send_cpu_seconds += send_cpu
+            if sealed is not None:
+                stats.compress_cpu_seconds += sealed.compress_cpu
+                stats.encrypt_cpu_seconds += sealed.encrypt_cpu
             moved.bytes_done += length
             moved.bytes_read += length
             moved.bytes_written += sent
             if new:
                 stats.bytes_new += length
-            if present:
+            if confirmed:
+                stats.chunks_confirmed += 1
+            elif present:
                 stats.chunks_known += 1
             else:
                 stats.chunks_uploaded += 1
                 stats.bytes_sent += sent
+            if new and not confirmed:
+                stats.chunks_looked_up += 1
+            moved.resume_index = mark.done(position)
 
-    transfer.run(one, sorted(todo), _ticker(progress, moved, lock))
+    transfer.run(one, range(len(order)), _ticker(progress, moved, lock))
     moved.finished = time.monotonic()
     return manifest
 
@@ -219,88 +259,3 @@ def _ticker(progress: Progress | None, moved: CopyStats,
             snapshot = CopyStats(**{k: getattr(moved, k) for k in moved.__dataclass_fields__})
         progress.tick(snapshot)
     return tick
-
-
-def download(store: ChunkStore, project_id: str, manifest: ObjectManifest, target: rbd.Image,
-             *, target_is_new: bool, start: int = 0, window: int = 10,
-             pacer: Pacer | None = None, stats: TransferStats | None = None,
-             progress: Progress | None = None) -> CopyStats:
-    """Writes the manifest's data into `target` (at least the manifest's size). A target
-    that is not new (a restore in place, or resumed) has every hole the manifest leaves
-    zeroed. `start`: the chunk index before which an earlier attempt wrote everything
-    (its checkpoint); the chunks from it on are written. The figures' `resume_index` is the
-    checkpoint to keep: every chunk before it is written."""
-    stats = stats if stats is not None else TransferStats()
-    chunk_size, size = manifest.chunk_size, manifest.image_size
-    lock = threading.Lock()
-    transfer = _Window(store, window)
-
-    def length_of(index: int) -> int:
-        return min(chunk_size, size - index * chunk_size)
-
-    indexes = (range(start, (size + chunk_size - 1) // chunk_size) if not target_is_new
-               else sorted(i for i in manifest.chunks if i >= start))
-    mark = ResumeMark(len(indexes), indexes.__getitem__)
-    moved = _begin(progress, window, sum(length_of(i) for i in manifest.chunks),
-                   resumed=sum(length_of(i) for i in manifest.chunks if i < start))
-    moved.resume_index = mark.index
-
-    def one(position: int) -> None:
-        index = indexes[position]
-        offset = index * chunk_size
-        length = length_of(index)
-        name = manifest.chunks.get(index)
-        if name is None:
-            target.write_zeroes(offset, length)
-            with lock:
-                moved.resume_index = mark.done(position)
-            return
-        if pacer is not None:
-            pacer.take(length)
-        t0 = time.monotonic()
-        data = store.get_chunk(transfer.codec(), project_id, name, offset, length)
-        write(target, data, offset)
-        with lock:
-            stats.chunks += 1
-            stats.bytes_written += length
-            stats.store_seconds += time.monotonic() - t0
-            moved.bytes_done += length
-            moved.bytes_read += length
-            moved.bytes_written += length
-            moved.resume_index = mark.done(position)
-
-    transfer.run(one, range(len(indexes)), _ticker(progress, moved, lock))
-    moved.finished = time.monotonic()
-    return moved
-
-
-def verify(store: ChunkStore, project_id: str, manifest: ObjectManifest, *,
-           window: int = 10, pacer: Pacer | None = None, progress: Progress | None = None,
-           only: Iterable[int] | None = None) -> tuple[CopyStats, list[tuple[int, str]]]:
-    """Re-reads every chunk the manifest lists (or those of `only`) and checks it; the
-    figures, and (offset, reason) of each corrupt or missing chunk, in offset order."""
-    found: list[tuple[int, str]] = []
-    lock = threading.Lock()
-    transfer = _Window(store, window)
-    size = manifest.image_size
-    indexes = sorted(manifest.chunks if only is None else set(only) & set(manifest.chunks))
-    moved = _begin(progress, window, sum(min(manifest.chunk_size, size - i * manifest.chunk_size)
-                                         for i in indexes))
-
-    def one(index: int) -> None:
-        offset = index * manifest.chunk_size
-        length = min(manifest.chunk_size, size - offset)
-        if pacer is not None:
-            pacer.take(length)
-        try:
-            store.get_chunk(transfer.codec(), project_id, manifest.chunks[index], offset, length)
-        except DataCorrupt as exc:
-            with lock:
-                found.append((offset, exc.message))
-        with lock:
-            moved.bytes_done += length
-            moved.bytes_read += length
-
-    transfer.run(one, indexes, _ticker(progress, moved, lock))
-    moved.finished = time.monotonic()
-    return moved, sorted(found)

@@ -2,7 +2,11 @@
 order and they finish in any order, a window of them in flight; the mark is the index of
 the first chunk not yet finished, so every chunk before it is written whatever was in
 flight when the worker died. The copy engine (a backup's checkpoint, a restore's mark in
-the image it writes) and an object target's download move it the same way."""
+the image it writes) and an object target's download move it the same way.
+
+The mark alone makes a retry redo every chunk past it that finished out of order. A
+download, with many chunks in flight, also keeps those (`beyond`): it starts no chunk more
+than a span past the mark, so they are few, and its checkpoint stays small."""
 
 from __future__ import annotations
 
@@ -21,6 +25,11 @@ class ResumeMark:
         self._low = 0  # position of the first chunk not done
         self.index = index_at(0) if count else 0
 
+    @property
+    def position(self) -> int:
+        """The position of the first chunk not done (`count` once every one is)."""
+        return self._low
+
     def done(self, position: int) -> int:
         """The chunk at `position` is written; returns the mark (past the last chunk once
         every one is)."""
@@ -30,3 +39,9 @@ class ResumeMark:
         self.index = (self._index_at(self._low) if self._low < self._count
                       else self._index_at(self._count - 1) + 1)
         return self.index
+
+    def beyond(self, until: int) -> list[int]:
+        """The indexes of the chunks done past the mark, in order, among the positions
+        before `until` (the first position not yet submitted: nothing after it is done)."""
+        return [self._index_at(p) for p in range(self._low, min(until, self._count))
+                if self._done[p]]

@@ -14,12 +14,18 @@ writes have returned (`worker/engine/resume.py`: an RBD object of the backup sna
 a chunk of an object target's manifest, whichever the restore point's kind copies in); a
 job always reads the same restore point, whose snapshot or manifest never changes, so a
 unit's index means the same in every attempt; and a resumed image is not fresh, so every
-unit from the checkpoint on is written or cleared again."""
+unit from the checkpoint on is written or cleared again, but for those the checkpoint
+lists as done past it (`cairn.restore_checkpoint_done`: an object target's download keeps
+many chunks in flight, and those that finished out of order are not fetched again). That
+list names the job, and is read only when it is the job's: a worker of a version before it
+claims an image without removing another job's list. Each key is written on its own, in
+any order, and holds only what was true when it was written: units of this job are never
+unwritten, so any combination a crash leaves is safe."""
 
 from __future__ import annotations
 
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import rados
 import rbd
@@ -27,6 +33,7 @@ import rbd
 from services.errors import InvalidInput
 from services.restore_points.marks import (
     CHECKPOINT_KEY,
+    DONE_KEY,
     JOB_KEY,
     RESTORE_POINT_KEY,
     checkpoint_of,
@@ -47,17 +54,46 @@ class Destination:
     """The unit of the copy it starts at: 0, or an earlier attempt's checkpoint."""
     fresh: bool
     """Created by this attempt: it holds nothing, so only data needs writing."""
+    job_id: str = ""
+    done: frozenset[int] = frozenset()
+    """Units past `start` an earlier attempt completed too: not redone."""
+    _saved_done: str = field(default="", init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._saved_done = ",".join(map(str, sorted(self.done)))
 
     def checkpoint(self, stats: CopyStats) -> None:
         """Keep where a retry resumes (the reporter's `on_persist`): every unit before
-        `stats.resume_index` is written."""
+        `stats.resume_index` is written, and those of `stats.resume_done`."""
         self.image.metadata_set(CHECKPOINT_KEY, str(stats.resume_index))
+        done = ",".join(map(str, stats.resume_done))
+        if done != self._saved_done:
+            self.image.metadata_set(DONE_KEY, f"{self.job_id} {done}")
+            self._saved_done = done
 
     def finish(self) -> None:
         """The copy is complete: flushed, and no checkpoint left to resume from."""
         self.image.flush()
-        if rbd_images.metadata(self.image, CHECKPOINT_KEY) is not None:
-            self.image.metadata_remove(CHECKPOINT_KEY)
+        _remove_checkpoint(self.image)
+
+
+def _remove_checkpoint(image: rbd.Image) -> None:
+    for key in (DONE_KEY, CHECKPOINT_KEY):
+        if rbd_images.metadata(image, key) is not None:
+            image.metadata_remove(key)
+
+
+def done_of(image: rbd.Image, job_id: str) -> frozenset[int]:
+    """The units past its checkpoint that job `job_id` completed in the image (none when
+    the list is another job's, or unreadable: a retry then redoes them)."""
+    saved = rbd_images.metadata(image, DONE_KEY) or ""
+    owner, _, listed = saved.partition(" ")
+    if owner != job_id or not listed:
+        return frozenset()
+    try:
+        return frozenset(int(index) for index in listed.split(","))
+    except ValueError:
+        return frozenset()
 
 
 def prepare_destination(stack: ExitStack, dest_io: rados.Ioctx, dest: ImageRef,
@@ -68,14 +104,17 @@ def prepare_destination(stack: ExitStack, dest_io: rados.Ioctx, dest: ImageRef,
     the copy starts in it (the module's rule)."""
     if not create:
         image = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
-        return Destination(image, claim(image, str(dest), job.id, rp_id, size), fresh=False)
+        claimed = claim(image, str(dest), job.id, rp_id, size)  # first: it clears another's
+        return Destination(image, claimed, fresh=False, job_id=job.id,
+                           done=done_of(image, job.id))
     start = resume_point(dest_io, dest.image, job.id) if job.attempt > 1 else None
     if start is None:
         rbd_images.create_image(dest_io, dest.image, size, order=order,
                                 metadata={JOB_KEY: job.id, RESTORE_POINT_KEY: rp_id},
                                 replace_remnant=job.attempt > 1)
     image = stack.enter_context(rbd_images.open_image(dest_io, dest.image))
-    return Destination(image, start or 0, fresh=start is None)
+    return Destination(image, start or 0, fresh=start is None, job_id=job.id,
+                       done=frozenset() if start is None else done_of(image, job.id))
 
 
 def claim(image: rbd.Image, name: str, job_id: str, rp_id: str, size: int) -> int:
@@ -86,8 +125,7 @@ def claim(image: rbd.Image, name: str, job_id: str, rp_id: str, size: int) -> in
                            f"{rp_id} ({size} bytes); extend the volume first")
     if rbd_images.metadata(image, JOB_KEY) == job_id:
         return checkpoint_of(image)
-    if rbd_images.metadata(image, CHECKPOINT_KEY) is not None:
-        image.metadata_remove(CHECKPOINT_KEY)  # another job's: before this job's mark
+    _remove_checkpoint(image)  # another job's: before this job's mark
     image.metadata_set(JOB_KEY, job_id)
     image.metadata_set(RESTORE_POINT_KEY, rp_id)
     return 0

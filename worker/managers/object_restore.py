@@ -1,8 +1,11 @@
 """Restore and verify of a restore point kept on an object-storage target: every chunk is
 fetched, authenticated and checked against its name before a byte of it is written (a
 corrupt or missing chunk fails the restore with its offset); holes and all-zero chunks
-are left sparse on a new image and zeroed on an existing one. A retry after a crash
-resumes at the chunk where the last attempt stopped (`destination.py`)."""
+are left sparse on a new image and zeroed on an existing one. The target's
+`downloads_in_flight` chunks are fetched at once, opened on the worker's cores and written
+`copy_window` at once (`worker/engine/object_download.py`). A retry after a crash resumes
+at the chunk where the last attempt stopped, skipping those it finished past it
+(`destination.py`)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from contextlib import ExitStack
 from services import targets
 from services.records.restore_points import RestorePoint
 from services.storage.refs import ImageRef
-from worker.engine import object_copy
+from worker.engine import object_download
 from worker.engine.copy import CopyStats
 from worker.managers.claim import ClaimedJob
 from worker.managers.destination import prepare_destination
@@ -41,10 +44,11 @@ def restore(rt: Runtime, job: ClaimedJob, reporter: JobReporter, rp: RestorePoin
                                           create=create)
         reporter.phases.lap("open")
         reporter.on_persist = destination.checkpoint
-        stats = object_copy.download(store, rp.project_id, manifest, destination.image,
-                                     target_is_new=destination.fresh, start=destination.start,
-                                     window=settings.uploads_in_flight, pacer=reporter.pacer,
-                                     progress=ReporterProgress(reporter))
+        stats = object_download.download(
+            store, rp.project_id, manifest, destination.image, target_is_new=destination.fresh,
+            start=destination.start, done=destination.done,
+            fetches=settings.downloads_in_flight, writes=rt.settings.copy_window,
+            pacer=reporter.pacer, progress=ReporterProgress(reporter))
         destination.finish()
     reporter.phases.lap("copy")
     return stats
@@ -64,7 +68,8 @@ def verify(rt: Runtime, reporter: JobReporter, rp: RestorePoint,
         indexes = sorted(manifest.chunks)
         count = max(1, math.ceil(len(indexes) * fraction)) if indexes else 0
         only = random.sample(indexes, min(count, len(indexes)))
-    stats, found = object_copy.verify(store, rp.project_id, manifest,
-                                      window=settings.uploads_in_flight, pacer=reporter.pacer,
-                                      progress=ReporterProgress(reporter), only=only)
+    stats, found = object_download.verify(store, rp.project_id, manifest,
+                                          fetches=settings.downloads_in_flight,
+                                          pacer=reporter.pacer,
+                                          progress=ReporterProgress(reporter), only=only)
     return stats, [offset // manifest.chunk_size for offset, _reason in found]

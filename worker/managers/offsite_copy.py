@@ -67,7 +67,8 @@ class CopySteps(RestorePointSteps):
                                f"from the backup pool {pool.pool!r}") from None
             self.reporter.phases.lap("open")
             sent = send(rt, self.job, self.reporter, rp, image,
-                        lambda store: self._base(store, set(snapshots)))
+                        lambda store: self._base(store, set(snapshots)),
+                        origin=f"{backup_image_name(source.volume_id)}@{snapshot_name(source.id)}")
         stats = commit(rt, rp, sent, source.source_bootable)
         self.reporter.phases.lap("commit")
         return Outcome(stats=stats)

@@ -1,7 +1,7 @@
 """Verification of a restore point: its kind's data path re-reads it (all, or a sample)
 and checks every object or chunk with the check its restores and its reader make (an RBD
 target's backup snapshot through the copy engine, with no target; a chunk target's chunks
-through `object_copy.verify`). The result, when it was verified and which objects are
+through `object_download.verify`). The result, when it was verified and which objects are
 corrupt, is recorded on the restore point; a corrupt one also fails the job, so monitoring
 that watches failed jobs sees it."""
 

@@ -42,7 +42,8 @@ class ObjectStorePath:
     def reader(self, rt: Runtime, rp: RestorePoint, *,
                cache_bytes: int = DEFAULT_CACHE_BYTES) -> RestorePointReader:
         # As a restore: the store opened with the target's key, the manifest checked to
-        # be sealed with it, as many chunks fetched at once as a restore fetches.
+        # be sealed with it; as many chunks fetched at once as a backup sends (a restore
+        # fetches its own `downloads_in_flight`).
         store = open_store(rt.settings, rt.db, rp.target)
         return ChunkReader(store, rp.project_id, manifest_of(store, rp),
                            cache_bytes=cache_bytes,

@@ -1543,7 +1543,7 @@ export interface components {
             status: components["schemas"]["JobStatus"];
             /**
              * Summary
-             * @description What a finished prune did
+             * @description What a finished job did, in words: a prune's removals, an instant restore's image, a backup to an object or directory target's chunks (read, sent, found stored, confirmed by an earlier attempt)
              */
             summary: string | null;
             /**

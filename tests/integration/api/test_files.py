@@ -6,7 +6,14 @@ route a tenant has: the partitions, listings page by page, stat, every file's by
 the tree's (sha256), ranges, tar and zip archives read back, search. Files changed and
 backed up again: the new restore point holds the new bytes, the old one still the old;
 a file's versions across both. Another project reads nothing (404 on every route), and an
-encrypted or unreadable volume answers 422 with its reason."""
+encrypted or unreadable volume answers 422 with its reason.
+
+Every other filesystem and partition table, made by the real tools (tests/support/fs_images.py)
+and backed up once: a GPT disk of XFS, NTFS, FAT32 and Btrfs partitions and an MBR disk (an
+ext4 primary, a FAT32 logical partition) on the RBD target, a whole-disk XFS on the object
+target; in each filesystem, listings, stat, downloads, a tar archive, search and versions
+against the tool's source tree (sha256). The reader is the target's, the parser the
+filesystem's: the other kinds on one target are enough, the object target gets one."""
 
 from __future__ import annotations
 
@@ -27,10 +34,12 @@ import rados
 import rbd
 
 from services import targets
-from tests.support import ceph
+from tests.support import ceph, fs_images
 from tests.support.ceph import MiB
 from tests.support.flows import backup, restore_point
+from tests.support.fs_images import Image
 from tests.support.stack import HEADERS, Stack
+from worker.files.parser.paths import display_name
 
 pytestmark = pytest.mark.ceph
 
@@ -68,27 +77,15 @@ def _change(root: Path) -> None:
     (root / "new.txt").write_text("made after the first backup\n")
 
 
-def _mke2fs(tree: Path, image: Path) -> bytes:
+def _mke2fs(tree: Path, image: Path) -> Path:
     """An ext4 filesystem holding `tree`, made rootless by the real tool."""
     tool = shutil.which("mke2fs", path=f"/usr/sbin:/sbin:{os.environ.get('PATH', '')}")
     assert tool is not None, "mke2fs (Debian's e2fsprogs) is not installed"
     image.unlink(missing_ok=True)
     subprocess.run([tool, "-q", "-F", "-t", "ext4", "-L", "tenant-data", "-d", str(tree),
                     str(image), f"{IMAGE_BYTES // 1024}k"], check=True, capture_output=True)
-    data = image.read_bytes()
-    assert len(data) == IMAGE_BYTES
-    return data
-
-
-def _write_volume(io_: rados.Ioctx, name: str, data: bytes) -> None:
-    """`data` over the whole volume, the zeros as holes (discarded), as a guest writes."""
-    with rbd.Image(io_, name) as image:
-        for offset in range(0, len(data), MiB):
-            piece = data[offset:offset + MiB]
-            if piece.count(0) == len(piece):
-                image.discard(offset, len(piece))
-            else:
-                image.write(piece, offset)
+    assert image.stat().st_size == IMAGE_BYTES
+    return image
 
 
 def _sha(data: bytes) -> str:
@@ -101,12 +98,16 @@ def _files_of(root: Path) -> dict[str, bytes]:
             for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
 
 
+def _configured(stack: Stack, target: str) -> str:
+    if targets.find(stack.settings, target) is None:
+        pytest.fail(f"the stack has no target {target!r}: the object target needs "
+                    "the local RGW (make up RGW=1)")
+    return target
+
+
 @pytest.fixture(params=KINDS)
 def target(request: pytest.FixtureRequest, stack: Stack) -> str:
-    if targets.find(stack.settings, request.param) is None:
-        pytest.fail(f"the stack has no target {request.param!r}: the object target needs "
-                    "the local RGW (make up RGW=1)")
-    return str(request.param)
+    return _configured(stack, str(request.param))
 
 
 @pytest.fixture
@@ -128,14 +129,20 @@ def source(volumes_pool: rados.Ioctx, images: list[str]) -> str:
 class Files:
     """The public file routes of one restore point, as a tenant calls them."""
 
-    def __init__(self, stack: Stack, rp_id: str,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(self, stack: Stack, rp_id: str, headers: dict[str, str] | None = None,
+                 partition: int | None = None) -> None:
         self.stack, self.base = stack, f"/v1/restore-points/{rp_id}"
         self.headers = headers or HEADERS
+        self.partition = partition
+        """The partition every call reads (`?partition=`); None: the first readable."""
+
+    def _in(self) -> list[tuple[str, Any]]:
+        return [] if self.partition is None else [("partition", self.partition)]
 
     def get(self, what: str, params: dict[str, Any] | None = None,
             extra: dict[str, str] | None = None) -> Any:
-        return self.stack.client.get(self.base + what, params=params or {},
+        return self.stack.client.get(self.base + what,
+                                     params=[*self._in(), *(params or {}).items()],
                                      headers={**self.headers, **(extra or {})})
 
     def ok(self, what: str, **params: Any) -> Any:
@@ -167,7 +174,8 @@ class Files:
     def archive(self, paths: list[str], kind: str) -> bytes:
         response = self.stack.client.get(self.base + "/files/archive",
                                          params=[("path", p) for p in paths] + [
-                                             ("format", kind)], headers=self.headers)
+                                             ("format", kind), *self._in()],
+                                         headers=self.headers)
         assert response.status_code == 200, response.text
         return bytes(response.content)
 
@@ -221,7 +229,7 @@ def test_a_tenant_reads_every_file_of_a_restore_point_and_of_the_next(
     tree = tmp_path / "tree"
     tree.mkdir()
     _tree(tree)
-    _write_volume(volumes_pool, source, _mke2fs(tree, tmp_path / "fs.img"))
+    ceph.write_file(volumes_pool, source, _mke2fs(tree, tmp_path / "fs.img"))
     first = _back_up(stack, source, target)
     old = _files_of(tree)
     files = Files(stack, first["id"])
@@ -279,7 +287,7 @@ def test_a_tenant_reads_every_file_of_a_restore_point_and_of_the_next(
 
     # The tenant changes files; the next backup is an incremental.
     _change(tree)
-    _write_volume(volumes_pool, source, _mke2fs(tree, tmp_path / "fs.img"))
+    ceph.write_file(volumes_pool, source, _mke2fs(tree, tmp_path / "fs.img"))
     second = _back_up(stack, source, target)
     newer = Files(stack, second["id"])
     _every_file_reads_as_the_tree(newer, tree)
@@ -314,6 +322,132 @@ def test_a_tenant_reads_every_file_of_a_restore_point_and_of_the_next(
             404, "restore_point_not_found"), what
     refused = _versions(stack, first["volume_id"], OTHER_PROJECT, path="/hello.txt")
     assert (refused.status_code, refused.json()["error"]["code"]) == (404, "volume_not_found")
+
+
+GPT_KINDS = ("xfs", "ntfs", "fat32", "btrfs")
+"""The GPT disk's partitions, 1 to 4: every filesystem but ext4 (the whole-disk test's)."""
+MBR_KINDS = ("ext4", "fat32")
+"""The MBR disk's: a primary partition (1), a logical one in an extended partition (5)."""
+BIG = MiB + 3
+"""The source tree's big file here: over the object target's 1 MiB chunks, and little data
+for the memstore OSDs (seven filesystems of the tree)."""
+LABELS = {"ext4": "cairn-ext4", "xfs": "cairn-xfs", "ntfs": "cairn-ntfs", "fat32": "CAIRNFAT",
+          "btrfs": "cairn-btrfs"}
+
+
+def _shown(path: str) -> str:
+    """A tree's path as listings show it (a name that is not UTF-8 escaped: docs/files.md)."""
+    return "/".join(display_name(part) for part in path.split("/"))
+
+
+def _volume_of(io_: rados.Ioctx, images: list[str], image: Path) -> str:
+    """A new volume holding `image`, of its size exactly (a GPT's backup header is in the
+    disk's last sectors)."""
+    name = ceph.unique_name("files")
+    images.append(name)
+    rbd.RBD().create(io_, name, image.stat().st_size)
+    ceph.write_file(io_, name, image)
+    return name
+
+
+def _disk_bytes(members: list[Image]) -> int:
+    """Room for the members, their alignment, the tables and EBRs between them."""
+    return sum(member.path.stat().st_size for member in members) + 8 * MiB
+
+
+def _reads_as_its_image(files: Files, image: Image, rp: dict[str, Any]) -> None:
+    """One filesystem of a restore point, through every file route, holds what the tool
+    made it from: the names of `/` and of a directory paged through, each file's type, size
+    and bytes (sha256) downloaded, every file, directory and symlink in a tar archive of
+    `/`, a search by pattern, and a file's version in the restore point."""
+    tree, kind = image.tree, image.filesystem
+    paths = [*tree.files, *tree.dirs, *tree.symlinks]
+    root = {e["name"]: e for e in files.listing("/")}
+    # ext's lost+found is the filesystem's own: every other name is the tree's.
+    assert set(root) - {"lost+found"} == {_shown(p).split("/")[1] for p in paths}, kind
+    for path, target in tree.symlinks.items():  # the tree's one symlink is in /
+        assert (root[path[1:]]["type"], root[path[1:]]["target"]) == ("symlink", target)
+    if "/many" in tree.dirs:
+        assert [e["name"] for e in files.listing("/many", limit=10)] == sorted(
+            p.rsplit("/", 1)[1] for p in tree.files if p.startswith("/many/")), kind
+
+    for path, sha in tree.files.items():
+        if path.startswith("/many/"):  # in the archive below: one request, not 25
+            continue
+        stat = files.ok("/files/stat", path=_shown(path)).json()
+        assert (stat["type"], stat["size"]) == ("file", tree.sizes[path]), (kind, path)
+        data = files.content(_shown(path))
+        assert (len(data), _sha(data)) == (tree.sizes[path], sha), (kind, path)
+
+    with tarfile.open(fileobj=io.BytesIO(files.archive(["/"], "tar"))) as tar:
+        members = tar.getmembers()
+        held = {"/" + m.name: _sha(tar.extractfile(m).read())  # type: ignore[union-attr]
+                for m in members if m.isfile()}
+        dirs = {"/" + m.name for m in members if m.isdir()}
+        links = {"/" + m.name: m.linkname for m in members if m.issym()}
+    assert held == {_shown(p): sha for p, sha in tree.files.items()}, kind
+    assert dirs - {"/lost+found"} == {_shown(p) for p in tree.dirs}, kind
+    assert links == tree.symlinks, kind
+
+    found = files.ok("/files/search", pattern="*.txt", limit=1000).json()
+    assert {e["path"] for e in found["entries"]} == {
+        _shown(p) for p in tree.files if p.endswith(".txt")}, kind
+    assert not found["truncated"]
+
+    versions = _versions(files.stack, rp["volume_id"], HEADERS, path="/hello.txt",
+                         **({} if files.partition is None else {"partition": files.partition}))
+    assert versions.status_code == 200, versions.text
+    assert [(v["restore_point_id"], v["present"], v["type"], v["size"], v["sha256"])
+            for v in versions.json()["versions"]] == [
+        (rp["id"], True, "file", tree.sizes["/hello.txt"], tree.files["/hello.txt"])], kind
+
+
+def test_every_filesystem_in_gpt_and_mbr_partitions_reads_as_its_source(
+        stack: Stack, files_service: None, volumes_pool: rados.Ioctx, images: list[str],
+        tmp_path: Path) -> None:
+    tree = fs_images.source_tree(tmp_path / "src", big=BIG)
+    made = {"ext4": fs_images.ext4_image(tmp_path / "ext4.img", tree),
+            "xfs": fs_images.xfs_image(tmp_path / "xfs.img", tree),
+            "ntfs": fs_images.ntfs_image(tmp_path / "ntfs.img", tree),
+            "fat32": fs_images.fat32_image(tmp_path / "fat32.img", tree),
+            "btrfs": fs_images.btrfs_image(tmp_path / "btrfs.img", tree)}
+    gpt_members = [made[kind] for kind in GPT_KINDS]
+    mbr_members = [made[kind] for kind in MBR_KINDS]
+    disks = [
+        ("gpt", fs_images.gpt_disk(tmp_path / "gpt.img", gpt_members,
+                                   size=_disk_bytes(gpt_members)), [1, 2, 3, 4], GPT_KINDS),
+        ("mbr", fs_images.mbr_disk(tmp_path / "mbr.img", mbr_members,
+                                   size=_disk_bytes(mbr_members)), [1, 5], MBR_KINDS)]
+    for scheme, disk, indexes, kinds in disks:
+        rp = _back_up(stack, _volume_of(volumes_pool, images, disk.path), "local")
+        listed = Files(stack, rp["id"]).ok("/partitions").json()["partitions"]
+        assert [(p["index"], p["scheme"], p["offset"], p["size"], p["filesystem"],
+                 p["label"], p["name"], p["readable"]) for p in listed] == [
+            (index, scheme, offset, size, kind, LABELS[kind],
+             f"part {index}" if scheme == "gpt" else None, True)
+            for index, (offset, size, kind) in zip(indexes, disk.partitions, strict=True)]
+        for index, kind in zip(indexes, kinds, strict=True):
+            _reads_as_its_image(Files(stack, rp["id"], partition=index), made[kind], rp)
+
+
+def test_a_whole_disk_xfs_reads_as_its_source_from_the_object_target(
+        stack: Stack, files_service: None, volumes_pool: rados.Ioctx, images: list[str],
+        tmp_path: Path) -> None:
+    tree = fs_images.source_tree(tmp_path / "src", big=BIG)
+    xfs = fs_images.xfs_image(tmp_path / "xfs.img", tree)
+    rp = _back_up(stack, _volume_of(volumes_pool, images, xfs.path),
+                  _configured(stack, "s3"))
+    files = Files(stack, rp["id"])  # no partition: the first readable, the disk's own
+    [partition] = files.ok("/partitions").json()["partitions"]
+    assert (partition["index"], partition["scheme"], partition["filesystem"],
+            partition["label"], partition["readable"]) == (1, "disk", "xfs", "cairn-xfs",
+                                                            True), partition
+    _reads_as_its_image(files, xfs, rp)
+    with zipfile.ZipFile(io.BytesIO(files.archive(["/docs", "/many"], "zip"))) as archive:
+        zipped = {"/" + n: _sha(archive.read(n)) for n in archive.namelist()
+                  if not n.endswith("/")}
+    assert zipped == {p: sha for p, sha in xfs.tree.files.items()
+                      if p.startswith(("/docs/", "/many/"))}
 
 
 def _luks_header() -> bytes:

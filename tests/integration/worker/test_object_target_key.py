@@ -61,7 +61,7 @@ from tests.support.object_workers import (
 )
 from tests.support.s3_proxy import S3Proxy
 from tests.support.stack import BIN, CLOUD_ADMIN, HEADERS, Stack
-from worker.engine import object_copy
+from worker.engine import object_download
 from worker.engine.chunk_store import ChunkStore
 from worker.managers import object_gc
 from worker.runtime import Runtime
@@ -139,7 +139,7 @@ def test_on_a_store_that_ignores_the_condition_racing_key_writes_all_store_the_r
         for job in jobs:
             rp = keyed.get(f"/v1/restore-points/{job['restore_point_id']}").json()
             manifest = reader.read_manifest(rp["project_id"], rp["id"], rp["size_bytes"])
-            assert object_copy.verify(reader, rp["project_id"], manifest)[1] == [], rp
+            assert object_download.verify(reader, rp["project_id"], manifest)[1] == [], rp
     finally:
         bucket.close()
 

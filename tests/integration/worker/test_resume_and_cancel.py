@@ -10,6 +10,7 @@ import pytest
 import rados
 import rbd
 
+from services.restore_points.marks import CHECKPOINT_KEY, DONE_KEY
 from tests.support import ceph
 from tests.support.ceph import MiB
 from tests.support.flows import (
@@ -86,6 +87,45 @@ def test_killed_restore_resumes_where_it_stopped(stack: Stack, dense_volume: str
     with rbd.Image(volumes_pool, restored, read_only=True) as image, \
             pytest.raises(KeyError):  # the checkpoint is gone once the restore is complete
         image.metadata_get("cairn.restore_checkpoint")
+
+
+def _checkpointed(io: rados.Ioctx, name: str, job_id: str, chunks: int) -> set[int]:
+    """The chunks the checkpoint in restore image `name` names as written."""
+    with rbd.Image(io, name, read_only=True) as image:
+        mark = int(image.metadata_get(CHECKPOINT_KEY))
+        owner, _, listed = dict(image.metadata_list()).get(DONE_KEY, " ").partition(" ")
+    past = {int(i) for i in listed.split(",") if i} if owner == job_id else set()
+    return set(range(min(mark, chunks))) | past
+
+
+def test_killed_object_target_restore_fetches_no_chunk_its_checkpoint_names(
+        stack: Stack, dense_volume: str, volumes_pool: rados.Ioctx, images: list[str]) -> None:
+    """Many chunks in flight finish out of order: the checkpoint keeps its mark and the
+    chunks done past it, and the retry fetches exactly the others (the job's bytes_read is
+    what this attempt fetched)."""
+    if "s3" not in stack.settings.object_targets:
+        pytest.fail("target 's3' is not configured: start the stack with CAIRN_RGW=1")
+    chunk = stack.settings.object_targets["s3"].chunk_size_mib * MiB
+    rp_id = backup(stack, dense_volume, target="s3")["restore_point_id"]
+    restored = ceph.unique_name("resumed-s3-restore")
+    images.append(restored)
+    job = start_restore(stack, rp_id, restored, qos_bytes_per_second=8 * MiB)
+    wait_for_progress(stack, job["id"], 28 * MiB)
+    stack.worker.kill()
+    written = _checkpointed(volumes_pool, restored, job["id"], 64 * MiB // chunk)
+    assert written, "the killed attempt left no checkpoint"
+    stack.worker.start("ready")
+
+    done = stack.wait_job(job["id"], timeout=60)
+    assert (done["status"], done["attempt"]) == ("succeeded", 2), done
+    progress = done["progress"]
+    assert progress["bytes_total"] == 64 * MiB
+    assert progress["bytes_resumed"] == len(written) * chunk, (sorted(written), progress)
+    assert progress["bytes_read"] == 64 * MiB - len(written) * chunk, progress
+    assert ceph.sha256_of(volumes_pool, restored) == ceph.sha256_of(volumes_pool, dense_volume)
+    with rbd.Image(volumes_pool, restored, read_only=True) as image:
+        assert CHECKPOINT_KEY not in dict(image.metadata_list())
+        assert DONE_KEY not in dict(image.metadata_list())
 
 
 def test_cancel_a_running_backup_leaves_nothing_behind(

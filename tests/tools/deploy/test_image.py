@@ -33,10 +33,23 @@ def _buildah(*args: str, timeout: float = BUILDAH_SECONDS) -> str:
 @pytest.fixture(scope="module")
 def image() -> str:
     assert shutil.which("buildah"), "buildah is missing: `make test` installs it"
+    before = _tagged()
     done = subprocess.run(["bash", str(REPO / "deploy" / "image" / "build.sh"), TAG], env=ENV,
                           capture_output=True, text=True, timeout=1200, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # A rebuild leaves no copy behind (about 1 GB each with vfs): what the tag named before
+    # is gone.
+    stored = [i.removeprefix("sha256:") for i in _buildah("images", "-q", "--no-trunc").split()]
+    assert before is None or before == _tagged() or before not in stored, before
     return TAG
+
+
+def _tagged() -> str | None:
+    """The id of the image TAG names, None when there is none."""
+    done = subprocess.run(["buildah", "inspect", "--type", "image", "--format",
+                           "{{.FromImageID}}", TAG], env=ENV, capture_output=True, text=True,
+                          check=False)
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 @pytest.fixture

@@ -33,6 +33,16 @@ def test_more_uploads_in_flight_than_connections_is_refused() -> None:
         _settings(object_targets={"s3": {**S3, "connections": 4, "uploads_in_flight": 8}})
 
 
+def test_more_downloads_in_flight_than_connections_is_refused_unless_by_default() -> None:
+    with pytest.raises(ValidationError, match="downloads_in_flight 8 exceeds the target's"):
+        _settings(object_targets={"s3": {**S3, "connections": 4, "uploads_in_flight": 4,
+                                         "downloads_in_flight": 8}})
+    # A target configured with few connections before the setting existed still starts.
+    few = _settings(object_targets={"s3": {**S3, "connections": 4, "uploads_in_flight": 4}})
+    assert few.object_targets["s3"].downloads_in_flight == 4
+    assert _settings(object_targets={"s3": S3}).object_targets["s3"].downloads_in_flight == 16
+
+
 def test_the_operator_key_is_64_hex_digits_or_nothing_is_read(tmp_path: Path) -> None:
     key = tmp_path / "key"
     assert operator_key(_settings()) is None

@@ -124,7 +124,8 @@ class Operations:
     def stat(self, partition: int | None, path: str) -> Entry:
         volume, fs = self._volume(partition)
         node, shown = self._resolve(volume, fs, path)
-        name = shown.rsplit("/", 1)[1] or "/"
+        # The root's name is "": no name holds '/' (the file service refuses one that does).
+        name = shown.rsplit("/", 1)[1]
         return {**self._entry(fs, name, node), "path": shown}
 
     # --- file data ----------------------------------------------------------------------
@@ -182,7 +183,7 @@ class Operations:
         node, shown = self._resolve(volume, fs, path)
         if max_entries < 1:
             return {"entries": [], "truncated": True}
-        top = shown.rsplit("/", 1)[1] or "/"
+        top = shown.rsplit("/", 1)[1]  # "" for the root, as `stat` names it
         entries: Entries = [{**self._entry(fs, top, node), "path": shown}]
         truncated = False
         if entries[0]["type"] == "dir":

@@ -15,7 +15,7 @@ from services.db import Database
 from services.storage.s3 import Bucket
 from tests.support import ceph
 from tests.support.rgw import OPERATOR_KEY
-from worker.engine import chunk_gc, object_copy
+from worker.engine import chunk_gc, object_copy, object_download
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 
 MiB = 1 << 20
@@ -69,7 +69,7 @@ def test_deleting_restore_points_in_any_order_releases_exactly_the_unreferenced_
         assert stats.chunks_referenced == len(expected)
         # What is left restores byte for byte.
         for rp_left, manifest in remaining.items():
-            assert object_copy.verify(store, "p1", manifest)[1] == [], rp_left
+            assert object_download.verify(store, "p1", manifest)[1] == [], rp_left
     assert _stored_names(bucket) == set()
 
 

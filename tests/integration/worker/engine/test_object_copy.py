@@ -17,7 +17,7 @@ from services.storage.object_layout import DATA_KEY, chunk_key
 from services.storage.s3 import Bucket
 from tests.support import ceph
 from tests.support.rgw import OPERATOR_KEY
-from worker.engine import object_copy
+from worker.engine import object_copy, object_download
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 from worker.engine.object_copy import TransferStats
 
@@ -59,7 +59,7 @@ def _restore_sha(io: rados.Ioctx, store: ChunkStore, manifest: ObjectManifest,
     images.append(name)
     rbd.RBD().create(io, name, manifest.image_size)
     with rbd.Image(io, name) as target:
-        object_copy.download(store, project, manifest, target, target_is_new=True)
+        object_download.download(store, project, manifest, target, target_is_new=True)
     return ceph.sha256_of(io, name)
 
 
@@ -161,19 +161,76 @@ def test_a_tampered_or_missing_chunk_is_found_by_verify_and_refused_by_restore(
         bucket: Bucket) -> None:
     name = _snapshotted(volumes_pool, images, "s3-tamper", 12 * MiB, seed=8)
     manifest, _ = _upload(volumes_pool, name, "s1", store)
-    assert object_copy.verify(store, "p1", manifest)[1] == []
+    assert object_download.verify(store, "p1", manifest)[1] == []
     second, third = manifest.chunks[1], manifest.chunks[2]
     blob = bucket.get(chunk_key("p1", second), limit=8 * MiB)
     assert blob is not None
     bucket.put(chunk_key("p1", second), blob[:-1] + bytes([blob[-1] ^ 1]))  # one bit
     bucket.delete(chunk_key("p1", third))
-    found = object_copy.verify(store, "p1", manifest)[1]
+    found = object_download.verify(store, "p1", manifest)[1]
     assert [offset for offset, _ in found] == [4 * MiB, 8 * MiB]
     assert "authentication" in found[0][1]
     assert "missing" in found[1][1]
     # Chunks are fetched in parallel: the restore stops at whichever bad one comes first.
     with pytest.raises(DataCorrupt, match=f"offset ({4 * MiB}|{8 * MiB})"):
         _restore_sha(volumes_pool, store, manifest, images)
+
+
+@pytest.mark.parametrize("fetches", [1, 16])
+def test_an_odd_sized_sparse_image_restores_byte_exact_and_sparse_at_any_fetches_in_flight(
+        volumes_pool: rados.Ioctx, images: list[str], store: ChunkStore, fetches: int) -> None:
+    size = 72 * MiB + 12_345  # not a multiple of the chunk size; holes, zeros inside data
+    name = ceph.unique_name("s3-fetches")
+    images.append(name)
+    ceph.make_mixed_image(volumes_pool, name, size=size, seed=21)
+    _snap(volumes_pool, name, "s1")
+    manifest, _ = _upload(volumes_pool, name, "s1", store, chunk_size=1 * MiB)
+    restored = ceph.unique_name("s3-fetched")
+    images.append(restored)
+    rbd.RBD().create(volumes_pool, restored, size)
+    with rbd.Image(volumes_pool, restored) as target:
+        stats = object_download.download(store, "p1", manifest, target, target_is_new=True,
+                                         fetches=fetches, writes=4)
+    assert ceph.sha256_of(volumes_pool, restored) == ceph.sha256_of(volumes_pool, name, "s1")
+    assert stats.bytes_read == sum(min(MiB, size - i * MiB) for i in manifest.chunks)
+    # Holes, and zeros inside the chunks, stay unwritten on a new image: no more is
+    # allocated than the source's data, each run of it counted in whole 4 KiB blocks (the
+    # copy engine's grain; the source was written at any byte).
+    assert ceph.allocated_bytes(volumes_pool, restored) <= _in_blocks(volumes_pool, name, "s1")
+
+
+def _in_blocks(io: rados.Ioctx, name: str, snapshot: str, block: int = 4096) -> int:
+    """The bytes of the image's allocated extents, each widened to whole blocks."""
+    total = 0
+
+    def on_extent(offset: int, length: int, exists: bool) -> int:
+        nonlocal total
+        if exists:
+            total += -(-(offset + length) // block) * block - offset // block * block
+        return 0
+
+    with rbd.Image(io, name, snapshot=snapshot, read_only=True) as image:
+        image.diff_iterate(0, image.size(), None, on_extent)
+    return total
+
+
+def test_a_corrupt_chunk_fails_the_restore_and_nothing_of_it_is_written(
+        volumes_pool: rados.Ioctx, images: list[str], store: ChunkStore,
+        bucket: Bucket) -> None:
+    name = _snapshotted(volumes_pool, images, "s3-corrupt", 24 * MiB, seed=22)
+    manifest, _ = _upload(volumes_pool, name, "s1", store, chunk_size=1 * MiB)
+    key = chunk_key("p1", manifest.chunks[13])
+    blob = bucket.get(key, limit=8 * MiB)
+    assert blob is not None
+    bucket.put(key, blob[:-1] + bytes([blob[-1] ^ 1]))
+    restored = ceph.unique_name("s3-corrupt-restore")
+    images.append(restored)
+    rbd.RBD().create(volumes_pool, restored, manifest.image_size)
+    with rbd.Image(volumes_pool, restored) as target:
+        with pytest.raises(DataCorrupt, match=f"offset {13 * MiB} is corrupt"):
+            object_download.download(store, "p1", manifest, target, target_is_new=True,
+                                     fetches=16)
+        assert target.read(13 * MiB, MiB) == bytes(MiB)
 
 
 def test_restore_in_place_zeroes_what_the_restore_point_does_not_hold(
@@ -187,7 +244,8 @@ def test_restore_in_place_zeroes_what_the_restore_point_does_not_hold(
     expected = ceph.sha256_of(volumes_pool, name, "s1")
     with rbd.Image(volumes_pool, name) as image:
         image.write(b"\xff" * size, 0)  # every byte differs now, holes included
-        object_copy.download(store, "p1", manifest, image, target_is_new=False)
+        object_download.download(store, "p1", manifest, image, target_is_new=False,
+                                  fetches=16)
     assert ceph.sha256_of(volumes_pool, name) == expected
 
 
@@ -209,7 +267,7 @@ def test_without_the_operator_key_nothing_is_read(
     # Reopened with the right key (a new worker), everything reads back.
     reopened = ChunkStore.open(keys_db, bucket, "offsite-s3", OPERATOR_KEY)
     again = reopened.read_manifest("p1", "rp-1", 4 * MiB)
-    assert object_copy.verify(reopened, "p1", again)[1] == []
+    assert object_download.verify(reopened, "p1", again)[1] == []
 
 
 def test_an_unwritten_target_is_not_made_by_a_read(bucket: Bucket,

@@ -50,6 +50,24 @@ def test_every_file_comes_back_exactly_through_the_sealed_child(
             session.close()
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_root_itself_stats_and_walks_through_the_sealed_child(
+        images: dict[str, Image], kind: str) -> None:
+    """`/` as a path asked for (a stat of it, an archive of all): the root is named "", a
+    name never holding '/', and what it holds follows it."""
+    with FileReader(images[kind].path) as reader:
+        session = ParserSession(reader)
+        try:
+            first = next(p for p in session.partitions() if p["readable"])
+            root = session.stat(first["index"], "/")
+            assert (root["name"], root["path"], root["type"]) == ("", "/", "dir")
+            walked = session.walk(first["index"], "/", 10_000)["entries"]
+            assert (walked[0]["name"], walked[0]["path"]) == ("", "/")
+            assert "/hello.txt" in {entry["path"] for entry in walked[1:]}
+        finally:
+            session.close()
+
+
 def test_a_damaged_block_under_a_file_is_the_restore_points_fault(
         images: dict[str, Image]) -> None:
     image = images["ext4"]

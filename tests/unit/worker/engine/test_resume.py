@@ -18,3 +18,16 @@ def test_the_mark_waits_for_the_first_chunk_still_in_flight() -> None:
 
 def test_an_empty_plan_resumes_at_the_start() -> None:
     assert ResumeMark(0, [].__getitem__).index == 0
+
+
+def test_the_chunks_done_past_the_mark_are_known() -> None:
+    indexes = [3, 4, 7, 9, 12]
+    mark = ResumeMark(len(indexes), indexes.__getitem__)
+    mark.done(2)
+    mark.done(3)
+    assert (mark.index, mark.position, mark.beyond(5)) == (3, 0, [7, 9])
+    assert mark.beyond(3) == [7]  # nothing at or after the first position not submitted
+    mark.done(0)
+    assert (mark.index, mark.position, mark.beyond(5)) == (4, 1, [7, 9])
+    mark.done(1)
+    assert (mark.index, mark.position, mark.beyond(5)) == (12, 4, [])

@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 from services.errors import InvalidInput
-from services.restore_points.marks import CHECKPOINT_KEY, JOB_KEY, RESTORE_POINT_KEY
-from worker.managers.destination import claim
+from services.restore_points.marks import CHECKPOINT_KEY, DONE_KEY, JOB_KEY, RESTORE_POINT_KEY
+from worker.engine.copy import CopyStats
+from worker.managers.destination import Destination, claim, done_of
 
 MiB = 1 << 20
 
@@ -63,3 +64,23 @@ def test_a_volume_smaller_than_the_restore_point_is_refused_untouched() -> None:
     with pytest.raises(InvalidInput, match="smaller than restore point rp-1"):
         _claim(image, "job-1")
     assert image.metadata == {}
+
+
+def test_the_chunks_done_past_the_checkpoint_are_the_jobs_own_or_none() -> None:
+    image = Image(8 * MiB)
+    assert _claim(image, "job-1") == 0
+    destination = Destination(image, 0, fresh=False, job_id="job-1")  # type: ignore[arg-type]
+    destination.checkpoint(CopyStats(resume_index=3, resume_done=(5, 9)))
+    assert image.metadata[CHECKPOINT_KEY] == "3"
+    assert done_of(image, "job-1") == {5, 9}  # type: ignore[arg-type]
+    # A worker of a version before the list claims the image for job-2 and dies: its
+    # retry on a newer worker must not take job-1's list for its own.
+    image.metadata[JOB_KEY] = "job-2"
+    del image.metadata[CHECKPOINT_KEY]
+    assert done_of(image, "job-2") == frozenset()  # type: ignore[arg-type]
+    # A newer worker's claim for another job removes it with the checkpoint.
+    assert _claim(image, "job-3") == 0
+    assert DONE_KEY not in image.metadata
+    assert CHECKPOINT_KEY not in image.metadata
+    image.metadata[DONE_KEY] = "job-3 5,x"
+    assert done_of(image, "job-3") == frozenset()  # type: ignore[arg-type]  # unreadable

@@ -1,6 +1,6 @@
 """Runs `openstack ARGS` in Debian's system Python (where python-openstackclient, osc-lib
 and cliff are; the project's virtualenv has none of them), with Cairn's plugin as
-pyproject.toml declares it, against a stand-in for Cairn's API. Not a test: tests/unit/osc
+pyproject.toml declares it, against a stand-in for Cairn's API. Not a test: tests/tools/osc
 runs it as `/usr/bin/python3 osc_run.py` with the cases as JSON on stdin.
 
 Each case: `argv` (after `openstack`), `routes` ("METHOD /path" or "/path" -> [status,

@@ -1,4 +1,4 @@
-"""The plugin's tests run `openstack` in Debian's system Python (tests/unit/osc/osc_run.py):
+"""The plugin's tests run `openstack` in Debian's system Python (tests/tools/osc/osc_run.py):
 python-openstackclient, osc-lib and cliff are Debian's packages there, and none is in the
 project's virtualenv. Every case of a test module runs in one child, so the tier pays for
 osc's import once per module (about a second), not once per command."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.osc.conftest import CAIRN, Case, Session, needs_osc, run_all
+from tests.tools.osc.conftest import CAIRN, Case, Session, needs_osc, run_all
 
 pytestmark = needs_osc
 

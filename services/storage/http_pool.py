@@ -1,0 +1,97 @@
+"""Keep-alive HTTP(S) connections to one endpoint, at most `size` open at once, shared by
+the threads of a worker (an object target's uploads and downloads in flight).
+
+Nothing is taken from the environment: no proxy variables (`http.client` reads none), and
+TLS verifies the endpoint's certificate and name against the CA bundle botocore uses by
+default (certifi's), never one named by `SSL_CERT_FILE` or `AWS_CA_BUNDLE`."""
+
+from __future__ import annotations
+
+import http.client
+import select
+import ssl
+import threading
+from urllib.parse import urlsplit
+
+import certifi
+
+
+def _dropped(conn: http.client.HTTPConnection) -> bool:
+    """Whether an idle connection was closed by its peer (or has bytes nobody asked for):
+    its socket reads as ready. urllib3 checks the same before reusing one."""
+    sock = conn.sock
+    if sock is None:
+        return True
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
+class ConnectionPool:
+    """Connections to `endpoint` (`scheme://host[:port]`). `take` waits while `size` are
+    taken; `give` hands one back for reuse, or closes it when its answer was not read to
+    the end (its next answer would be the rest of this one)."""
+
+    def __init__(self, endpoint: str, size: int, timeout: float) -> None:
+        parts = urlsplit(endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"endpoint {endpoint!r} is not an http or https URL")
+        self.https = parts.scheme == "https"
+        self.hostname = parts.hostname
+        self.port = parts.port or (443 if self.https else 80)
+        shown = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        self.host = shown if self.port == (443 if self.https else 80) else f"{shown}:{self.port}"
+        """The Host header (signed, so sent as is): the endpoint's host, with its port when
+        that is not the scheme's (botocore's `_host_from_url`)."""
+        self.path = parts.path.rstrip("/")
+        """What the endpoint's URL puts before every request's path."""
+        self.timeout = timeout
+        self.size = size
+        self._context = ssl.create_default_context(cafile=certifi.where()) \
+            if self.https else None
+        self._idle: list[http.client.HTTPConnection] = []
+        self._slots = threading.BoundedSemaphore(size)
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def take(self) -> http.client.HTTPConnection:
+        self._slots.acquire()
+        try:
+            while True:
+                with self._lock:
+                    if self._closed:
+                        raise ConnectionError("the connection pool is closed")
+                    conn = self._idle.pop() if self._idle else None
+                if conn is None:
+                    return self._new()
+                if not _dropped(conn):
+                    conn.sock.settimeout(self.timeout)
+                    return conn
+                conn.close()
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def _new(self) -> http.client.HTTPConnection:
+        if self._context is not None:
+            return http.client.HTTPSConnection(self.hostname, self.port, timeout=self.timeout,
+                                               context=self._context)
+        return http.client.HTTPConnection(self.hostname, self.port, timeout=self.timeout)
+
+    def give(self, conn: http.client.HTTPConnection, *, reusable: bool) -> None:
+        try:
+            with self._lock:
+                if reusable and not self._closed and conn.sock is not None:
+                    self._idle.append(conn)
+                    return
+            conn.close()
+        finally:
+            self._slots.release()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
