@@ -57,6 +57,9 @@ class FileReader:
             self.bytes_read += len(data)
         return data
 
+    def pieces(self, offset: int, length: int) -> list[bytes]:
+        return [self.read(offset, length)]
+
     def extents(self) -> list[Extent]:
         return [Extent(0, self._size)] if self._size else []
 

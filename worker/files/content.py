@@ -28,9 +28,10 @@ PIECE_BLOCKS = 8
 once (eight 4 MiB objects or chunks in flight; two were 0.79x of the object target's
 restore rate in bench/files.py, eight 0.99x)."""
 
-WINDOW = 2
-"""Pieces read ahead of the client: with 4 MiB blocks, a download holds up to 96 MiB (one
-piece being read, two ahead)."""
+WINDOW = 2 * PIECE_BLOCKS
+"""Pieces read ahead of the client, a piece a block (or less, at a run's ends): with 4 MiB
+blocks, a download holds up to 96 MiB (one read of PIECE_BLOCKS being fetched, two reads'
+worth ahead)."""
 
 
 def file_pieces(calls: ParserCalls, reader: RestorePointReader, partition: int | None,
@@ -111,11 +112,11 @@ def _read_runs(reader: RestorePointReader, path: str,
                 at = disk + offset - position
                 # To the next piece boundary of the disk: each read covers whole blocks.
                 want = min(piece - at % piece, last - offset)
-                data = reader.read(at, want)
-                if len(data) != want:
+                parts = reader.pieces(at, want)
+                if sum(len(part) for part in parts) != want:
                     raise FilesUnreadable(f"{path}: the file's data at volume offset {at} "
                                           "lies past the volume's end", path=path)
-                yield data
+                yield from parts
             offset += want
         position += length
         if position >= end:

@@ -28,6 +28,9 @@ class RestorePointReader(Protocol):
         """`length` bytes at `offset`, fewer where the restore point ends (none past it),
         every block they lie in checked; DataCorrupt naming the first block that fails."""
 
+    def pieces(self, offset: int, length: int) -> list[bytes]:
+        """What `read` answers, in pieces (one a block, whole blocks not copied)."""
+
     def extents(self) -> list[Extent]:
         """Where the restore point may hold data, in order; every other byte reads as
         zeros and costs no fetch."""

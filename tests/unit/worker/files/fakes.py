@@ -37,6 +37,10 @@ class FakeReader:
             raise DataCorrupt(f"object {self.corrupt_from // self.block_size} is corrupt")
         return self.image[offset:offset + length]
 
+    def pieces(self, offset: int, length: int) -> list[bytes]:
+        data = self.read(offset, length)
+        return [data[at:at + self.block_size] for at in range(0, len(data), self.block_size)]
+
     def extents(self) -> list[Extent]:
         return [Extent(0, self.size)]
 
