@@ -1,30 +1,33 @@
 """One answer of the file service (cairn-files), read as lean as a relay can: an HTTP/1.1
-GET on a connection of its own, the answer parsed by httptools (C, as uvicorn's own server
-parses) from reads of up to a MiB, each body piece handed on as it arrives.
+GET on a connection of its own, the bytes the event loop receives fed straight to
+httptools (C, as uvicorn's own server parses), each body piece handed on as it arrives.
 
 Why not httpx here: its HTTP/1.1 layer (httpcore over h11, pure Python) reads 64 KiB at a
 time and walks a dozen Python frames per read; relaying a download cost the API process
 1.5 CPU-seconds per GiB (bench/README.md, file-level restore), more than cairn-files spent
-reading the restore point. This costs a tenth of that.
+reading the restore point. Nor asyncio's StreamReader: it copies every byte into its
+buffer and out again. Here each byte is copied once in Python (httptools' body piece),
+and a slow client pauses the reading (HIGH_WATER) rather than filling memory.
 
 The file service is the deployment's own, behind a token, but its answer is still bounded:
-a head of at most HEAD_BYTES in at most MAX_HEADERS lines, each read within `read_seconds`.
-What the request carries is the API's: the path and query it built from checked values,
-the token, the project, and the client's Range and If-Range when they hold no control
-character."""
+a head of at most HEAD_BYTES in at most MAX_HEADERS lines, each wait for more within
+`read_seconds`. What the request carries is the API's: the path and query it built from
+checked values, the token, the project, and the client's Range and If-Range when they hold
+no control character."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import ssl
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from urllib.parse import urlencode, urlsplit
 
 import httptools
 
-READ_BYTES = 1 << 20
-"""The most one read takes off the connection (and the most the stream buffers)."""
+HIGH_WATER = 4 << 20
+"""Bytes received and not yet handed to the client past which reading pauses."""
 
 HEAD_BYTES = 64 << 10
 MAX_HEADERS = 100
@@ -47,28 +50,30 @@ class Endpoint:
         self.authority = parts.netloc
         self._ssl = ssl.create_default_context() if self.tls else None
 
-    async def connect(self, timeout: float
-                      ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        return await asyncio.wait_for(asyncio.open_connection(
-            self.host, self.port, ssl=self._ssl, limit=READ_BYTES), timeout)
+    async def connect(self, protocol: Callable[[], Upstream], timeout: float
+                      ) -> tuple[asyncio.BaseTransport, Upstream]:
+        loop = asyncio.get_running_loop()
+        return await asyncio.wait_for(
+            loop.create_connection(protocol, self.host, self.port, ssl=self._ssl), timeout)
 
 
 def _clean(value: str) -> bool:
     return value.isprintable() and "\r" not in value and "\n" not in value
 
 
-class Upstream:
+class Upstream(asyncio.Protocol):
     """The file service's answer to one GET: `open` it (the status and headers), then
     iterate `body()`; `close` at the end, or when the client goes away."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 read_seconds: float) -> None:
-        self._reader, self._writer = reader, writer
+    def __init__(self, read_seconds: float) -> None:
         self._read_seconds = read_seconds
         self._parser = httptools.HttpResponseParser(self)
-        self._head = 0
-        self._pieces: list[bytes] = []
-        self._headed = self._complete = False
+        self._transport: asyncio.Transport | None = None
+        self._pieces: deque[bytes] = deque()
+        self._held = self._head = 0
+        self._paused = self._headed = self._complete = False
+        self._error: Exception | None = None
+        self._waiter: asyncio.Future[None] | None = None
         self.status = 0
         self.headers: list[tuple[bytes, bytes]] = []
 
@@ -79,17 +84,17 @@ class Upstream:
         """Asks for `path?params` with `headers`; returns once the answer's head is in.
         OSError or TimeoutError when the file service cannot be reached, UpstreamBroken
         when what it says is not an answer."""
-        reader, writer = await endpoint.connect(connect_seconds)
-        upstream = cls(reader, writer, read_seconds)
+        _transport, upstream = await endpoint.connect(lambda: cls(read_seconds),
+                                                      connect_seconds)
         try:
             target = path + (f"?{urlencode(params)}" if params else "")
             lines = [f"GET {target} HTTP/1.1", f"Host: {endpoint.authority}",
                      "Connection: close",
                      *(f"{name}: {value}" for name, value in headers.items()
                        if _clean(name) and _clean(value))]
-            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            upstream._write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
             while not upstream._headed:
-                await upstream._read()
+                await upstream._more()
         except BaseException:
             upstream.close()
             raise
@@ -98,31 +103,68 @@ class Upstream:
     async def body(self) -> AsyncIterator[bytes]:
         """The answer's body, piece by piece as it arrives (chunked or not)."""
         while True:
-            if self._pieces:
-                pieces, self._pieces = self._pieces, []
-                yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            while self._pieces:
+                piece = self._pieces.popleft()
+                self._held -= len(piece)
+                if self._paused and self._held < HIGH_WATER // 2 and self._transport:
+                    self._paused = False
+                    self._transport.resume_reading()
+                yield piece
             if self._complete:
                 return
-            await self._read()
+            await self._more()
 
-    async def _read(self) -> None:
-        data = await asyncio.wait_for(self._reader.read(READ_BYTES), self._read_seconds)
-        if not data:
-            raise UpstreamBroken("the file service closed the connection before the end of "
-                                 "its answer")
+    def close(self) -> None:
+        if self._transport is not None:
+            with contextlib.suppress(OSError, RuntimeError):
+                self._transport.close()
+
+    def _write(self, data: bytes) -> None:
+        assert self._transport is not None
+        self._transport.write(data)
+
+    async def _more(self) -> None:
+        """Waits until something arrives (or the connection ends); raises what broke it."""
+        if self._error is None and not self._complete:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.wait_for(self._waiter, self._read_seconds)
+            finally:
+                self._waiter = None
+        if self._error is not None:
+            raise self._error
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    # asyncio's callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            if isinstance(exc.__context__, UpstreamBroken):  # raised by a callback below
-                raise exc.__context__ from None
-            raise UpstreamBroken(f"the file service's answer is not HTTP: {exc}") from None
+            context = exc.__context__  # a callback's own error, raised below
+            self._error = context if isinstance(context, UpstreamBroken) else UpstreamBroken(
+                f"the file service's answer is not HTTP: {exc}")
         if not self._headed and self._head > HEAD_BYTES:
-            raise UpstreamBroken(f"the file service's answer has a head over {HEAD_BYTES} "
-                                 "bytes")
+            self._error = UpstreamBroken(f"the file service's answer has a head over "
+                                         f"{HEAD_BYTES} bytes")
+        if self._error is not None:
+            self.close()
+        elif self._held > HIGH_WATER and not self._paused and self._transport is not None:
+            self._paused = True
+            self._transport.pause_reading()
+        self._wake()
 
-    def close(self) -> None:
-        with contextlib.suppress(OSError, RuntimeError):
-            self._writer.close()
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._complete and self._error is None:
+            self._error = UpstreamBroken("the file service closed the connection before the "
+                                         "end of its answer")
+        self._wake()
 
     # httptools' callbacks
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -138,6 +180,7 @@ class Upstream:
 
     def on_body(self, body: bytes) -> None:
         self._pieces.append(body)
+        self._held += len(body)
 
     def on_message_complete(self) -> None:
         self._complete = True

@@ -25,6 +25,7 @@ from fastapi import FastAPI
 
 from api.files_proxy import FileService
 from api.files_upstream import Endpoint
+from api.files_upstream import Upstream as Answering
 from api.main import create_app
 from services.base import Base
 from services.records.restore_points import RestorePoint
@@ -182,9 +183,9 @@ class UnixEndpoint(Endpoint):
         super().__init__(FILES_URL)
         self.path = path
 
-    async def connect(self, timeout: float
-                      ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        return await asyncio.open_unix_connection(self.path)
+    async def connect(self, protocol: Callable[[], Answering], timeout: float
+                      ) -> tuple[asyncio.BaseTransport, Answering]:
+        return await asyncio.get_running_loop().create_unix_connection(protocol, self.path)
 
 
 @pytest.fixture(scope="module")
