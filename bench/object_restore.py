@@ -185,8 +185,9 @@ def naive_download_import(io: rados.Ioctx, prefix: str, key: str, endpoint: str 
         with rbd_import.stdin as pipe:
             while piece := body.read(8 * MiB):
                 pipe.write(piece)
-        _, errors = rbd_import.communicate()
-        if rbd_import.returncode != 0:
+        assert rbd_import.stderr is not None
+        errors = rbd_import.stderr.read()  # stdin is closed: communicate() would flush it
+        if rbd_import.wait() != 0:
             raise RuntimeError(f"rbd import failed: {errors.decode(errors='replace')}")
         run = Run(time.monotonic() - t0, cpu() - c0 + children_cpu() - cc0,
                   TransferStats(bytes_written=size), server_cpu() - s0)
