@@ -22,6 +22,7 @@ import contextlib
 import ssl
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import cast
 from urllib.parse import urlencode, urlsplit
 
 import httptools
@@ -140,8 +141,8 @@ class Upstream(asyncio.Protocol):
 
     # asyncio's callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports (the API's loop) are not subclasses of asyncio.Transport.
+        self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         try:

@@ -1,11 +1,11 @@
 """The file routes on the real app (its door, policy and errors; SQLite for the rows), with a
 stand-in for the file service in the test's own event loop (`Upstream`: a real HTTP/1.1
 server answering each request with what the test says, on a Unix socket, as the unit tier
-allows no TCP): what a query may hold (422 before any row is read or the file service
-asked), whose restore points are readable (404 as missing),
-and the relay itself: what passes each way, errors as the file service says them, 503 when
-it is down, and a download that streams as it comes, outside the request slots, within its
-project's bound."""
+allows no TCP; in uvloop's event loop, as uvicorn runs the API): what a query may hold
+(422 before any row is read or the file service asked), whose restore points are readable
+(404 as missing), and the relay itself: what passes each way, errors as the file service
+says them, 503 when it is down, and a download that streams as it comes, outside the
+request slots, within its project's bound."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
+import uvloop
 from fastapi import FastAPI
 
 from api.files_proxy import FileService
@@ -260,7 +261,7 @@ def _get(stack: Stack, path: str, params: list[tuple[str, str]] | None = None,
     async def get() -> Answer:
         async with stack.serving():
             return await asyncio.wait_for(_request(stack.app, path, params, **kwargs), 10)
-    return asyncio.run(get())
+    return uvloop.run(get())
 
 
 def _routes(stack: Stack, rp: str) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -514,7 +515,7 @@ def test_a_download_streams_outside_the_slots_within_its_projects_bound(
         await asyncio.wait_for(task, 5)
         return download, read, second, other, seen
 
-    download, read, second, other, seen = asyncio.run(_served(stack, scenario()))
+    download, read, second, other, seen = uvloop.run(_served(stack, scenario()))
     assert seen == b"first chunk"
     assert (download.status, download.body) == (200, b"first chunksecond chunk")
     assert read.status == 200
@@ -540,7 +541,7 @@ def test_a_client_that_goes_away_ends_the_relay_and_frees_its_place(stack: Stack
         await asyncio.wait_for(task, 5)
         return download
 
-    download = asyncio.run(_served(stack, scenario()))
+    download = uvloop.run(_served(stack, scenario()))
     assert download.body == b"first chunk"
     assert body.closed
     assert stack.app.state.files.open_requests("p") == 0
