@@ -835,9 +835,11 @@ def _natural(value: Any) -> bool:
 def _entry_problem(entry: Any) -> str | None:
     if not isinstance(entry, dict):
         return "an entry that is not an object"
-    if not isinstance(entry.get("name"), str) or entry["name"] in ("", ".", ".."):
+    name = entry.get("name")
+    root = entry.get("path") == "/" and name == ""  # the root's name (the file service's)
+    if not isinstance(name, str) or (name in ("", ".", "..") and not root):
         return "an entry without a name"
-    if ("/" in entry["name"] and entry.get("path") != "/") or "\x00" in entry["name"]:
+    if "/" in name or "\x00" in name:
         return "a name no path can hold"
     if entry.get("type") not in ("file", "dir", "symlink", "other"):
         return "an entry's type"
