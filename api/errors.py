@@ -61,6 +61,7 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
             403: "The caller's role may not do this", 409: "Conflict with the current state",
             413: "Over the project's quota", 422: "Invalid input",
             429: "Too many attempts from this client; Retry-After says when to try again",
+            431: "The request's line and headers are larger than the API takes",
             503: "A Ceph cluster, Keystone or Cinder is unreachable"}
     return {s: {"model": ErrorResponse, "description": text.get(s, "Error")} for s in statuses}
 

@@ -193,7 +193,7 @@ async def content(
                       "headers": {"Content-Disposition": {"schema": {"type": "string"}}},
                       "content": {"application/x-tar": _BINARY,
                                   "application/zip": _BINARY}},
-                **_with_unreadable(_errors()),
+                **_with_unreadable(_errors(431)),
             },
             summary="Download directories and files as one archive",
             dependencies=[allowed("file:get")])
@@ -208,7 +208,9 @@ async def archive(
 ) -> Response:
     """The paths and everything under them as one `tar` or `zip`, streamed as it is made.
     Names in it are relative (no leading `/`, no `..`); devices, FIFOs and sockets are left
-    out."""
+    out. The paths travel in the request's line, which the API bounds as it bounds every
+    request's head (`api_max_header_bytes`, 16 KiB by default): past it, 431; ask for a
+    directory above them, or for fewer at a time."""
     await _readable(db, ctx, restore_point_id)
     params = [*(("path", p) for p in path), *_partition(partition),
               ("format", archive_format)]

@@ -530,7 +530,9 @@ export interface paths {
          * Download directories and files as one archive
          * @description The paths and everything under them as one `tar` or `zip`, streamed as it is made.
          *     Names in it are relative (no leading `/`, no `..`); devices, FIFOs and sockets are left
-         *     out.
+         *     out. The paths travel in the request's line, which the API bounds as it bounds every
+         *     request's head (`api_max_header_bytes`, 16 KiB by default): past it, 431; ask for a
+         *     directory above them, or for fewer at a time.
          */
         get: operations["archive_v1_restore_points__restore_point_id__files_archive_get"];
         put?: never;
@@ -5081,6 +5083,15 @@ export interface operations {
             };
             /** @description Your project's file requests are at their bound; Retry-After says when to try again */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The request's line and headers are larger than the API takes */
+            431: {
                 headers: {
                     [name: string]: unknown;
                 };
