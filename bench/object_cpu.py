@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import rbd_path
 from object_common import OPERATOR_KEY, PROJECT, GiB, MiB, remove_prefix, s3_settings
 
 from tests.support import ceph
@@ -44,18 +45,8 @@ def git(*args: str, cwd: Path = REPO) -> str:
 
 
 def before_worktree(ref: str) -> Path:
-    """A worktree of `ref` at HOME/before: the one there when it is at that commit, else
-    moved to it, or made (as bench/rbd_path.py's)."""
-    commit = git("rev-parse", "--verify", f"{ref}^{{commit}}")
-    path = HOME / "before"
-    if (path / ".git").exists():
-        if git("rev-parse", "HEAD", cwd=path) != commit:
-            git("checkout", "--quiet", "--detach", commit, cwd=path)
-    else:
-        git("worktree", "prune")  # a worktree removed by hand stays registered until then
-        path.parent.mkdir(parents=True, exist_ok=True)
-        git("worktree", "add", "--quiet", "--detach", str(path), commit)
-    return path
+    """A worktree of `ref` at HOME/before (as bench/rbd_path.py's, in this bench's home)."""
+    return rbd_path.before_worktree(ref, HOME)[0]
 
 
 def title(tree: Path) -> str:

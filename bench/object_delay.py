@@ -9,18 +9,12 @@ bandwidth is what two cores give a Python process (~1 CPU-s per GiB carried)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from urllib.parse import urlsplit
 
+from bench.latency import line
 from tests.support.redis_server import free_port
-
-PROXY = Path(__file__).resolve().parent / "latency" / "proxy.py"
-_MIB = 1 << 20
 
 
 @contextmanager
@@ -31,16 +25,8 @@ def s3_delay_line(endpoint: str, delay: float) -> Iterator[str]:
     if upstream.hostname != "127.0.0.1" or upstream.port is None:
         raise ValueError(f"the delay line forwards to 127.0.0.1:<port> only, not {endpoint}")
     port = free_port()
-    proxy = subprocess.Popen(
-        [sys.executable, str(PROXY), "--delay", str(delay), f"{upstream.port}={port}"],
-        stdout=subprocess.PIPE, text=True,
-        # As bench/latency/line.py's: its 256 KiB buffers stay in the heap.
-        env={**os.environ, "MALLOC_MMAP_THRESHOLD_": str(64 * _MIB),
-             "MALLOC_TRIM_THRESHOLD_": str(256 * _MIB)})
+    proxy = line.start_proxy(delay, {upstream.port: port})
     try:
-        assert proxy.stdout is not None
-        if proxy.stdout.readline().strip() != "ready":
-            raise RuntimeError("the S3 delay proxy did not start")
         yield f"{upstream.scheme}://127.0.0.1:{port}"
     finally:
         proxy.terminate()

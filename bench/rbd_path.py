@@ -159,11 +159,11 @@ def git(*args: str, cwd: Path = REPO) -> str:
                           text=True).stdout.strip()
 
 
-def before_worktree(ref: str) -> tuple[Path, str]:
-    """A worktree of `ref` at HOME/before: the one there when it is at that commit, else
+def before_worktree(ref: str, home: Path = HOME) -> tuple[Path, str]:
+    """A worktree of `ref` at `home`/before: the one there when it is at that commit, else
     moved to it, or made."""
     commit = git("rev-parse", "--verify", f"{ref}^{{commit}}")
-    path = HOME / "before"
+    path = home / "before"
     if (path / ".git").exists():
         if git("rev-parse", "HEAD", cwd=path) != commit:
             git("checkout", "--quiet", "--detach", commit, cwd=path)

@@ -41,12 +41,9 @@ def osd_ports(conf: str) -> list[int]:
 
 
 @contextmanager
-def injected_latency(delay: float, confs: list[str]) -> Iterator[subprocess.Popen[str]]:
-    """While active, new Ceph client connections to the OSDs of these clusters (this
-    process's, and those of processes started meanwhile) pass through a delay line of
-    `delay` seconds each way."""
-    ports = [p for conf in confs for p in osd_ports(conf)]
-    pairs = {p: PROXY_PORT_BASE + n for n, p in enumerate(ports)}
+def start_proxy(delay: float, pairs: dict[int, int]) -> subprocess.Popen[str]:
+    """proxy.py forwarding each port of `pairs` (to: from) with `delay` each way, once it
+    says it is ready."""
     proxy = subprocess.Popen([sys.executable, str(HERE / "proxy.py"), "--delay", str(delay),
                               *(f"{p}={q}" for p, q in pairs.items())],
                              stdout=subprocess.PIPE, text=True,
@@ -54,10 +51,21 @@ def injected_latency(delay: float, confs: list[str]) -> Iterator[subprocess.Pope
                              # in fresh pages for each one cost a third of its CPU.
                              env={**os.environ, "MALLOC_MMAP_THRESHOLD_": str(64 * _MIB),
                                   "MALLOC_TRIM_THRESHOLD_": str(256 * _MIB)})
+    assert proxy.stdout is not None
+    if proxy.stdout.readline().strip() != "ready":
+        proxy.kill()
+        raise RuntimeError("the delay proxy did not start")
+    return proxy
+
+
+def injected_latency(delay: float, confs: list[str]) -> Iterator[subprocess.Popen[str]]:
+    """While active, new Ceph client connections to the OSDs of these clusters (this
+    process's, and those of processes started meanwhile) pass through a delay line of
+    `delay` seconds each way."""
+    ports = [p for conf in confs for p in osd_ports(conf)]
+    pairs = {p: PROXY_PORT_BASE + n for n, p in enumerate(ports)}
+    proxy = start_proxy(delay, pairs)
     try:
-        assert proxy.stdout is not None
-        if proxy.stdout.readline().strip() != "ready":
-            raise RuntimeError("the delay proxy did not start")
         os.environ["CAIRN_REDIRECT"] = ",".join(f"{p}={q}" for p, q in pairs.items())
         yield proxy
     finally:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,15 +28,6 @@ from worker.runtime import Runtime
 pytestmark = pytest.mark.ceph
 
 TARGET = "s3"
-
-
-@pytest.fixture
-def bucket(stack: Stack) -> Iterator[Bucket]:
-    if TARGET not in stack.settings.object_targets:
-        pytest.fail("the local RGW is not running: start the stack with CAIRN_RGW=1")
-    opened = Bucket(stack.settings.object_targets[TARGET])
-    yield opened
-    opened.close()
 
 
 def chunk_keys(bucket: Bucket, project: str = "project-a") -> dict[str, Any]:

@@ -38,15 +38,6 @@ OBJECT = 4 * MiB
 
 
 @pytest.fixture
-def bucket(stack: Stack) -> Iterator[Bucket]:
-    if TARGET not in stack.settings.object_targets:
-        pytest.fail("the local RGW is not running: start the stack with CAIRN_RGW=1")
-    opened = Bucket(stack.settings.object_targets[TARGET])
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
 def dense(volumes_pool: rados.Ioctx) -> Iterator[str]:
     with ceph.dense_image(volumes_pool, "s3-fulls", 32 * MiB, seed=81) as name:
         yield name
