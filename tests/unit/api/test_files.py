@@ -472,6 +472,21 @@ def test_a_file_service_down_is_503_with_retry_after(stack: Stack) -> None:
     assert "CAIRN_FILES_URL" in unconfigured.json()["error"]["message"]
 
 
+def test_a_range_with_a_control_character_does_not_reach_the_file_service(
+        stack: Stack) -> None:
+    """Header values are written into the file service's request as they are: one holding
+    a control character (a would-be header of its own) is left out."""
+    upstream = stack.upstream(lambda request: _answer(200, b"data", {}))
+    answer = _get(stack, f"/v1/restore-points/{stack.rp}/files/content",
+                  [("path", "/etc/hosts")],
+                  headers={"Range": "bytes=0-1\x0bX-Cairn-Project: q", "If-Range": '"e1"'})
+    assert answer.status == 200
+    [request] = upstream.requests
+    assert "range" not in request.headers
+    assert request.headers["if-range"] == '"e1"'
+    assert request.headers["x-cairn-project"] == "p"
+
+
 def test_an_answer_with_an_unbounded_head_is_503_not_read_on(stack: Stack) -> None:
     """A file service that answers with more headers than any answer of it has (a broken
     or impersonated one) is refused as unavailable; nothing of it reaches the client."""
