@@ -67,10 +67,7 @@ limited() {
         echo "limited: the limit must be whole seconds, not '$limit'" >&2
         return 2
     fi
-    local status; status=$(mktemp)
-    # The command's own status, beside wait's: bash can answer a `wait` 127 ("not a
-    # child") for a child whose status it has already collected.
-    ( trap "echo \$? >'$status'" EXIT; "$@" ) &
+    "$@" &
     local child=$! rc=0 start=$SECONDS
     while running "$child"; do
         if [ $((SECONDS - start)) -ge "$limit" ]; then
@@ -80,9 +77,5 @@ limited() {
         sleep 1
     done
     wait "$child" || rc=$?
-    if [ "$rc" = 127 ] && [ -s "$status" ]; then
-        rc=$(cat "$status")
-    fi
-    rm -f "$status"
     return "$rc"
 }

@@ -84,9 +84,7 @@ foreground() {
 background() {
     local name=$1; shift
     began[$name]=$(now)
-    # The step writes its own status too: bash once answered `wait` with 127 ("not a
-    # child") for a step whose every command had succeeded (run 25's `check`).
-    ( trap "echo \$? >'$run/$name.status'" EXIT; "$@" ) >"$run/$name.log" 2>&1 &
+    ( "$@" ) >"$run/$name.log" 2>&1 &
     pid[$name]=$!
 }
 
@@ -94,9 +92,6 @@ background() {
 finish() {
     local name=$1 rc=0
     wait "${pid[$name]}" || rc=$?
-    if [ "$rc" = 127 ] && [ -s "$run/$name.status" ]; then
-        rc=$(cat "$run/$name.status")
-    fi
     local took; took=$(seconds_since "${began[$name]}")
     echo "=== $name ($took s$([ "$rc" = 0 ] || echo ", FAILED with status $rc"))"
     cat "$run/$name.log"
