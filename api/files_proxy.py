@@ -76,9 +76,6 @@ class FileService:
             self._connections = asyncio.Semaphore(CONNECTIONS)
         return self._connections
 
-    async def aclose(self) -> None:
-        """Nothing is pooled: each relay closes its own connection."""
-
     def answer(self, project: str, path: str, params: Sequence[tuple[str, str]],
                headers: Any) -> FileAnswer:
         """The answer to a file request the route authorised: the file service's answer to

@@ -87,7 +87,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.portal_sign_outs.close()
         app.state.sign_in_throttle.close()
         app.state.clusters.close()
-        await app.state.files.aclose()
         app.state.leases.close()
         app.state.db.dispose()
 
