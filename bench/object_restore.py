@@ -216,11 +216,13 @@ def cairn_restore(io: rados.Ioctx, store: ChunkStore, manifest: ObjectManifest,
 
 
 def one_path(io: rados.Ioctx, name: str, size: int, runs: int, label: str,
-             delay: float | None) -> Figures:
-    """Every run of one path: loopback when `delay` is None, else through the delay line."""
+             delay: float | None, window: int = 0) -> Figures:
+    """Every run of one path: loopback when `delay` is None, else through the delay line
+    (with TCP's `window`)."""
     figures = Figures(label)
     endpoint = s3_settings("unused").endpoint
-    line = nullcontext(endpoint) if delay is None else s3_delay_line(endpoint, delay)
+    line = (nullcontext(endpoint) if delay is None
+            else s3_delay_line(endpoint, delay, window))
     with raw_image_object(name, "s1") as (prefix, key), line as via:
         for _ in range(runs):
             for n in IN_FLIGHT:
@@ -261,12 +263,14 @@ def print_path(figures: Figures, size: int) -> None:
 
 
 def report(io: rados.Ioctx, name: str, size: int, runs: int, delay: float,
-           delay_runs: int) -> None:
+           delay_runs: int, window: int) -> None:
     used = in_flight_kwargs(engine_download, IN_FLIGHT[-1])
     print(f"\nrestores and requests in flight, 4 MiB chunks; `download` given "
           f"{', '.join(used) or 'no parameter'} for its fetches in flight")
     print_path(one_path(io, name, size, runs, "loopback", None), size)
     if delay > 0:
+        window_text = (f"a window of {window / MiB:g} MiB ({window / MiB / (2 * delay):.0f} "
+                       f"MiB/s a connection at most)" if window else "no window")
         print_path(one_path(io, name, size, delay_runs,
-                            f"through the S3 delay line, {delay * 1000:g} ms each way", delay),
-                   size)
+                            f"through the S3 delay line, {delay * 1000:g} ms each way, "
+                            f"{window_text}", delay, window), size)

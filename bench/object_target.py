@@ -75,6 +75,7 @@ from object_common import (
 from object_cpu import DEFAULT_BEFORE
 from object_restore import raw_client
 
+from bench.latency.line import tcp_window
 from tests.support import ceph, rgw
 from worker.engine.chunks import ZSTD_LEVEL
 from worker.engine.copy import CopyEngine
@@ -168,6 +169,10 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.025,
                         help="seconds each way of the S3 delay line for restores and 1 vs 10 "
                              "in flight (0: loopback only)")
+    parser.add_argument("--window", type=int, default=tcp_window(),
+                        help="bytes a connection through the delay line holds unacknowledged "
+                             "(TCP's window; default this machine's, min of tcp_wmem and "
+                             "tcp_rmem's largest; 0: no window)")
     parser.add_argument("--delay-runs", type=int, default=1,
                         help="runs of each through the delay line (a run at 1 in flight "
                              "takes ~1 min per GiB there)")
@@ -189,7 +194,8 @@ def main() -> None:
             if "cpu" in args.only:
                 object_cpu.report(name, size, args.runs, args.before)
             if "restore" in args.only:
-                object_restore.report(io, name, size, args.runs, args.delay, args.delay_runs)
+                object_restore.report(io, name, size, args.runs, args.delay, args.delay_runs,
+                                      args.window)
             if "engine" in args.only:
                 report(io, backups, name, size, args.runs)
         finally:

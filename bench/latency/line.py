@@ -40,11 +40,12 @@ def osd_ports(conf: str) -> list[int]:
             for a in osd["public_addrs"]["addrvec"]]
 
 
-@contextmanager
-def start_proxy(delay: float, pairs: dict[int, int]) -> subprocess.Popen[str]:
-    """proxy.py forwarding each port of `pairs` (to: from) with `delay` each way, once it
-    says it is ready."""
+def start_proxy(delay: float, pairs: dict[int, int], window: int = 0
+                ) -> subprocess.Popen[str]:
+    """proxy.py forwarding each port of `pairs` (to: from) with `delay` each way, and TCP's
+    `window` over the round trip when not 0, once it says it is ready."""
     proxy = subprocess.Popen([sys.executable, str(HERE / "proxy.py"), "--delay", str(delay),
+                              "--window", str(window),
                               *(f"{p}={q}" for p, q in pairs.items())],
                              stdout=subprocess.PIPE, text=True,
                              # Keep its 256 KiB buffers in the heap: mapping and faulting
@@ -58,6 +59,17 @@ def start_proxy(delay: float, pairs: dict[int, int]) -> subprocess.Popen[str]:
     return proxy
 
 
+def tcp_window() -> int:
+    """The most unacknowledged bytes this machine's TCP lets one connection hold: its
+    largest send buffer or its largest receive buffer, whichever is smaller
+    (net.ipv4.tcp_wmem and tcp_rmem, third fields). Across a real link of round trip RTT,
+    one connection carries at most this / RTT bytes a second."""
+    def largest(name: str) -> int:
+        return int(Path(f"/proc/sys/net/ipv4/{name}").read_text().split()[2])
+    return min(largest("tcp_wmem"), largest("tcp_rmem"))
+
+
+@contextmanager
 def injected_latency(delay: float, confs: list[str]) -> Iterator[subprocess.Popen[str]]:
     """While active, new Ceph client connections to the OSDs of these clusters (this
     process's, and those of processes started meanwhile) pass through a delay line of

@@ -11,6 +11,13 @@ delay queue hands replies over one after another, so 16 operations in flight wai
 other), which is why the benchmark uses this proxy and a connect() redirect
 (`redirect.c`) instead.
 
+`--window BYTES` models TCP's window over that round trip: a sender keeps at most a window
+of unacknowledged bytes, and its acknowledgements come back `delay` after the bytes
+arrive, so one direction of a connection holds at most half a window on the line and one
+connection carries at most `window / (2 x delay)` bytes a second, as across a real link.
+Without it, a direction holds up to PAUSE_BYTES, a bound on the proxy's memory, not a
+model: one connection then carries whatever the two ends can push.
+
 Prints `ready` once it listens; stops on SIGTERM."""
 
 from __future__ import annotations
@@ -24,13 +31,18 @@ from typing import cast
 PAUSE_BYTES = 64 << 20
 """Bytes queued in one direction before the proxy stops reading from its sender."""
 
+READ_BYTES = 256 << 10
+"""The most one read of the event loop hands over (uvloop's and asyncio's read size): the
+proxy stops reading this much before its bound, so what is queued never passes it."""
+
 
 class Leg(asyncio.Protocol):
     """One socket of a proxied connection: what it receives is written, `delay` later,
     to its peer leg's socket."""
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, in_flight: int = PAUSE_BYTES) -> None:
         self.delay = delay
+        self.in_flight = in_flight
         self.transport: asyncio.Transport | None = None
         self.peer: Leg | None = None
         self.queue: collections.deque[tuple[float, bytes]] = collections.deque()
@@ -46,7 +58,7 @@ class Leg(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.queue.append((self.loop.time() + self.delay, data))
         self.queued += len(data)
-        if self.queued > PAUSE_BYTES and self.transport is not None:
+        if self.queued > self.in_flight - READ_BYTES and self.transport is not None:
             self.transport.pause_reading()
         if self.timer is None:
             self.timer = self.loop.call_at(self.queue[0][0], self._release)
@@ -69,7 +81,7 @@ class Leg(asyncio.Protocol):
             self.queued -= len(data)
             self.peer.transport.write(data)
         if (self.transport is not None and not self.transport.is_closing()
-                and self.queued <= PAUSE_BYTES):
+                and self.queued <= self.in_flight - READ_BYTES):
             self.transport.resume_reading()
         if self.queue:
             self.timer = self.loop.call_at(self.queue[0][0], self._release)
@@ -86,16 +98,17 @@ class Leg(asyncio.Protocol):
             self.peer.transport.close()
 
 
-async def serve(listen_port: int, target_port: int, delay: float) -> asyncio.Server:
+async def serve(listen_port: int, target_port: int, delay: float,
+                in_flight: int = PAUSE_BYTES) -> asyncio.Server:
     loop = asyncio.get_running_loop()
 
     def accepted() -> Leg:
-        client = Leg(delay)
+        client = Leg(delay, in_flight)
 
         async def dial() -> None:
             try:
-                _, upstream = await loop.create_connection(lambda: Leg(delay), "127.0.0.1",
-                                                           target_port)
+                _, upstream = await loop.create_connection(lambda: Leg(delay, in_flight),
+                                                           "127.0.0.1", target_port)
             except OSError:
                 if client.transport is not None:
                     client.transport.close()
@@ -111,12 +124,15 @@ async def serve(listen_port: int, target_port: int, delay: float) -> asyncio.Ser
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--delay", type=float, required=True, help="seconds, one way")
+    parser.add_argument("--window", type=int, default=0,
+                        help="bytes: TCP's window over the round trip (0: no window)")
     parser.add_argument("pairs", nargs="+", help="target_port=listen_port")
     args = parser.parse_args()
+    in_flight = args.window // 2 if args.window else PAUSE_BYTES
     servers = []
     for pair in args.pairs:
         target, listen = (int(p) for p in pair.split("="))
-        servers.append(await serve(listen, target, args.delay))
+        servers.append(await serve(listen, target, args.delay, in_flight))
     print("ready", flush=True)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
