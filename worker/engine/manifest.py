@@ -24,7 +24,7 @@ import xxhash
 
 from services.errors import DataCorrupt
 from services.records.restore_points import OWNER_XATTR
-from worker.engine.zeros import data_runs
+from worker.engine.zeros import all_zero
 
 ALGORITHM = "xxh3-128"
 SHARD_OBJECTS = 65536
@@ -51,7 +51,7 @@ class Manifest:
         given for it are scanned for data only then (the engine passes None for a zero
         object it found already, and the reader reads only objects that hold data)."""
         recorded = self.digests.get(index)
-        if recorded is None and data is not None and not data_runs(data):
+        if recorded is None and data is not None and all_zero(data):
             data = None
         value = None if data is None else digest(data)
         if value != recorded:

@@ -25,7 +25,7 @@ from worker.engine.copy import READ_HINTS, CopyStats
 from worker.engine.extents import allocated_objects, changed_objects, resized_objects
 from worker.engine.qos import Pacer
 from worker.engine.resume import ResumeMark
-from worker.engine.zeros import data_runs
+from worker.engine.zeros import all_zero
 
 DEFAULT_CHUNK = 4 << 20
 
@@ -171,7 +171,7 @@ def upload(source: rbd.Image, store: ChunkStore, project_id: str, *,
         if len(data) != length:
             raise OSError(f"short read at offset {offset}")
         t1 = time.monotonic()
-        if not data_runs(data):
+        if all_zero(data):
             with lock:
                 stats.chunks += 1
                 stats.chunks_zero += 1

@@ -2,7 +2,9 @@
 as sparse as the source, down to 4 KiB blocks (the allocation unit of BlueStore on SSD).
 
 Scanning a 4 MiB chunk costs ~0.1 ms of CPU for data and ~0.3 ms for zeros, a few percent
-of the CPU a 4 MiB copy costs in all."""
+of the CPU a 4 MiB copy costs in all. Where only "all zeros or not" matters (an object
+target's upload skips such chunks whole), `all_zero` answers in ~0.2 us for data and one
+memcmp (~0.06 ms) for zeros."""
 
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ BLOCK = 4096
 _ZERO_BLOCK = bytes(BLOCK)
 _PREFIX = 16
 _ZERO_PREFIX = bytes(_PREFIX)
+_ZEROS = bytes(4 << 20)
+"""Compared against, never copied or written: calloc'd, so its pages are the kernel's one
+zero page until touched, and comparing reads only them."""
 
 
 def data_runs(data: bytes, block: int = BLOCK) -> list[tuple[int, int]]:
@@ -36,6 +41,20 @@ def data_runs(data: bytes, block: int = BLOCK) -> list[tuple[int, int]]:
     if start is not None:
         runs.append((start, size))
     return runs
+
+
+def all_zero(data: bytes | bytearray) -> bool:
+    """Whether `data` holds only zero bytes: what `not data_runs(data)` answers, without a
+    Python step per block. The first bytes settle a chunk that holds data at once; a zero
+    one costs a memcmp (`bytes.startswith`, no copy) per 4 MiB."""
+    if data[:_PREFIX] != _ZERO_PREFIX[:len(data)]:
+        return False
+    piece = len(_ZEROS)
+    if len(data) <= piece:
+        return _ZEROS.startswith(data)
+    with memoryview(data) as view:
+        return all(_ZEROS.startswith(view[offset:offset + piece])
+                   for offset in range(0, len(data), piece))
 
 
 def gaps(runs: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
