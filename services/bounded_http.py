@@ -1,6 +1,7 @@
 """uvicorn's httptools protocol with the bounds it leaves out, so that every phase of a
 connection has a deadline and a size that nothing a client sends can reset or stretch. Each
-server says its own bounds (`HttpBounds`) in a subclass: cairn-api's `api/http_protocol.py`.
+server says its own bounds (`HttpBounds`) in a subclass: cairn-api's `api/http_protocol.py`,
+cairn-files' `worker/files/http_protocol.py`.
 
 uvicorn runs httptools (llhttp) whenever it is installed, and llhttp has no header limit:
 h11's `h11_max_incomplete_event_size` applies to the h11 protocol only, so a 100 KB header
