@@ -160,6 +160,8 @@ class Upstream(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
+        if self._error is not None:  # closed: nothing more is parsed or kept
+            return
         if not self._headed:
             self._unheaded += len(data)  # the head and, in the read that ends it, more
         try:

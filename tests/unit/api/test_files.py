@@ -564,6 +564,22 @@ def test_a_header_that_never_ends_is_503_read_no_further_than_the_heads_bound(
     assert served.sent < 1 << 20
 
 
+def test_nothing_is_parsed_once_the_head_is_refused() -> None:
+    """A transport may hand on what it had read before it closed: none of it is parsed (it
+    would be kept, and could still complete the refused head)."""
+
+    class Closing:
+        def close(self) -> None:
+            pass
+
+    upstream = Answering(60)
+    upstream.connection_made(Closing())  # type: ignore[arg-type]
+    upstream.data_received(b"HTTP/1.1 200 " + b"O" * HEAD_BYTES)  # a reason past the bound
+    upstream.data_received(b"\r\n\r\n")
+    assert upstream.status == 0
+    assert not upstream.headers
+
+
 def test_a_status_line_that_never_ends_is_503_at_the_heads_deadline(
         stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each byte comes well within the read timeout; the head as a whole has one too."""
