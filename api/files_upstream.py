@@ -10,10 +10,16 @@ buffer and out again. Here each byte is copied once in Python (httptools' body p
 and a slow client pauses the reading (HIGH_WATER) rather than filling memory.
 
 The file service is the deployment's own, behind a token, but its answer is still bounded:
-a head of at most HEAD_BYTES in at most MAX_HEADERS lines, each wait for more within
-`read_seconds`. What the request carries is the API's: the path and query it built from
-checked values, the token, the project, and the client's Range and If-Range when they hold
-no control character."""
+a head of at most HEAD_BYTES in at most MAX_HEADERS lines, whole within `read_seconds` of
+the request (the file service says nothing before its head, so silence would end it as
+late), each wait for more of the body within `read_seconds`. The head's bytes are counted
+as they arrive, not only as httptools completes each line: it keeps a line still arriving
+(a status line or a header value that never ends) whole in memory, 100 MiB of one value
+took 200 MiB and raised nothing.
+
+What the request carries is the API's: the path and query it built from checked values, the
+token, the project, and the client's Range and If-Range when they hold no control
+character."""
 
 from __future__ import annotations
 
@@ -71,7 +77,7 @@ class Upstream(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._transport: asyncio.Transport | None = None
         self._pieces: deque[bytes] = deque()
-        self._held = self._head = 0
+        self._held = self._head = self._unheaded = 0
         self._paused = self._headed = self._complete = False
         self._error: Exception | None = None
         self._waiter: asyncio.Future[None] | None = None
@@ -94,8 +100,9 @@ class Upstream(asyncio.Protocol):
                      *(f"{name}: {value}" for name, value in headers.items()
                        if _clean(name) and _clean(value))]
             upstream._write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            until = asyncio.get_running_loop().time() + read_seconds
             while not upstream._headed:
-                await upstream._more()
+                await upstream._more(until)
         except BaseException:
             upstream.close()
             raise
@@ -124,12 +131,20 @@ class Upstream(asyncio.Protocol):
         assert self._transport is not None
         self._transport.write(data)
 
-    async def _more(self) -> None:
-        """Waits until something arrives (or the connection ends); raises what broke it."""
+    async def _more(self, until: float | None = None) -> None:
+        """Waits until something arrives (or the connection ends), within `read_seconds`
+        and before the loop's time `until`; raises what broke it."""
         if self._error is None and not self._complete:
-            self._waiter = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            seconds = self._read_seconds
+            if until is not None:
+                seconds = min(seconds, until - loop.time())
+                if seconds <= 0:
+                    raise TimeoutError(f"the file service's answer has no complete head "
+                                       f"within {self._read_seconds:g} s")
+            self._waiter = loop.create_future()
             try:
-                await asyncio.wait_for(self._waiter, self._read_seconds)
+                await asyncio.wait_for(self._waiter, seconds)
             finally:
                 self._waiter = None
         if self._error is not None:
@@ -145,13 +160,17 @@ class Upstream(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
+        if self._error is not None:  # closed: nothing more is parsed or kept
+            return
+        if not self._headed:
+            self._unheaded += len(data)  # the head and, in the read that ends it, more
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
             context = exc.__context__  # a callback's own error, raised below
             self._error = context if isinstance(context, UpstreamBroken) else UpstreamBroken(
                 f"the file service's answer is not HTTP: {exc}")
-        if not self._headed and self._head > HEAD_BYTES:
+        if not self._headed and self._unheaded > HEAD_BYTES:
             self._error = UpstreamBroken(f"the file service's answer has a head over "
                                          f"{HEAD_BYTES} bytes")
         if self._error is not None:

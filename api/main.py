@@ -232,5 +232,5 @@ def run() -> None:
     # trusted only when CAIRN_API_TRUSTED_PROXIES names it (api/peers.py).
     uvicorn.run("api.main:create_app", factory=True, host=args.host, port=args.port,
                 workers=args.workers, log_level=args.log_level, timeout_keep_alive=5,
-                http="api.http_protocol:BoundedHttpToolsProtocol", proxy_headers=False,
+                http="api.http_protocol:ApiHttpProtocol", proxy_headers=False,
                 limit_concurrency=args.limit_concurrency)

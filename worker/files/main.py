@@ -24,6 +24,7 @@ from services.settings import Settings, settings_for
 from services.storage.ceph import CephClusters
 from worker.files.app import create_app
 from worker.files.calls import ParserCalls
+from worker.files.http_protocol import FilesHttpProtocol, connections
 from worker.files.open_points import StoredRestorePoints
 from worker.files.service import FileLimits, FileService
 from worker.files.session import ParserLimits, ParserSession
@@ -70,5 +71,9 @@ def main() -> None:
     faulthandler.enable(all_threads=True)
     host, port = settings.files_bind_address
     app = create_app(build(settings), settings.files_token.get_secret_value())
+    # The token is checked once a request's headers are parsed: the protocol bounds them in
+    # size and time before that (worker/files/http_protocol.py; uvicorn's httptools has
+    # neither), and the process takes no more connections than it can work on.
     uvicorn.run(app, host=host, port=port, log_level="info", access_log=False,
-                server_header=False, date_header=True, timeout_graceful_shutdown=30)
+                server_header=False, date_header=True, timeout_graceful_shutdown=30,
+                http=FilesHttpProtocol, limit_concurrency=connections(settings))

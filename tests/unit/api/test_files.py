@@ -24,8 +24,9 @@ import pytest
 import uvloop
 from fastapi import FastAPI
 
+from api import files_proxy
 from api.files_proxy import FileService
-from api.files_upstream import Endpoint
+from api.files_upstream import HEAD_BYTES, Endpoint
 from api.files_upstream import Upstream as Answering
 from api.main import create_app
 from services.base import Base
@@ -111,6 +112,38 @@ class Upstream:
             writer.close()
 
 
+@dataclass
+class Trickle:
+    """A file service that answers `start`, then `piece` every `pause` seconds, `pieces`
+    times at most, until the relay closes the connection; `sent` counts what it wrote."""
+
+    start: bytes
+    piece: bytes
+    pieces: int
+    pause: float
+    sent: int = 0
+    handling: set[asyncio.Task[None]] = field(default_factory=set)
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.handling.add(task)
+        try:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(self.start)
+            for _ in range(self.pieces):
+                if writer.is_closing() or reader.at_eof():
+                    break
+                writer.write(self.piece)
+                await writer.drain()
+                self.sent += len(self.piece)
+                await asyncio.sleep(self.pause)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+
 def _answer(status: int, content: bytes, headers: dict[str, str]) -> httpx.Response:
     """As a real transport gives it: a stream not read yet."""
     return httpx.Response(status, headers={"Content-Length": str(len(content)), **headers},
@@ -146,7 +179,7 @@ class Stack:
     """A restore point of project p being created."""
     volume: str
 
-    served: Upstream | None = None
+    served: Upstream | Trickle | None = None
     per_project: int = 4
     url: str | None = FILES_URL
 
@@ -155,6 +188,11 @@ class Stack:
         """The file service the next requests reach (`serving` starts it)."""
         self.served, self.per_project, self.url = Upstream(answer), per_project, url
         return self.served
+
+    def trickle(self, trickle: Trickle) -> Trickle:
+        """A file service that answers what `trickle` says, whatever it is asked."""
+        self.served, self.per_project, self.url = trickle, 4, FILES_URL
+        return trickle
 
     @contextlib.asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:
@@ -178,15 +216,28 @@ class Stack:
 
 
 class UnixEndpoint(Endpoint):
-    """FILES_URL, reached on a Unix socket."""
+    """FILES_URL, reached on a Unix socket; `reads` holds the size of each read the relay's
+    connections received, in order."""
 
     def __init__(self, path: str) -> None:
         super().__init__(FILES_URL)
         self.path = path
+        self.reads: list[int] = []
 
     async def connect(self, protocol: Callable[[], Answering], timeout: float
                       ) -> tuple[asyncio.BaseTransport, Answering]:
-        return await asyncio.get_running_loop().create_unix_connection(protocol, self.path)
+        def counted() -> Answering:
+            answering = protocol()
+            received = answering.data_received
+
+            def data_received(data: bytes) -> None:
+                self.reads.append(len(data))
+                received(data)
+
+            answering.data_received = data_received  # type: ignore[method-assign]
+            return answering
+
+        return await asyncio.get_running_loop().create_unix_connection(counted, self.path)
 
 
 @pytest.fixture(scope="module")
@@ -496,6 +547,57 @@ def test_an_answer_with_an_unbounded_head_is_503_not_read_on(stack: Stack) -> No
     assert answer.status == 503
     assert answer.json()["error"]["code"] == "file_service_unavailable"
     assert not any(name.startswith("x-filler") for name in answer.headers)
+
+
+def test_a_header_that_never_ends_is_503_read_no_further_than_the_heads_bound(
+        stack: Stack) -> None:
+    """httptools keeps a header line until it is complete: the relay counts the head's bytes
+    as they arrive, and stops reading at its bound."""
+    served = stack.trickle(Trickle(b"HTTP/1.1 200 OK\r\nX: ", b"a" * 4096, 256, 0.001))
+    answer = _get(stack, f"/v1/restore-points/{stack.rp}/files", [])
+    assert answer.status == 503
+    assert answer.json()["error"]["code"] == "file_service_unavailable"
+    reads = stack.app.state.files.endpoint.reads
+    # It read on only until a read took it past the bound (before: all of the 1 MiB sent,
+    # each byte kept by httptools, until the file service closed the connection).
+    assert sum(reads[:-1]) <= HEAD_BYTES, reads
+    assert served.sent < 1 << 20
+
+
+def test_nothing_is_parsed_once_the_head_is_refused() -> None:
+    """A transport may hand on what it had read before it closed: none of it is parsed (it
+    would be kept, and could still complete the refused head)."""
+
+    class Closing:
+        def close(self) -> None:
+            pass
+
+    upstream = Answering(60)
+    upstream.connection_made(Closing())  # type: ignore[arg-type]
+    upstream.data_received(b"HTTP/1.1 200 " + b"O" * HEAD_BYTES)  # a reason past the bound
+    upstream.data_received(b"\r\n\r\n")
+    assert upstream.status == 0
+    assert not upstream.headers
+
+
+def test_a_status_line_that_never_ends_is_503_at_the_heads_deadline(
+        stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each byte comes well within the read timeout; the head as a whole has one too."""
+    monkeypatch.setattr(files_proxy, "READ_SECONDS", 0.3)
+    stack.trickle(Trickle(b"HTTP/1.1 200 ", b"O", 300, 0.01))  # 3 s of a reason phrase
+
+    async def timed() -> tuple[Answer, float]:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        async with stack.serving():
+            answer = await asyncio.wait_for(
+                _request(stack.app, f"/v1/restore-points/{stack.rp}/files"), 10)
+        return answer, loop.time() - started
+
+    answer, took = uvloop.run(timed())
+    assert answer.status == 503
+    # Before: each byte restarted the 0.3 s wait, the answer came when the service hung up.
+    assert took < 1.5, took
 
 
 def test_a_download_streams_outside_the_slots_within_its_projects_bound(
