@@ -13,12 +13,14 @@ error code in the operator's log. A missing key is None from `get`/`size`, not a
 
 Whoever holds the bucket or the endpoint can answer a read with anything, of any size, at
 any pace: every read names the most its object can legitimately be, and a longer answer is
-refused (DataCorrupt, naming the object) without the rest of it being read; and its body
-must arrive within `timeout_seconds` plus that size at `min_read_bytes_per_second`, or the
-connection is shut and the read fails (StorageUnavailable)."""
+refused (DataCorrupt, naming the object) without the rest of it being read; and every
+request, from its connection to its answer's last byte, must end within `timeout_seconds`
+plus what it sends and may receive at `min_read_bytes_per_second`, or its connection is
+shut and it fails (StorageUnavailable)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Iterator
@@ -33,8 +35,15 @@ from typing_extensions import Buffer
 from services.errors import DataCorrupt, StorageError, StorageUnavailable
 from services.settings import S3Settings
 from services.storage.chunk_backend import StoredObject
-from services.storage.http_pool import ConnectionPool
-from services.storage.s3_requests import Answer, S3Requests, TooLarge, TooSlow, Unreachable
+from services.storage.http_pool import ConnectionPool, PoolBusy
+from services.storage.s3_requests import (
+    Answer,
+    Malformed,
+    S3Requests,
+    TooLarge,
+    TooSlow,
+    Unreachable,
+)
 from services.storage.sigv4 import Signer
 
 if TYPE_CHECKING:
@@ -137,9 +146,17 @@ class Bucket:
         return StorageError(f"the S3 store failed {what} ({_plain(answer.code)})")
 
     def _send(self, what: str, method: str, key: str, body: memoryview | None = None,
-              limit: int | None = None) -> Answer:
-        try:
+              limit: int | None = None, *, slow: str | None = None) -> Answer:
+        """`slow`: what the store did not do in time, for the message (`complete <what>`
+        unless given)."""
+        with self._mapped(what, slow):
             return self._requests.send(method, self._key(key), body, limit=limit)
+
+    @contextlib.contextmanager
+    def _mapped(self, what: str, slow: str | None = None) -> Iterator[None]:
+        """The data plane's failures as Cairn's errors; TooLarge is the caller's."""
+        try:
+            yield
         except Unreachable as exc:
             if exc.connecting:
                 raise StorageUnavailable(
@@ -147,6 +164,18 @@ class Bucket:
             log.warning("S3 %s failed: %s", what, exc.reason)
             raise StorageUnavailable(
                 f"the S3 store did not complete {what}: {exc.reason}") from None
+        except TooSlow as exc:
+            raise self._too_slow(slow or f"complete {what}", exc.allowed, exc.held) from None
+        except PoolBusy:
+            raise StorageUnavailable(
+                f"no connection to the S3 endpoint came free for {what} in time: all "
+                f"{self.settings.connections} of this worker's were held") from None
+        except Malformed as exc:
+            log.warning("S3 %s in bucket %s answered with %s", what, self.settings.bucket,
+                        exc.what)
+            raise StorageError(
+                f"the S3 store answered {what} with {exc.what}, which S3 never sends: the "
+                "endpoint is not the S3 store it should be") from None
 
     def put(self, key: str, data: Buffer) -> None:
         answer = self._send(f"writing {key}", "PUT", key, memoryview(data))
@@ -181,25 +210,24 @@ class Bucket:
         legitimately hold; a longer one is refused with DataCorrupt as soon as its length
         (announced, or read so far) passes it, and the rest is never read."""
         try:
-            answer = self._send(f"reading {key}", "GET", key, limit=limit)
+            answer = self._send(f"reading {key}", "GET", key, limit=limit, slow=f"send {key}")
         except TooLarge as exc:
             raise self._too_large(key, exc.size, limit) from None
-        except TooSlow as exc:
-            raise self._too_slow(key, exc.allowed, exc.held) from None
         if answer.body is not None:
             return answer.body
         if answer.code in _NOT_FOUND:
             return None
         raise self._answer_fails(f"reading {key}", answer)
 
-    def _too_slow(self, key: str, allowed: float, held: int | None) -> StorageUnavailable:
-        log.warning("S3 object %s/%s in bucket %s not read within %.0f s (%s bytes); "
-                    "abandoned", self.settings.prefix, key, self.settings.bucket, allowed,
-                    "some" if held is None else held)
+    def _too_slow(self, doing: str, allowed: float, held: int | None) -> StorageUnavailable:
+        log.warning("S3 store in bucket %s (prefix %s) did not %s within %.1f s (%s bytes "
+                    "of its body); abandoned", self.settings.bucket, self.settings.prefix,
+                    doing, allowed, "some" if held is None else held)
         return StorageUnavailable(
-            f"the S3 store did not send {key} within {allowed:.0f} s (slower than "
-            f"{self.settings.min_read_bytes_per_second} bytes/s): the read was abandoned. "
-            "A store that slow, or an endpoint that trickles its answers, fails the job")
+            f"the S3 store did not {doing} within {allowed:.0f} s (slower than "
+            f"{self.settings.min_read_bytes_per_second} bytes/s): the request was "
+            "abandoned. A store that slow, or an endpoint that trickles its answers, fails "
+            "the job")
 
     def _too_large(self, key: str, size: str, limit: int) -> DataCorrupt:
         log.warning("S3 object %s/%s in bucket %s answered with %s; at most %d expected",
