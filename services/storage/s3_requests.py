@@ -1,8 +1,9 @@
-"""The object target's data-plane requests (PUT, GET, HEAD, DELETE of one key), signed
-(`sigv4.py`) and sent on pooled keep-alive connections (`http_pool.py`), without botocore:
-its request and response objects, event hooks and model lookups cost about 4.7 ms of CPU
-per 4 MiB PUT and 1.4 ms per HEAD (bench/README.md, 2026-11-26), most of a first full's
-client CPU besides sealing.
+"""The object target's requests (PUT, conditional or not, GET, HEAD, DELETE of one key, and
+ListObjectsV2's pages), signed (`sigv4.py`) and sent on pooled keep-alive connections
+(`http_pool.py`), without botocore: its request and response objects, event hooks and
+model lookups cost about 4.7 ms of CPU per 4 MiB PUT and 1.4 ms per HEAD (bench/README.md,
+2026-11-26), most of a first full's client CPU besides sealing; and it reads an answer
+whole whatever its size, where these read no more than the answer can legitimately be.
 
 Retries are botocore's "standard" mode: 4 attempts in all, after a connection error or
 timeout, a 500, 502, 503 or 504, a 429 or a throttling code (503 SlowDown), or one of the
