@@ -216,7 +216,8 @@ class S3Requests:
                 raise TooSlow(allowed, None)
             return answer
         finally:
-            pool.give(conn, reusable=reusable and not WATCHDOG.end(deadline))
+            fired = WATCHDOG.end(deadline)  # ended on every way out, a refusal's included
+            pool.give(conn, reusable=reusable and not fired)
 
     def _exchange(self, conn: http.client.HTTPConnection, deadline: Deadline, allowed: float,
                   method: str, path: str, query: str, extra: Mapping[str, str] | None,
