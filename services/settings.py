@@ -74,10 +74,12 @@ class S3Settings(BaseModel):
     """HTTP connections kept per worker process: the most uploads it can have in flight."""
     timeout_seconds: float = Field(default=30.0, gt=0)
     min_read_bytes_per_second: int = Field(default=64 << 10, ge=1)
-    """The slowest an object may be read: each read ends within `timeout_seconds` plus the
-    most the object can hold at this rate (a 4 MiB chunk: 64 s more at the default), or is
-    abandoned and fails its job. An endpoint that trickles its answers (a byte every few
-    seconds passes every per-read timeout) holds a worker's thread no longer than that."""
+    """The slowest an object may be read or written: each request ends within
+    `timeout_seconds` plus what it sends and the most its answer can hold at this rate (a
+    4 MiB chunk: 64 s more at the default; a listing's page of 2 MiB, 32 s), waiting for a
+    free connection included, or is abandoned and fails its job. An endpoint that trickles
+    its answers (a byte every few seconds passes every per-read timeout) holds a worker's
+    thread no longer than that."""
 
     def credentials(self) -> S3Credentials:
         try:

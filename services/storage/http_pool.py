@@ -11,6 +11,7 @@ import http.client
 import select
 import ssl
 import threading
+import time
 from urllib.parse import urlsplit
 
 import certifi
@@ -28,10 +29,15 @@ def _dropped(conn: http.client.HTTPConnection) -> bool:
         return True
 
 
+class PoolBusy(Exception):
+    """No connection came free before the request's deadline: every one was held."""
+
+
 class ConnectionPool:
     """Connections to `endpoint` (`scheme://host[:port]`). `take` waits while `size` are
-    taken; `give` hands one back for reuse, or closes it when its answer was not read to
-    the end (its next answer would be the rest of this one)."""
+    taken, until its caller's deadline at most; `give` hands one back for reuse, or closes
+    it when its answer was not read to the end (its next answer would be the rest of
+    this one)."""
 
     def __init__(self, endpoint: str, size: int, timeout: float) -> None:
         parts = urlsplit(endpoint)
@@ -55,8 +61,12 @@ class ConnectionPool:
         self._lock = threading.Lock()
         self._closed = False
 
-    def take(self) -> http.client.HTTPConnection:
-        self._slots.acquire()
+    def take(self, until: float | None = None) -> http.client.HTTPConnection:
+        """A connection, waiting for one to come free until `until` (`time.monotonic`) at
+        most (PoolBusy then); None: as long as it takes."""
+        if not self._slots.acquire(
+                timeout=None if until is None else max(0.0, until - time.monotonic())):
+            raise PoolBusy(f"no connection of {self.size} came free in time")
         try:
             while True:
                 with self._lock:

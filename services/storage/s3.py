@@ -2,10 +2,11 @@
 of object-storage targets. It moves opaque blobs; what they hold (sealed chunks, manifests,
 the wrapped data key) is the business of its callers.
 
-The data plane (PUT, GET, HEAD and DELETE of one key: every chunk and manifest) goes
-through Cairn's own signed requests on pooled keep-alive connections (`s3_requests.py`);
-boto3 keeps the control plane (conditional writes of the data key, listings, the bucket's
-check), made on first use. Neither takes proxies or a CA bundle from the environment.
+Every request that reads an answer's body (PUT, conditional PUT, GET, HEAD and DELETE of
+one key, ListObjectsV2) goes through Cairn's own signed requests on pooled keep-alive
+connections (`s3_requests.py`), each answer bounded in size and time; boto3 is left only
+the bucket's check (a HeadBucket: no body), made on first use. Neither takes proxies or a
+CA bundle from the environment.
 
 Errors come out as Cairn's: unreachable or refusing credentials is StorageUnavailable (the
 job can be retried later), anything else the store rejects is StorageError with the S3
@@ -13,12 +14,15 @@ error code in the operator's log. A missing key is None from `get`/`size`, not a
 
 Whoever holds the bucket or the endpoint can answer a read with anything, of any size, at
 any pace: every read names the most its object can legitimately be, and a longer answer is
-refused (DataCorrupt, naming the object) without the rest of it being read; and its body
-must arrive within `timeout_seconds` plus that size at `min_read_bytes_per_second`, or the
-connection is shut and the read fails (StorageUnavailable)."""
+refused (DataCorrupt, naming the object) without the rest of it being read, as is a
+listing's page longer than `page_limit` (StorageError); and every
+request, from its connection to its answer's last byte, must end within `timeout_seconds`
+plus what it sends and may receive at `min_read_bytes_per_second`, or its connection is
+shut and it fails (StorageUnavailable)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Iterator
@@ -32,9 +36,18 @@ from typing_extensions import Buffer
 
 from services.errors import DataCorrupt, StorageError, StorageUnavailable
 from services.settings import S3Settings
+from services.storage import s3_listing
 from services.storage.chunk_backend import StoredObject
-from services.storage.http_pool import ConnectionPool
-from services.storage.s3_requests import Answer, S3Requests, TooLarge, TooSlow, Unreachable
+from services.storage.http_pool import ConnectionPool, PoolBusy
+from services.storage.s3_listing import NotAListing, Page
+from services.storage.s3_requests import (
+    Answer,
+    Malformed,
+    S3Requests,
+    TooLarge,
+    TooSlow,
+    Unreachable,
+)
 from services.storage.sigv4 import Signer
 
 if TYPE_CHECKING:
@@ -49,6 +62,16 @@ _EXISTS = {"412", "PreconditionFailed", "409", "ConditionalRequestConflict"}
 concurrent write of the same key."""
 _NO_CONDITIONS = {"501", "NotImplemented", "400", "InvalidArgument", "InvalidRequest"}
 """How stores that do not take a conditional write refuse one."""
+
+
+LIST_PAGE_KEYS = 1000
+"""Keys a listing's page asks for (S3's most)."""
+
+
+def page_limit(keys: int) -> int:
+    """The most bytes a listing's page of `keys` keys may take: 2 KiB a key (a Cairn key's
+    entry takes about 400 bytes), 8 KiB besides; a full page's, about 2 MiB."""
+    return (8 << 10) + keys * (2 << 10)
 
 
 def _plain(code: str) -> str:
@@ -83,7 +106,7 @@ class Bucket:
 
     @property
     def _client(self) -> S3Client:
-        """boto3's client, for the control plane: made on first use (loading its models
+        """boto3's client, for the bucket's check: made on first use (loading its models
         costs more CPU than a job's data-plane requests to a small volume)."""
         with self._lock:
             if self._control is None:
@@ -137,9 +160,19 @@ class Bucket:
         return StorageError(f"the S3 store failed {what} ({_plain(answer.code)})")
 
     def _send(self, what: str, method: str, key: str, body: memoryview | None = None,
-              limit: int | None = None) -> Answer:
+              limit: int | None = None, *, headers: dict[str, str] | None = None,
+              slow: str | None = None) -> Answer:
+        """`slow`: what the store did not do in time, for the message (`complete <what>`
+        unless given)."""
+        with self._mapped(what, slow):
+            return self._requests.send(method, self._key(key), body, limit=limit,
+                                       headers=headers)
+
+    @contextlib.contextmanager
+    def _mapped(self, what: str, slow: str | None = None) -> Iterator[None]:
+        """The data plane's failures as Cairn's errors; TooLarge is the caller's."""
         try:
-            return self._requests.send(method, self._key(key), body, limit=limit)
+            yield
         except Unreachable as exc:
             if exc.connecting:
                 raise StorageUnavailable(
@@ -147,6 +180,18 @@ class Bucket:
             log.warning("S3 %s failed: %s", what, exc.reason)
             raise StorageUnavailable(
                 f"the S3 store did not complete {what}: {exc.reason}") from None
+        except TooSlow as exc:
+            raise self._too_slow(slow or f"complete {what}", exc.allowed, exc.held) from None
+        except PoolBusy:
+            raise StorageUnavailable(
+                f"no connection to the S3 endpoint came free for {what} in time: all "
+                f"{self.settings.connections} of this worker's were held") from None
+        except Malformed as exc:
+            log.warning("S3 %s in bucket %s answered with %s", what, self.settings.bucket,
+                        exc.what)
+            raise StorageError(
+                f"the S3 store answered {what} with {exc.what}, which S3 never sends: the "
+                "endpoint is not the S3 store it should be") from None
 
     def put(self, key: str, data: Buffer) -> None:
         answer = self._send(f"writing {key}", "PUT", key, memoryview(data))
@@ -156,50 +201,47 @@ class Bucket:
     def put_new(self, key: str, data: bytes) -> bool:
         """Writes the object only if there is none under `key` (`If-None-Match: *`, checked
         by the store atomically); False when one is there already, written by whoever came
-        first."""
-        try:
-            self._client.put_object(Bucket=self.settings.bucket, Key=self._key(key), Body=data,
-                                    IfNoneMatch="*")
-        except ClientError as exc:
-            code = str(exc.response.get("Error", {}).get("Code", ""))
-            if code in _EXISTS:
-                return False
-            if code in _NO_CONDITIONS:
-                log.warning("S3 conditional write of %s refused: %s", key, exc)
-                raise StorageError(
-                    f"the S3 store refused to write {key} only if it is not there yet "
-                    f"(If-None-Match: *, answered {code}): Cairn makes an object target's data "
-                    'key with that condition, so the store must take it (Ceph RGW, AWS S3 and '
-                    'MinIO do; docs/operations.md, "Object targets: the data key")') from None
-            raise self._fail(f"writing {key}", exc) from None
-        except BotoCoreError as exc:
-            raise self._fail(f"writing {key}", exc) from None
-        return True
+        first. Its answer is read up to ERROR_BODY_BYTES, within the request's deadline."""
+        what = f"writing {key}"
+        answer = self._send(what, "PUT", key, memoryview(data),
+                            headers={"if-none-match": "*"})
+        if answer.status == 200:
+            return True
+        if answer.code in _EXISTS:
+            return False
+        if answer.code in _NO_CONDITIONS:
+            log.warning("S3 conditional write of %s refused: HTTP %d %s", key, answer.status,
+                        answer.code)
+            raise StorageError(
+                f"the S3 store refused to write {key} only if it is not there yet "
+                f"(If-None-Match: *, answered {_plain(answer.code)}): Cairn makes an object "
+                "target's data key with that condition, so the store must take it (Ceph RGW, "
+                'AWS S3 and MinIO do; docs/operations.md, "Object targets: the data key")')
+        raise self._answer_fails(what, answer)
 
     def get(self, key: str, *, limit: int) -> bytearray | None:
         """The object, None when there is no such object. `limit`: the most bytes it can
         legitimately hold; a longer one is refused with DataCorrupt as soon as its length
         (announced, or read so far) passes it, and the rest is never read."""
         try:
-            answer = self._send(f"reading {key}", "GET", key, limit=limit)
+            answer = self._send(f"reading {key}", "GET", key, limit=limit, slow=f"send {key}")
         except TooLarge as exc:
             raise self._too_large(key, exc.size, limit) from None
-        except TooSlow as exc:
-            raise self._too_slow(key, exc.allowed, exc.held) from None
         if answer.body is not None:
             return answer.body
         if answer.code in _NOT_FOUND:
             return None
         raise self._answer_fails(f"reading {key}", answer)
 
-    def _too_slow(self, key: str, allowed: float, held: int | None) -> StorageUnavailable:
-        log.warning("S3 object %s/%s in bucket %s not read within %.0f s (%s bytes); "
-                    "abandoned", self.settings.prefix, key, self.settings.bucket, allowed,
-                    "some" if held is None else held)
+    def _too_slow(self, doing: str, allowed: float, held: int | None) -> StorageUnavailable:
+        log.warning("S3 store in bucket %s (prefix %s) did not %s within %.1f s (%s bytes "
+                    "of its body); abandoned", self.settings.bucket, self.settings.prefix,
+                    doing, allowed, "some" if held is None else held)
         return StorageUnavailable(
-            f"the S3 store did not send {key} within {allowed:.0f} s (slower than "
-            f"{self.settings.min_read_bytes_per_second} bytes/s): the read was abandoned. "
-            "A store that slow, or an endpoint that trickles its answers, fails the job")
+            f"the S3 store did not {doing} within {allowed:.0f} s (slower than "
+            f"{self.settings.min_read_bytes_per_second} bytes/s): the request was "
+            "abandoned. A store that slow, or an endpoint that trickles its answers, fails "
+            "the job")
 
     def _too_large(self, key: str, size: str, limit: int) -> DataCorrupt:
         log.warning("S3 object %s/%s in bucket %s answered with %s; at most %d expected",
@@ -225,25 +267,51 @@ class Bucket:
 
     def holds_any(self, prefix: str) -> bool:
         """Whether any object lies under `<target prefix>/<prefix>` (one listing of one key)."""
-        try:
-            answer = self._client.list_objects_v2(Bucket=self.settings.bucket,
-                                                  Prefix=self._key(prefix), MaxKeys=1)
-        except (ClientError, BotoCoreError) as exc:
-            raise self._fail(f"listing {prefix}", exc) from None
-        return bool(answer.get("Contents"))
+        return bool(next(self._pages(prefix, 1)).objects)
 
     def list(self, prefix: str = "") -> Iterator[StoredObject]:
         """Every object under `<target prefix>/<prefix>`, in key order, paged."""
         strip = len(self.settings.prefix) + 1
-        try:
-            pages = self._client.get_paginator("list_objects_v2").paginate(
-                Bucket=self.settings.bucket, Prefix=self._key(prefix))
-            for page in pages:
-                for item in page.get("Contents", []):
-                    yield StoredObject(item["Key"][strip:], item["Size"],
-                                       item["LastModified"])
-        except (ClientError, BotoCoreError) as exc:
-            raise self._fail(f"listing {prefix or 'the target'}", exc) from None
+        for page in self._pages(prefix, LIST_PAGE_KEYS):
+            for stored in page.objects:
+                yield StoredObject(stored.key[strip:], stored.size, stored.modified)
+
+    def _pages(self, prefix: str, keys: int) -> Iterator[Page]:
+        """ListObjectsV2's pages of at most `keys` keys under `prefix`, each answer read up
+        to `page_limit(keys)` bytes (a longer one is refused unread) within the request's
+        deadline, and parsed with every DTD refused (`s3_listing.py`)."""
+        what = f"listing {prefix or 'the target'}"
+        asked = self._key(prefix)
+        limit = page_limit(keys)
+        token: str | None = None
+        while True:
+            params = [("list-type", "2"), ("prefix", asked), ("max-keys", str(keys)),
+                      ("encoding-type", "url")]
+            if token is not None:
+                params.append(("continuation-token", token))
+            with self._mapped(what):
+                try:
+                    answer = self._requests.listing(params, limit=limit)
+                except TooLarge as exc:
+                    raise self._not_a_listing(what, f"{exc.size}, more than {limit}") from None
+            if answer.body is None:
+                raise self._answer_fails(what, answer)
+            try:
+                page = s3_listing.parse(answer.body, asked)
+            except NotAListing as exc:
+                raise self._not_a_listing(what, str(exc)) from None
+            yield page
+            if page.next_token is None:
+                return
+            if page.next_token == token:  # as botocore's paginator: no endless loop
+                raise self._not_a_listing(what, "the same continuation token twice")
+            token = page.next_token
+
+    def _not_a_listing(self, what: str, why: str) -> StorageError:
+        log.warning("S3 %s in bucket %s answered with %s", what, self.settings.bucket, why)
+        return StorageError(
+            f"the S3 store answered {what} with something that is not a listing Cairn takes "
+            "(see the worker's log): the endpoint is not the S3 store it should be")
 
     def check(self) -> None:
         """Raises Cairn's error unless the bucket answers to these credentials."""

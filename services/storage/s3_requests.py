@@ -1,8 +1,9 @@
-"""The object target's data-plane requests (PUT, GET, HEAD, DELETE of one key), signed
-(`sigv4.py`) and sent on pooled keep-alive connections (`http_pool.py`), without botocore:
-its request and response objects, event hooks and model lookups cost about 4.7 ms of CPU
-per 4 MiB PUT and 1.4 ms per HEAD (bench/README.md, 2026-11-26), most of a first full's
-client CPU besides sealing.
+"""The object target's requests (PUT, conditional or not, GET, HEAD, DELETE of one key, and
+ListObjectsV2's pages), signed (`sigv4.py`) and sent on pooled keep-alive connections
+(`http_pool.py`), without botocore: its request and response objects, event hooks and
+model lookups cost about 4.7 ms of CPU per 4 MiB PUT and 1.4 ms per HEAD (bench/README.md,
+2026-11-26), most of a first full's client CPU besides sealing; and it reads an answer
+whole whatever its size, where these read no more than the answer can legitimately be.
 
 Retries are botocore's "standard" mode: 4 attempts in all, after a connection error or
 timeout, a 500, 502, 503 or 504, a 429 or a throttling code (503 SlowDown), or one of the
@@ -10,12 +11,17 @@ transient codes; each after rand(0, 1) x min(scale x 2^(attempt - 1), 20) s, the
 for throttling and 50 ms otherwise. Never after another 4xx. (`x-amz-retry-after` is not
 honoured: the endpoint does not decide how long a worker waits.)
 
-Whoever answers for the endpoint is not trusted (docs/security.md): a GET reads at most
-the caller's `limit` plus one byte before it refuses the object (TooLarge), within a
-deadline of `timeout` + `limit` / `min_read_bytes_per_second` however the bytes trickle
-(TooSlow); an error's body is read up to ERROR_BODY_BYTES, and only an S3 error code of
-plain characters is taken from it; response heads are bounded by `http.client` (64 KiB a
-line, 100 lines)."""
+Whoever answers for the endpoint is not trusted (docs/security.md). Each attempt has one
+deadline, from before it waits for a pooled connection to its answer's last byte:
+`timeout` plus what it sends and may receive (a GET's `limit`, else ERROR_BODY_BYTES) at
+`min_read_bytes_per_second`. When it passes the socket is shut (`deadlines.py`), whatever
+was blocked on it (a connect, a send, a head or chunk-size line or trailers sent a byte at
+a time, a body), and the request fails (TooSlow), not tried again; a connection that stays
+silent for `timeout` is a timeout, tried again. A GET reads at most the caller's `limit`
+plus one byte before it refuses the object (TooLarge); an object's answer must announce its
+length and no answer may be an interim 1xx (Malformed: S3 sends neither); an error's body
+is read up to ERROR_BODY_BYTES, and only an S3 error code of plain characters is taken
+from it; response heads are bounded by `http.client` (64 KiB a line, 100 lines)."""
 
 from __future__ import annotations
 
@@ -24,11 +30,12 @@ import logging
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from services.storage.deadlines import WATCHDOG, Deadline
 from services.storage.http_pool import ConnectionPool
-from services.storage.sigv4 import Signer, quote_path
+from services.storage.sigv4 import Signer, canonical_query, quote_path
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +72,22 @@ class TooLarge(Exception):
 
 
 class TooSlow(Exception):
-    def __init__(self, allowed: float, held: int) -> None:
-        super().__init__(f"{held} bytes in {allowed:.0f} s")
+    """The request's deadline passed: its socket was shut, whatever it was waiting for."""
+
+    def __init__(self, allowed: float, held: int | None) -> None:
+        super().__init__(f"{'some' if held is None else held} bytes in {allowed:.1f} s")
         self.allowed = allowed
         self.held = held
+        """The body's bytes read by then, when it was the body being read."""
+
+
+class Malformed(Exception):
+    """An answer no S3 store gives (an interim 1xx answer, an object without its
+    length): the endpoint is not the store it should be. Not tried again."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
 
 
 class _CannotConnect(Exception):
@@ -89,6 +108,18 @@ class Answer:
     """A successful GET's object."""
 
 
+class _Response(http.client.HTTPResponse):
+    """Refuses an interim (1xx) answer, which `http.client` would skip over for as long as
+    they come (100) or take as the final answer (the others, whose real answer would then
+    be read as the next request's). Cairn sends no `Expect`: S3 sends none."""
+
+    def _read_status(self) -> tuple[str, int, str]:
+        version, status, reason = super()._read_status()  # type: ignore[misc]
+        if 100 <= status < 200:
+            raise Malformed(f"an interim answer ({status})")
+        return version, status, reason
+
+
 def backoff(attempt: int, throttled: bool, draw: Callable[[], float] = random.random) -> float:
     """Seconds to wait after attempt number `attempt` (from 1) failed."""
     scale = 1.0 if throttled else 0.05
@@ -106,29 +137,44 @@ def _reason(exc: BaseException) -> str:
 
 
 class S3Requests:
-    """Requests for the keys of one bucket, path-style, with an unsigned payload.
-    Thread-safe: each request takes a connection of the pool for its duration."""
+    """Requests for the keys of one bucket (and listings of it), path-style, with an
+    unsigned payload. Thread-safe: each request takes a connection of the pool for its
+    duration."""
 
     def __init__(self, pool: ConnectionPool, signer: Signer, bucket: str, *,
                  min_read_bytes_per_second: int,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self._pool = pool
         self._signer = signer
-        self._root = f"{pool.path}/{quote_path(bucket)}/"
+        self._bucket = f"{pool.path}/{quote_path(bucket)}"
+        self._root = self._bucket + "/"
         self._min_rate = min_read_bytes_per_second
         self._sleep = sleep
 
     def send(self, method: str, key: str, body: memoryview | None = None, *,
-             limit: int | None = None) -> Answer:
+             limit: int | None = None, headers: Mapping[str, str] | None = None) -> Answer:
         """`key`: the object's whole key in the bucket. `limit`: for a GET, the most bytes
-        its object can hold (Answer.body then holds it)."""
-        path = self._root + quote_path(key)
+        its object can hold (Answer.body then holds it). `headers`: more to send and sign
+        (names lower case)."""
+        return self._send(method, self._root + quote_path(key), "", headers, body, limit,
+                          whole=True)
+
+    def listing(self, params: Iterable[tuple[str, str]], *, limit: int) -> Answer:
+        """A GET of the bucket itself with the query `params` (ListObjectsV2's): a 200's
+        body, at most `limit` bytes, in Answer.body. Unlike an object's, it may come
+        without its length (chunked): S3 streams listings."""
+        return self._send("GET", self._bucket, canonical_query(params), None, None, limit,
+                          whole=False)
+
+    def _send(self, method: str, path: str, query: str, headers: Mapping[str, str] | None,
+              body: memoryview | None, limit: int | None, *, whole: bool) -> Answer:
+        shown = f"{path}?{query}" if query else path
         for attempt in range(1, ATTEMPTS + 1):
             try:
-                answer = self._once(method, path, body, limit)
+                answer = self._once(method, path, query, headers, body, limit, whole)
             except (_CannotConnect, OSError, http.client.HTTPException) as exc:
                 cause = exc.cause if isinstance(exc, _CannotConnect) else exc
-                log.info("S3 %s %s: attempt %d of %d failed: %r", method, key, attempt,
+                log.info("S3 %s %s: attempt %d of %d failed: %r", method, shown, attempt,
                          ATTEMPTS, cause)
                 if attempt == ATTEMPTS:
                     raise Unreachable(isinstance(exc, _CannotConnect), _reason(cause)) from None
@@ -138,80 +184,112 @@ class S3Requests:
             if attempt == ATTEMPTS or not (throttled or answer.status in _TRANSIENT_STATUS
                                            or answer.code in _TRANSIENT_CODES):
                 return answer
-            log.info("S3 %s %s: attempt %d of %d answered %d %s", method, key, attempt,
+            log.info("S3 %s %s: attempt %d of %d answered %d %s", method, shown, attempt,
                      ATTEMPTS, answer.status, answer.code)
             self._sleep(backoff(attempt, throttled))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _once(self, method: str, path: str, body: memoryview | None,
-              limit: int | None) -> Answer:
+    def _once(self, method: str, path: str, query: str, headers: Mapping[str, str] | None,
+              body: memoryview | None, limit: int | None, whole: bool) -> Answer:
+        """One attempt, within its deadline from before it waits for a connection to after
+        its answer's last byte: `timeout` plus what it sends and may receive at
+        `min_read_bytes_per_second` (TooSlow past it, not tried again)."""
         pool = self._pool
-        conn = pool.take()
+        sent = body.nbytes if body is not None else 0
+        allowed = pool.timeout + (
+            sent + (ERROR_BODY_BYTES if limit is None else limit)) / self._min_rate
+        until = time.monotonic() + allowed
+        conn = pool.take(until)
+        deadline = WATCHDOG.watch(conn, until)
         reusable = False
         try:
-            if conn.sock is None:
-                try:
-                    conn.connect()
-                except OSError as exc:
-                    raise _CannotConnect(exc) from None
-            headers = self._signer.headers(method, pool.host, path)
-            if body is not None:
-                headers["content-length"] = str(body.nbytes)
-            conn.request(method, path, body=body, headers=headers)
-            response = conn.getresponse()
-            length = response.length
-            if method == "HEAD" or response.status == 204:
-                # http.client counts no body for a HEAD: the size is the header's.
-                length = _content_length(response.getheader("content-length"))
-                response.read()
-                code = "" if response.status < 300 else str(response.status)
-                answer = Answer(response.status, code, length)
-            elif response.status == 200 and limit is not None:
-                answer = Answer(200, "", length, self._bounded(conn, response, limit))
-            else:
-                data = response.read(ERROR_BODY_BYTES)
-                found = _CODE.search(data) if response.status >= 300 else None
-                code = found.group(1).decode() if found else (
-                    str(response.status) if response.status >= 300 else "")
-                answer = Answer(response.status, code, length)
-            reusable = response.isclosed() and not response.will_close
+            try:
+                answer, reusable = self._exchange(conn, deadline, allowed, method, path, query,
+                                                  headers, body, limit, whole)
+            except (TooSlow, TooLarge, Malformed):
+                raise
+            except Exception:
+                if WATCHDOG.end(deadline):
+                    raise TooSlow(allowed, None) from None
+                raise
+            if WATCHDOG.end(deadline):  # an answer cut short there (an error's body)
+                raise TooSlow(allowed, None)
             return answer
         finally:
-            pool.give(conn, reusable=reusable)
+            fired = WATCHDOG.end(deadline)  # ended on every way out, a refusal's included
+            pool.give(conn, reusable=reusable and not fired)
 
-    def _bounded(self, conn: http.client.HTTPConnection, response: http.client.HTTPResponse,
-                 limit: int) -> bytearray:
-        """The body of a GET's answer, at most `limit` bytes, read within its deadline into
-        one buffer (no pieces joined afterwards)."""
-        allowed = self._pool.timeout + limit / self._min_rate
-        deadline = time.monotonic() + allowed
+    def _exchange(self, conn: http.client.HTTPConnection, deadline: Deadline, allowed: float,
+                  method: str, path: str, query: str, extra: Mapping[str, str] | None,
+                  body: memoryview | None, limit: int | None,
+                  whole: bool) -> tuple[Answer, bool]:
+        """The request sent and its answer read: the answer, and whether the connection
+        can serve another request."""
+        pool = self._pool
+        conn.response_class = _Response
+        if conn.sock is None:
+            # Until it is made there is no socket to shut: the connect's own timeout is
+            # what is left of the deadline.
+            conn.timeout = min(pool.timeout, max(deadline.at - time.monotonic(), 0.001))
+            try:
+                conn.connect()
+            except OSError as exc:
+                raise _CannotConnect(exc) from None
+            if deadline.fired:
+                raise TimeoutError("connected past the deadline")
+        headers = self._signer.headers(method, pool.host, path, query, extra)
+        if body is not None:
+            headers["content-length"] = str(body.nbytes)
+        conn.request(method, f"{path}?{query}" if query else path, body=body, headers=headers)
+        response = conn.getresponse()
+        length = response.length
+        if method == "HEAD" or response.status == 204:
+            # http.client counts no body for a HEAD: the size is the header's.
+            length = _content_length(response.getheader("content-length"))
+            response.read()
+            code = "" if response.status < 300 else str(response.status)
+            answer = Answer(response.status, code, length)
+        elif response.status == 200 and limit is not None:
+            answer = Answer(200, "", length,
+                            self._bounded(response, deadline, allowed, limit, whole))
+        else:
+            data = response.read(ERROR_BODY_BYTES)
+            found = _CODE.search(data) if response.status >= 300 else None
+            code = found.group(1).decode() if found else (
+                str(response.status) if response.status >= 300 else "")
+            answer = Answer(response.status, code, length)
+        return answer, response.isclosed() and not response.will_close
+
+    @staticmethod
+    def _bounded(response: http.client.HTTPResponse, deadline: Deadline, allowed: float,
+                 limit: int, whole: bool) -> bytearray:
+        """The body of a GET's answer, at most `limit` bytes, read into one buffer (no
+        pieces joined afterwards). `whole`: an object's, whose length S3 always announces
+        (Malformed without one)."""
         announced = response.length
+        if announced is None and whole:
+            raise Malformed("an object's body without its length (Content-Length)")
         if announced is not None and announced > limit:
             raise TooLarge(f"{announced} bytes")
         size = announced if announced is not None else limit + 1
         buffer = bytearray(size)
         held = 0
-        # Each read below waits for one receive at most (`readinto1`, `read1`): a body
-        # trickled a byte at a time passes every per-read timeout, so each receive may take
-        # only what is left of the whole body's time.
         with memoryview(buffer) as view:
             while held < size:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TooSlow(allowed, held)
-                conn.sock.settimeout(min(self._pool.timeout, left))
                 try:
                     if announced is not None:  # straight from the socket into the buffer
                         got = response.fp.readinto1(view[held:held + _PIECE])
-                    else:  # chunked, or up to the close: an answer S3 does not give
+                    else:  # chunked, or up to the close
                         piece = response.read1(min(_PIECE, size - held))
                         got = len(piece)
                         view[held:held + got] = piece
-                except TimeoutError:
-                    if time.monotonic() >= deadline:
+                except Exception:
+                    if deadline.fired:
                         raise TooSlow(allowed, held) from None
                     raise
                 if not got:
+                    if deadline.fired:  # the socket was shut
+                        raise TooSlow(allowed, held)
                     break
                 held += got
         if announced is not None:

@@ -1,7 +1,8 @@
 """An S3 endpoint in the test's own process, on a Unix socket (the unit tier connects to
-no network address): it keeps objects in a dict, checks nothing of the signature, and
-answers a test's scripted replies first. It counts the connections it accepted and the
-most it held open at once."""
+no network address): it keeps objects in a dict (PUT, conditional with `If-None-Match: *`,
+GET, HEAD, DELETE, and ListObjectsV2 of bucket `b`, paged), checks nothing of the
+signature, and answers a test's scripted replies first. It counts the connections it
+accepted and the most it held open at once."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, quote_plus, unquote, urlsplit
+from xml.sax.saxutils import escape
 
 from services.settings import S3Settings
 from services.storage.http_pool import ConnectionPool
@@ -54,7 +57,14 @@ class Handler(BaseHTTPRequestHandler):
             reply(self)
             return
         key = self.path
-        if self.command == "PUT":
+        if self.command == "GET" and urlsplit(key).path == "/b":
+            self.answer(200, fake.listing(dict(parse_qsl(urlsplit(key).query))),
+                        {"Content-Type": "application/xml"})
+        elif self.command == "PUT" and self.headers.get("If-None-Match") == "*" \
+                and key in fake.objects:
+            self.answer(412, error_body("PreconditionFailed"),
+                        {"Content-Type": "application/xml"})
+        elif self.command == "PUT":
             fake.objects[key] = body
             self.answer(200)
         elif self.command == "DELETE":
@@ -143,6 +153,32 @@ class FakeS3:
         self.server = _Server(self.path, Handler)
         self.server.fake = self
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def listing(self, params: dict[str, str]) -> bytes:
+        """ListObjectsV2's answer for `params`: keys in order, `max-keys` at most, the
+        continuation token the last key listed (hex)."""
+        prefix = params.get("prefix", "")
+        after = bytes.fromhex(params.get("continuation-token", "")).decode()
+        with self.lock:
+            keys = sorted(unquote(path[len("/b/"):]) for path in self.objects)
+            sizes = {unquote(path[len("/b/"):]): len(data) for path, data in self.objects.items()}
+        keys = [key for key in keys if key.startswith(prefix) and key > after]
+        page = keys[:int(params.get("max-keys", "1000"))]
+        url = params.get("encoding-type") == "url"
+        entries = "".join(
+            f"<Contents><Key>{escape(quote_plus(key, safe='/') if url else key)}</Key>"
+            "<LastModified>2026-11-27T13:00:00.000Z</LastModified><ETag>&quot;x&quot;</ETag>"
+            f"<Size>{sizes[key]}</Size><StorageClass>STANDARD</StorageClass></Contents>"
+            for key in page)
+        more = len(keys) > len(page)
+        return ('<?xml version="1.0" encoding="UTF-8"?>'
+                '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+                f"<Name>b</Name><Prefix>{escape(prefix)}</Prefix><KeyCount>{len(page)}"
+                f"</KeyCount>{'<EncodingType>url</EncodingType>' if url else ''}"
+                f"<IsTruncated>{'true' if more else 'false'}</IsTruncated>{entries}"
+                + (f"<NextContinuationToken>{page[-1].encode().hex()}</NextContinuationToken>"
+                   if more else "")
+                + "</ListBucketResult>").encode()
 
     def pool(self, size: int = 4, timeout: float = 5.0) -> UnixPool:
         pool = UnixPool("http://s3.test", size, timeout)

@@ -1,0 +1,114 @@
+"""Total deadlines for HTTP requests whose answers come from an endpoint that is not
+trusted (`s3_requests.py`): one thread per process shuts a request's socket down when its
+deadline passes, so whatever is blocked on it ends there, whatever the answer's framing (a
+trickled head, a chunk-size line or trailers that never end, endless `100 Continue`, a
+trickled body). A per-read timeout cannot do it: each trickled byte resets it.
+
+A request costs one heap push and two short lock holds, no thread or timer of its own: a
+worker sends thousands of requests per GiB. A request that ends in time is only marked
+done; the thread drops such entries when it next wakes, which is at the earliest
+deadline still pending, so it wakes about once per deadline's length, not once per
+request."""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import os
+import socket
+import threading
+import time
+from typing import Protocol
+
+
+class _HasSocket(Protocol):
+    sock: socket.socket | None
+
+
+class Deadline:
+    """One request's: `fired` once its socket was shut for it."""
+
+    __slots__ = ("_conn", "_live", "at", "fired")
+
+    def __init__(self, at: float, conn: _HasSocket) -> None:
+        self.at = at
+        self.fired = False
+        self._conn: _HasSocket | None = conn
+        self._live = True
+
+
+def _shut(conn: _HasSocket | None) -> None:
+    sock = conn.sock if conn is not None else None
+    if sock is None:  # still connecting: `connect` has its own timeout, the caller checks
+        return
+    # The plain socket's shutdown, also under TLS: SSLSocket's own drops its SSL object,
+    # which a thread reading it at this moment may be using. An OSError: closed meanwhile.
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class Watchdog:
+    _COMPACT_AFTER = 1024
+    """Entries of requests done before their deadline, past which (and past half the
+    heap) the heap is rebuilt without them: memory stays that of the requests in flight."""
+
+    def __init__(self) -> None:
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        # Also in a forked child: the parent's thread is not there, nor its requests.
+        self._cond = threading.Condition(threading.Lock())
+        self._heap: list[tuple[float, int, Deadline]] = []
+        self._order = itertools.count()
+        self._done = 0
+        self._thread: threading.Thread | None = None
+
+    def watch(self, conn: _HasSocket, at: float) -> Deadline:
+        """Shuts `conn`'s socket down at `at` (`time.monotonic`) unless `end` comes first."""
+        deadline = Deadline(at, conn)
+        with self._cond:
+            entry = (at, next(self._order), deadline)
+            heapq.heappush(self._heap, entry)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="request-deadlines",
+                                                daemon=True)
+                self._thread.start()
+            elif self._heap[0] is entry:  # earlier than what the thread waits for
+                self._cond.notify()
+        return deadline
+
+    def end(self, deadline: Deadline) -> bool:
+        """Stops watching (the socket is not shut after this returns); whether the
+        deadline had passed, its socket shut. Idempotent."""
+        with self._cond:
+            if deadline._live:
+                deadline._live = False
+                deadline._conn = None
+                self._done += 1
+                if self._done > self._COMPACT_AFTER and self._done * 2 > len(self._heap):
+                    self._heap = [entry for entry in self._heap if entry[2]._live]
+                    heapq.heapify(self._heap)
+                    self._done = 0
+            return deadline.fired
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                heap = self._heap
+                while heap and (not heap[0][2]._live or heap[0][0] <= now):
+                    _, _, deadline = heapq.heappop(heap)
+                    if deadline._live:
+                        deadline._live = False
+                        deadline.fired = True
+                        _shut(deadline._conn)
+                        deadline._conn = None
+                    else:
+                        self._done -= 1
+                self._cond.wait(heap[0][0] - now if heap else None)
+
+
+WATCHDOG = Watchdog()
+"""The process's."""

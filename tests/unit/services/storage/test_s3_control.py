@@ -1,0 +1,210 @@
+"""The object target's listings and its data key's conditional write, against an endpoint in
+the test's process (`fake_s3.py`): read on the same bounded path as chunks (a listing's
+page at most `page_limit` bytes, refused unread past it; within the request's deadline),
+parsed with every DTD refused, paged across continuation tokens; the conditional write as
+it was with boto3 (412 is "already there", a store that refuses the condition is named)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from services.errors import StorageError, StorageUnavailable
+from services.storage import s3
+from services.storage.s3_listing import NotAListing, parse
+from tests.unit.services.storage.fake_s3 import FakeS3, Handler, error_body
+
+LISTING = b'<?xml version="1.0" encoding="UTF-8"?><ListBucketResult>'
+BOMB = (b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
+        b'<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>'
+        b"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>p/&b;</Key>"
+        b"<Size>1</Size><LastModified>2026-11-27T13:00:00Z</LastModified></Contents>"
+        b"</ListBucketResult>")
+EXTERNAL = (b'<?xml version="1.0"?><!DOCTYPE l SYSTEM "http://evil.example/l.dtd">'
+            b"<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>")
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Iterator[FakeS3]:
+    server = FakeS3(tmp_path)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def bucket(fake: FakeS3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[s3.Bucket]:
+    monkeypatch.setattr(s3, "ConnectionPool",
+                        lambda *_a: fake.pool(timeout=0.2))
+    opened = s3.Bucket(fake.settings(tmp_path, timeout_seconds=0.2,
+                                     min_read_bytes_per_second=16 << 20))
+    opened._requests._sleep = lambda _s: None
+    yield opened
+    opened.close()
+
+
+def _reply(body: bytes) -> object:
+    def reply(handler: Handler) -> None:
+        handler.answer(200, body, {"Content-Type": "application/xml"})
+    return reply
+
+
+def test_listings_page_across_continuation_tokens(bucket: s3.Bucket, fake: FakeS3) -> None:
+    names = [f"chunks/p/{n:04x}" for n in range(2100)] + ["manifests/p/rp 1+a"]
+    for name in names:  # as bucket.put would store them (2100 requests: 0.4 s)
+        fake.objects["/b/p/" + quote(name, safe="/~")] = b"x" * (len(name) % 7)
+    fake.objects["/b/other/chunks/p/0000"] = b"not this target's"
+    fake.seen.clear()
+    listed = list(bucket.list("chunks/"))
+    assert [stored.key for stored in listed] == names[:-1]
+    assert [stored.size for stored in listed] == [len(name) % 7 for name in names[:-1]]
+    assert listed[0].modified == datetime(2026, 11, 27, 13, tzinfo=UTC)
+    pages = [path for _, path, _ in fake.seen]
+    assert len(pages) == 3
+    assert all("prefix=p%2Fchunks%2F" in page and "max-keys=1000" in page for page in pages)
+    assert "continuation-token" not in pages[0]
+    assert "continuation-token" in pages[1]
+    assert "continuation-token" in pages[2]
+    # Keys come url-encoded (encoding-type=url) and are given back as stored.
+    assert [stored.key for stored in bucket.list("manifests/")] == ["manifests/p/rp 1+a"]
+    assert [stored.key for stored in bucket.list()] == names
+    assert bucket.holds_any("manifests/")
+    assert not bucket.holds_any("keys/")
+    assert "max-keys=1&" in fake.seen[-1][1]
+
+
+def test_a_listing_answered_past_its_bound_is_refused_unread(
+        bucket: s3.Bucket, fake: FakeS3) -> None:
+    sent: list[int] = []
+
+    def huge(handler: Handler, announced: bool) -> None:  # 300 MiB, until the client hangs up
+        handler.send_response(200)
+        if announced:
+            handler.send_header("Content-Length", str(300 << 20))
+        else:
+            handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        total = 0
+        piece = LISTING + b"x" * ((64 << 10) - len(LISTING))
+        framed = piece if announced else b"%x\r\n" % len(piece) + piece + b"\r\n"
+        try:
+            while total < 300 << 20:
+                handler.wfile.write(framed)
+                total += len(piece)
+        except OSError:
+            pass
+        sent.append(total)
+        handler.close_connection = True
+
+    fake.replies += [lambda handler: huge(handler, True), lambda handler: huge(handler, False)]
+    limit = s3.page_limit(s3.LIST_PAGE_KEYS)
+    assert 2_000_000 < limit < 3 << 20
+    for _ in range(2):
+        with pytest.raises(StorageError, match="listing the target with something that is "
+                                               "not a listing"):
+            list(bucket.list())
+    deadline = time.monotonic() + 5
+    while len(sent) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(sent) == 2, "the endpoint never finished"
+    assert sent[0] < 16 << 20, sent  # refused at the head: what the socket buffers held
+    assert sent[1] < limit + (16 << 20), sent  # read to the bound and a byte, no further
+    assert len(fake.seen) == 2  # neither tried again
+
+
+@pytest.mark.parametrize("body", [
+    BOMB, EXTERNAL, BOMB.decode().encode("utf-16"),  # the DOCTYPE in another encoding
+    LISTING + b"<IsTruncated>false</IsTruncated><Contents><Key>p/&x;</Key></Contents>"
+              b"</ListBucketResult>",  # an entity that was never declared
+])
+def test_a_listing_with_a_doctype_or_entity_is_refused(
+        bucket: s3.Bucket, fake: FakeS3, body: bytes) -> None:
+    fake.replies.append(_reply(body))  # type: ignore[arg-type]
+    with pytest.raises(StorageError, match="not a listing Cairn takes"):
+        list(bucket.list())
+    with pytest.raises(NotAListing):
+        parse(body, "p/")
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    (b"<Error><Code>x</Code></Error>", "a document of 'Error'"),
+    (LISTING + b"<IsTruncated>true</IsTruncated></ListBucketResult>", "without a continuation"),
+    (LISTING + b"<Contents><Key>q/elsewhere</Key><Size>1</Size><LastModified>"
+     b"2026-11-27T13:00:00Z</LastModified></Contents></ListBucketResult>", "outside the prefix"),
+    (LISTING + b"<Contents><Key>p/k</Key><Size>-1</Size><LastModified>"
+     b"2026-11-27T13:00:00Z</LastModified></Contents></ListBucketResult>", "the size"),
+    (LISTING + b"<Contents><Key>p/k</Key><Size>1</Size><LastModified>yesterday"
+     b"</LastModified></Contents></ListBucketResult>", "time of last write"),
+    (LISTING + b"<Contents><Key>p/k</Key>", "not well-formed"),
+])
+def test_what_is_not_a_listing_is_refused(body: bytes, why: str) -> None:
+    with pytest.raises(NotAListing, match=why):
+        parse(body, "p/")
+
+
+def test_a_token_given_twice_ends_the_listing(bucket: s3.Bucket, fake: FakeS3) -> None:
+    again = _reply(LISTING + b"<IsTruncated>true</IsTruncated><NextContinuationToken>t"
+                   b"</NextContinuationToken></ListBucketResult>")
+    fake.replies += [again, again, again]  # type: ignore[list-item]
+    with pytest.raises(StorageError, match="not a listing"):
+        list(bucket.list())
+    assert len(fake.seen) == 2
+
+
+def test_a_refused_listing_is_told_as_before(bucket: s3.Bucket, fake: FakeS3) -> None:
+    fake.replies.append(lambda handler: handler.answer(403, error_body("AccessDenied")))
+    with pytest.raises(StorageUnavailable, match=r"refused listing manifests/ .*AccessDenied"):
+        bucket.holds_any("manifests/")
+
+
+def test_the_conditional_put_keeps_its_semantics(bucket: s3.Bucket, fake: FakeS3) -> None:
+    assert bucket.put_new("keys/data-key", b"first")
+    assert not bucket.put_new("keys/data-key", b"second")
+    assert fake.objects["/b/p/keys/data-key"] == b"first"
+    for _, _, headers in fake.seen:
+        sent = {name.lower(): value for name, value in headers.items()}
+        assert sent["if-none-match"] == "*"
+        assert "if-none-match" in sent["authorization"]  # signed
+        assert "expect" not in sent
+
+    def status(code: int, name: str) -> object:
+        return lambda handler: handler.answer(code, error_body(name))
+
+    fake.replies += [status(409, "ConditionalRequestConflict"),  # type: ignore[list-item]
+                     status(501, "NotImplemented"), status(403, "AccessDenied"),
+                     status(400, "MalformedXML")]
+    assert not bucket.put_new("keys/other", b"x")
+    with pytest.raises(StorageError, match=r"refused to write keys/other only if it is not "
+                                           r"there yet \(If-None-Match: \*, answered "
+                                           r"NotImplemented\)"):
+        bucket.put_new("keys/other", b"x")
+    with pytest.raises(StorageUnavailable, match=r"refused writing keys/other .*AccessDenied"):
+        bucket.put_new("keys/other", b"x")
+    with pytest.raises(StorageError, match=r"failed writing keys/other \(MalformedXML\)"):
+        bucket.put_new("keys/other", b"x")
+
+
+def test_a_trickled_answer_to_the_conditional_put_ends_at_its_deadline(
+        bucket: s3.Bucket, fake: FakeS3) -> None:
+    def trickle(handler: Handler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", "4096")
+        handler.end_headers()
+        try:
+            for _ in range(100):
+                handler.wfile.write(b" ")
+                handler.wfile.flush()
+                time.sleep(0.02)
+        except OSError:
+            pass
+        handler.close_connection = True
+
+    fake.replies.append(trickle)
+    started = time.monotonic()
+    with pytest.raises(StorageUnavailable, match="did not complete writing keys/data-key"):
+        bucket.put_new("keys/data-key", b"x")
+    assert time.monotonic() - started < 0.6
