@@ -68,12 +68,14 @@ typecheck: bootstrap ## mypy --strict on services/, api/, worker/, cli/, cairncl
 check: lint typecheck ## lint and type check
 
 WORKERS ?= 3
+UNIT_WORKERS ?= $(shell nproc)
 COVERAGE ?= 0
 test: ## everything from a clean clone: installs, the stack's servers, lint, types, every tier (COVERAGE=1: and line coverage of api/ services/ worker/; WORKERS=n pytest-xdist workers, default 3); prints each step's time and the ten slowest tests
 	@WORKERS=$(WORKERS) COVERAGE=$(COVERAGE) bash deploy/local/test.sh all
 
-test-unit: bootstrap ## the unit tier: every test that needs no server (seconds; nothing has to run)
-	@$(PY) -m pytest -p no:cacheprovider -q tests/unit
+test-unit: bootstrap ## the unit tier: every test that needs no server (seconds; nothing has to run), on every core
+	@# One process per core: 1096 tests took 32 s in one on two cores, 21 s in two.
+	@$(PY) -m pytest -p no:cacheprovider -q -n $(UNIT_WORKERS) --dist load tests/unit
 
 test-tools: ## the tools tier: helm on the chart, promtool on the alert rules, buildah on the image (no server)
 	@CAIRN_PROMETHEUS=1 CAIRN_HELM=1 CAIRN_IMAGE=1 bash deploy/local/bootstrap.sh
