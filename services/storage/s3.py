@@ -4,9 +4,9 @@ the wrapped data key) is the business of its callers.
 
 Every request that reads an answer's body (PUT, conditional PUT, GET, HEAD and DELETE of
 one key, ListObjectsV2) goes through Cairn's own signed requests on pooled keep-alive
-connections (`s3_requests.py`), each answer bounded in size and time; boto3 is left only
-the bucket's check (a HeadBucket: no body), made on first use. Neither takes proxies or a
-CA bundle from the environment.
+connections (`s3_requests.py`), each answer bounded in size and time, the bucket's check
+included (a listing of one key, which asks for the permission a HeadBucket does). No
+proxies or CA bundle are taken from the environment.
 
 Errors come out as Cairn's: unreachable or refusing credentials is StorageUnavailable (the
 job can be retried later), anything else the store rejects is StorageError with the S3
@@ -24,14 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-import boto3
-import certifi
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 from typing_extensions import Buffer
 
 from services.errors import DataCorrupt, StorageError, StorageUnavailable
@@ -49,9 +43,6 @@ from services.storage.s3_requests import (
     Unreachable,
 )
 from services.storage.sigv4 import Signer
-
-if TYPE_CHECKING:
-    from mypy_boto3_s3 import S3Client
 
 log = logging.getLogger(__name__)
 
@@ -101,37 +92,6 @@ class Bucket:
                                self._credentials.secret_key.get_secret_value(),
                                settings.region),
             settings.bucket, min_read_bytes_per_second=settings.min_read_bytes_per_second)
-        self._control: S3Client | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def _client(self) -> S3Client:
-        """boto3's client, for the bucket's check: made on first use (loading its models
-        costs more CPU than a job's data-plane requests to a small volume)."""
-        with self._lock:
-            if self._control is None:
-                self._control = self._boto3_client()
-            return self._control
-
-    def _boto3_client(self) -> S3Client:
-        settings = self.settings
-        return boto3.session.Session().client(
-            "s3", endpoint_url=settings.endpoint, region_name=settings.region,
-            aws_access_key_id=self._credentials.access_key,
-            aws_secret_access_key=self._credentials.secret_key.get_secret_value(),
-            verify=certifi.where(),  # as the data plane: not AWS_CA_BUNDLE's
-            config=Config(
-                max_pool_connections=settings.connections,
-                connect_timeout=settings.timeout_seconds,
-                read_timeout=settings.timeout_seconds,
-                retries={"mode": "standard", "total_max_attempts": 4},
-                proxies={},  # not None: botocore would take HTTP(S)_PROXY then
-                s3={"addressing_style": "path", "payload_signing_enabled": False},
-                # Newer SDKs add streaming CRC trailers that many S3 stores (RGW before
-                # Reef among them) refuse.
-                request_checksum_calculation="when_required",
-                response_checksum_validation="when_required",
-            ))
 
     def _key(self, key: str) -> str:
         return f"{self.settings.prefix}/{key}"
@@ -140,18 +100,6 @@ class Bucket:
         return StorageUnavailable(
             f"the S3 store refused {what} in bucket {self.settings.bucket!r} "
             f"({code}): check the target's credentials and bucket")
-
-    def _fail(self, what: str, exc: Exception) -> Exception:
-        if isinstance(exc, ClientError):
-            code = str(exc.response.get("Error", {}).get("Code", ""))
-            if code in _REFUSED:
-                return self._refused(what, code)
-            log.warning("S3 %s failed: %s", what, exc)
-            return StorageError(f"the S3 store failed {what} ({_plain(code or 'error')})")
-        if isinstance(exc, EndpointConnectionError):
-            return StorageUnavailable(f"cannot reach the S3 endpoint {self.settings.endpoint}")
-        log.warning("S3 %s failed: %s", what, exc)
-        return StorageUnavailable(f"the S3 store did not complete {what}: {exc}")
 
     def _answer_fails(self, what: str, answer: Answer) -> Exception:
         if answer.code in _REFUSED:
@@ -314,14 +262,10 @@ class Bucket:
             "(see the worker's log): the endpoint is not the S3 store it should be")
 
     def check(self) -> None:
-        """Raises Cairn's error unless the bucket answers to these credentials."""
-        try:
-            self._client.head_bucket(Bucket=self.settings.bucket)
-        except (ClientError, BotoCoreError) as exc:
-            raise self._fail("a check of the bucket", exc) from None
+        """Raises Cairn's error unless the bucket answers to these credentials: a listing
+        of one key under the target's prefix (ListBucket, the permission a HeadBucket asks
+        for), bounded as every other request."""
+        self.holds_any("")
 
     def close(self) -> None:
         self._pool.close()
-        with self._lock:
-            if self._control is not None:
-                self._control.close()

@@ -31,7 +31,7 @@ def bucket() -> Iterator[Bucket]:
 
 
 def _boto3_put(bucket: Bucket, key: str, data: bytes) -> None:
-    bucket._client.put_object(Bucket=bucket.settings.bucket,
+    rgw.holder(bucket).put_object(Bucket=bucket.settings.bucket,
                               Key=f"{bucket.settings.prefix}/{key}", Body=data)
 
 
@@ -74,7 +74,7 @@ def test_a_restore_point_written_by_either_path_reads_back_by_the_other(
         else:  # read by boto3
             blob = rgw.stored(bucket, key)
             assert blob is not None
-            assert bucket._client.head_object(
+            assert rgw.holder(bucket).head_object(
                 Bucket=bucket.settings.bucket,
                 Key=f"{bucket.settings.prefix}/{key}")["ContentLength"] == len(blob)
         assert codec.open_chunk(PROJECT, name, blob) == plaintext

@@ -208,3 +208,30 @@ def test_a_trickled_answer_to_the_conditional_put_ends_at_its_deadline(
     with pytest.raises(StorageUnavailable, match="did not complete writing keys/data-key"):
         bucket.put_new("keys/data-key", b"x")
     assert time.monotonic() - started < 0.6
+
+
+def test_the_buckets_check_is_a_bounded_listing_of_one_key(
+        bucket: s3.Bucket, fake: FakeS3) -> None:
+    bucket.check()
+    assert "list-type=2" in fake.seen[-1][1]
+    assert "max-keys=1&" in fake.seen[-1][1]
+    fake.replies.append(lambda handler: handler.answer(403, error_body("AccessDenied")))
+    with pytest.raises(StorageUnavailable, match=r"refused listing the target .*check the "
+                                                 r"target's credentials"):
+        bucket.check()
+
+    def trickle(handler: Handler) -> None:  # a head that never ends, a byte at a time
+        try:
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"y" * 200:
+                handler.wfile.write(bytes([byte]))
+                handler.wfile.flush()
+                time.sleep(0.01)
+        except OSError:
+            pass
+        handler.close_connection = True
+
+    fake.replies.append(trickle)
+    started = time.monotonic()
+    with pytest.raises(StorageUnavailable):
+        bucket.check()
+    assert time.monotonic() - started < 1.0
