@@ -122,7 +122,7 @@ bench-fleet: ## nightly fleet: Cairn vs cinder-backup (Ceph driver, and Cairn's 
 	@CEPH_OBJECTSTORE=bluestore CEPH_STORE_BYTES=68719476736 CAIRN_OPENSTACK=1 bash deploy/local/stack.sh up infra
 	@$(PY) bench/fleet.py $(ARGS)
 
-bench-object: ## object-storage target: chunk engine to Ceph RGW at 1-20 uploads in flight, dedup, 1 vs 4 MiB chunks, against rbd export | S3 and the RBD target; restores against S3 download | rbd import and 10 vs 1 in flight on loopback and through an S3 delay line; client CPU against the commit before issue 35; repeated full after 1 % changed through the API; restarts ceph-a anew on BlueStore with RGW (~17 min; ARGS="--delay 0.025 --size-gib 1 --runs 3 --delay-runs 1 --before 86babd0 --only cpu,restore,engine,synthetic"); prints figures
+bench-object: ## object-storage target: chunk engine to Ceph RGW at 1-20 uploads in flight, dedup, 1 vs 4 MiB chunks, against rbd export | S3 and the RBD target; restores against S3 download | rbd import and 10 vs 1 in flight on loopback and through an S3 delay line; client CPU against the commit before issue 35; repeated full after 1 % changed through the API; restarts ceph-a anew on BlueStore with RGW (~18 min; ARGS="--delay 0.025 --size-gib 1 --synthetic-gib 4 --runs 3 --delay-runs 1 --before 86babd0 --only cpu,restore,engine,synthetic"; the delay line holds this machine's TCP window, --window); prints figures
 	@CAIRN_RGW=1 bash deploy/local/bootstrap.sh
 	@bash deploy/local/stack.sh down
 	@rm -rf $(STATE)/ceph-a
