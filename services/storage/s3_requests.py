@@ -16,12 +16,13 @@ deadline, from before it waits for a pooled connection to its answer's last byte
 `timeout` plus what it sends and may receive (a GET's `limit`, else ERROR_BODY_BYTES) at
 `min_read_bytes_per_second`. When it passes the socket is shut (`deadlines.py`), whatever
 was blocked on it (a connect, a send, a head or chunk-size line or trailers sent a byte at
-a time, a body), and the request fails (TooSlow), not tried again; a connection that stays
-silent for `timeout` is a timeout, tried again. A GET reads at most the caller's `limit`
-plus one byte before it refuses the object (TooLarge); an object's answer must announce its
-length and no answer may be an interim 1xx (Malformed: S3 sends neither); an error's body
-is read up to ERROR_BODY_BYTES, and only an S3 error code of plain characters is taken
-from it; response heads are bounded by `http.client` (64 KiB a line, 100 lines)."""
+a time, a body, an answer that said `Connection: close`), and the request fails (TooSlow),
+not tried again; a connection that stays silent for `timeout` is a timeout, tried again.
+A GET reads at most the caller's `limit` plus one byte before it refuses the object
+(TooLarge); an object's answer must announce its length and no answer may be an interim 1xx
+(Malformed: S3 sends neither); an error's body is read up to ERROR_BODY_BYTES, and only an
+S3 error code of plain characters is taken from it; response heads are bounded by
+`http.client` (64 KiB a line, 100 lines)."""
 
 from __future__ import annotations
 
@@ -200,7 +201,7 @@ class S3Requests:
             sent + (ERROR_BODY_BYTES if limit is None else limit)) / self._min_rate
         until = time.monotonic() + allowed
         conn = pool.take(until)
-        deadline = WATCHDOG.watch(conn, until)
+        deadline = WATCHDOG.watch(until, conn.sock)
         reusable = False
         try:
             try:
@@ -235,7 +236,7 @@ class S3Requests:
                 conn.connect()
             except OSError as exc:
                 raise _CannotConnect(exc) from None
-            if deadline.fired:
+            if conn.sock is None or not WATCHDOG.arm(deadline, conn.sock):
                 raise TimeoutError("connected past the deadline")
         headers = self._signer.headers(method, pool.host, path, query, extra)
         if body is not None:

@@ -189,3 +189,21 @@ def test_the_bucket_tells_each_of_these_as_cairns_error(
             bucket._pool.give(held, reusable=False)
     finally:
         bucket.close()
+
+
+@pytest.mark.parametrize(("head", "kind"), [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 4096\r\nConnection: close\r\n\r\n", "object"),
+    (b"HTTP/1.0 200 OK\r\nContent-Length: 4096\r\n\r\n", "object"),
+    (b"HTTP/1.1 403 Forbidden\r\nContent-Length: 4000\r\nConnection: close\r\n\r\n", "error"),
+])
+def test_a_trickled_body_after_connection_close_ends_at_the_deadline(
+        fake: FakeS3, head: bytes, kind: str) -> None:
+    """`http.client` drops the connection's socket as soon as an answer says it will close
+    (HTTP/1.0 by default) and reads its body from the socket all the same: the deadline
+    shuts the socket, not whatever the connection holds."""
+    sent: list[int] = []
+    fake.replies.append(lambda handler: _drip(handler, head, b"x", sent))
+    outcome, took = _timed(lambda: _requests(fake).send("GET", "k", limit=4096))
+    assert isinstance(outcome, TooSlow), outcome
+    assert took < _allowed(limit=4096) + 0.2, took
+    assert len(fake.seen) == 1
