@@ -22,10 +22,13 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import logging
 import os
 import socket
 import threading
 import time
+
+log = logging.getLogger(__name__)
 
 
 class Deadline:
@@ -117,10 +120,20 @@ class Watchdog:
                         deadline.fired = True
                         sock, deadline._sock = deadline._sock, None
                         if sock is not None:  # none yet: `arm` shuts it when it comes
-                            _shut(sock)
+                            self._fire(sock)
                     else:
                         self._done -= 1
                 self._cond.wait(heap[0][0] - now if heap else None)
+
+    @staticmethod
+    def _fire(sock: socket.socket) -> None:
+        # Whatever goes wrong with one socket, the thread goes on: every later deadline of
+        # the process depends on it, and nothing would tell that it had stopped.
+        try:
+            _shut(sock)
+        except Exception:
+            log.exception("a request's socket could not be shut at its deadline")
+
 
 WATCHDOG = Watchdog()
 """The process's."""

@@ -1,6 +1,6 @@
 """The process's request deadlines: a socket is shut when its deadline passes, never once
-its request has ended, one given after its deadline passed is shut at once, and requests
-that end in time leave nothing behind."""
+its request has ended, one given after its deadline passed is shut at once, one that cannot
+be shut stops no other deadline, and requests that end in time leave nothing behind."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from services.storage import deadlines
 from services.storage.deadlines import Watchdog
 
 
@@ -86,3 +87,32 @@ def test_the_socket_shut_is_the_last_one_armed(
         first.close()
         first_peer.close()
 
+
+def test_a_socket_that_cannot_be_shut_stops_no_later_deadline(
+        pair: tuple[socket.socket, socket.socket], monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The process has one thread for every deadline: were it to die, none would pass
+    again, and nothing would say so."""
+    watchdog = Watchdog()
+    ours, _ = pair
+    cursed, cursed_peer = socket.socketpair()
+    shut = deadlines._shut
+
+    def shut_or_fail(sock: socket.socket) -> None:
+        if sock is cursed:
+            raise RuntimeError("as the test said")
+        shut(sock)
+
+    monkeypatch.setattr(deadlines, "_shut", shut_or_fail)
+    try:
+        started = time.monotonic()
+        watchdog.watch(started + 0.02, cursed)
+        deadline = watchdog.watch(started + 0.1, ours)
+        ours.settimeout(1)
+        assert ours.recv(1) == b""
+        assert 0.09 < time.monotonic() - started < 1.0
+        assert watchdog.end(deadline)
+        assert "could not be shut at its deadline" in caplog.text
+    finally:
+        cursed.close()
+        cursed_peer.close()
