@@ -11,13 +11,16 @@ transient codes; each after rand(0, 1) x min(scale x 2^(attempt - 1), 20) s, the
 for throttling and 50 ms otherwise. Never after another 4xx. (`x-amz-retry-after` is not
 honoured: the endpoint does not decide how long a worker waits.)
 
-Whoever answers for the endpoint is not trusted (docs/security.md). Each attempt has one
-deadline, from before it waits for a pooled connection to its answer's last byte:
-`timeout` plus what it sends and may receive (a GET's `limit`, else ERROR_BODY_BYTES) at
-`min_read_bytes_per_second`. When it passes the socket is shut (`deadlines.py`), whatever
+Whoever answers for the endpoint is not trusted (docs/security.md). A request has one
+deadline, its attempts and the backoffs between them included, from before it waits for a
+pooled connection to its answer's last byte: `timeout` plus what it sends and may receive
+(a GET's `limit`, else ERROR_BODY_BYTES) at `min_read_bytes_per_second`. Another attempt
+starts only with at least half of that time left (its backoff cut short to leave it), and
+ends at the same deadline. When it passes the socket is shut (`deadlines.py`), whatever
 was blocked on it (a connect, a send, a head or chunk-size line or trailers sent a byte at
 a time, a body, an answer that said `Connection: close`), and the request fails (TooSlow),
-not tried again; a connection that stays silent for `timeout` is a timeout, tried again.
+not tried again; a connection that stays silent for `timeout` is a timeout, tried again if
+time is left.
 A GET reads at most the caller's `limit` plus one byte before it refuses the object
 (TooLarge); an object's answer must announce its length and no answer may be an interim 1xx
 (Malformed: S3 sends neither); an error's body is read up to ERROR_BODY_BYTES, and only an
@@ -169,17 +172,24 @@ class S3Requests:
 
     def _send(self, method: str, path: str, query: str, headers: Mapping[str, str] | None,
               body: memoryview | None, limit: int | None, *, whole: bool) -> Answer:
+        """Attempts of the request until one answers for good or its time runs out: one
+        deadline for them all, from now (`until`), `allowed` seconds (`_pause`)."""
         shown = f"{path}?{query}" if query else path
+        sent = body.nbytes if body is not None else 0
+        allowed = self._pool.timeout + (
+            sent + (ERROR_BODY_BYTES if limit is None else limit)) / self._min_rate
+        until = time.monotonic() + allowed
         for attempt in range(1, ATTEMPTS + 1):
             try:
-                answer = self._once(method, path, query, headers, body, limit, whole)
+                answer = self._once(method, path, query, headers, body, limit, whole, until,
+                                    allowed)
             except (_CannotConnect, OSError, http.client.HTTPException) as exc:
                 cause = exc.cause if isinstance(exc, _CannotConnect) else exc
                 log.info("S3 %s %s: attempt %d of %d failed: %r", method, shown, attempt,
                          ATTEMPTS, cause)
-                if attempt == ATTEMPTS:
+                if attempt == ATTEMPTS or not self._pause(
+                        backoff(attempt, throttled=False), until, allowed):
                     raise Unreachable(isinstance(exc, _CannotConnect), _reason(cause)) from None
-                self._sleep(backoff(attempt, throttled=False))
                 continue
             throttled = answer.status == 429 or answer.code in _THROTTLING_CODES
             if attempt == ATTEMPTS or not (throttled or answer.status in _TRANSIENT_STATUS
@@ -187,19 +197,27 @@ class S3Requests:
                 return answer
             log.info("S3 %s %s: attempt %d of %d answered %d %s", method, shown, attempt,
                      ATTEMPTS, answer.status, answer.code)
-            self._sleep(backoff(attempt, throttled))
+            if not self._pause(backoff(attempt, throttled), until, allowed):
+                return answer
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _pause(self, seconds: float, until: float, allowed: float) -> bool:
+        """Waits `seconds` (at most) before another attempt, which must have half the
+        request's `allowed` time left before `until`, or is not made (False): an endpoint
+        that fails each attempt just before the deadline gets only one."""
+        spare = until - time.monotonic() - allowed / 2
+        if spare < 0:
+            return False
+        self._sleep(min(seconds, spare))
+        return True
+
     def _once(self, method: str, path: str, query: str, headers: Mapping[str, str] | None,
-              body: memoryview | None, limit: int | None, whole: bool) -> Answer:
-        """One attempt, within its deadline from before it waits for a connection to after
-        its answer's last byte: `timeout` plus what it sends and may receive at
-        `min_read_bytes_per_second` (TooSlow past it, not tried again)."""
+              body: memoryview | None, limit: int | None, whole: bool, until: float,
+              allowed: float) -> Answer:
+        """One attempt, ended at the request's deadline `until` (`time.monotonic`) from
+        before it waits for a connection to after its answer's last byte (TooSlow past it,
+        not tried again; `allowed`: the request's time in all)."""
         pool = self._pool
-        sent = body.nbytes if body is not None else 0
-        allowed = pool.timeout + (
-            sent + (ERROR_BODY_BYTES if limit is None else limit)) / self._min_rate
-        until = time.monotonic() + allowed
         conn = pool.take(until)
         deadline = WATCHDOG.watch(until, conn.sock)
         reusable = False

@@ -16,9 +16,16 @@ import pytest
 from services.errors import StorageError, StorageUnavailable
 from services.storage import s3
 from services.storage.http_pool import PoolBusy
-from services.storage.s3_requests import ERROR_BODY_BYTES, Malformed, S3Requests, TooSlow
+from services.storage.s3_requests import (
+    ATTEMPTS,
+    ERROR_BODY_BYTES,
+    Answer,
+    Malformed,
+    S3Requests,
+    TooSlow,
+)
 from services.storage.sigv4 import Signer
-from tests.unit.services.storage.fake_s3 import FakeS3, Handler
+from tests.unit.services.storage.fake_s3 import FakeS3, Handler, error_body
 
 TIMEOUT = 0.1
 RATE = 1 << 20
@@ -207,3 +214,45 @@ def test_a_trickled_body_after_connection_close_ends_at_the_deadline(
     assert isinstance(outcome, TooSlow), outcome
     assert took < _allowed(limit=4096) + 0.2, took
     assert len(fake.seen) == 1
+
+
+def test_attempts_each_failed_just_before_the_deadline_share_one_deadline(
+        fake: FakeS3) -> None:
+    """Each attempt's head trickles until just before its deadline, then says 503
+    SlowDown: retried as it is, four attempts would take four deadlines."""
+    timeout = 0.3
+    allowed = timeout + ERROR_BODY_BYTES / RATE
+    body = error_body("SlowDown")
+
+    def slow_down(handler: Handler) -> None:
+        started = time.monotonic()
+        handler.wfile.write(b"HTTP/1.1 503 Slow Down\r\n")
+        while time.monotonic() - started < 0.85 * allowed:
+            handler.wfile.write(b"X-Pad: y\r\n")
+            time.sleep(0.01)
+        handler.wfile.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    fake.replies += [slow_down] * ATTEMPTS
+    requests = S3Requests(fake.pool(timeout=timeout), Signer("AK", "SK", "us-east-1"), "b",
+                          min_read_bytes_per_second=RATE, sleep=lambda _s: None)
+    outcome, took = _timed(lambda: requests.send("DELETE", "k"))
+    assert isinstance(outcome, Answer), outcome
+    assert outcome.code == "SlowDown"
+    assert took < 1.2 * allowed, took
+    assert len(fake.seen) == 1
+
+
+def test_throttling_answered_at_once_is_still_tried_four_times_within_the_deadline(
+        fake: FakeS3) -> None:
+    """Legitimate throttling keeps its attempts: each backoff is cut short to leave the next
+    attempt half the request's time, never skipped for it."""
+    timeout = 0.2
+    allowed = timeout + ERROR_BODY_BYTES / RATE
+    fake.replies += [lambda handler: handler.answer(503, error_body("SlowDown"))] * 3
+    slept: list[float] = []
+    requests = S3Requests(fake.pool(timeout=timeout), Signer("AK", "SK", "us-east-1"), "b",
+                          min_read_bytes_per_second=RATE, sleep=slept.append)
+    assert requests.send("DELETE", "k").status == 204
+    assert len(fake.seen) == ATTEMPTS
+    assert len(slept) == ATTEMPTS - 1
+    assert all(0 <= seconds <= allowed / 2 for seconds in slept), slept
