@@ -17,14 +17,16 @@ pooled connection to its answer's last byte: `timeout` plus what it sends and ma
 (a GET's `limit`, else ERROR_BODY_BYTES) at `min_read_bytes_per_second`. Another attempt
 starts only with at least half of that time left (its backoff cut short to leave it), and
 ends at the same deadline. When it passes the socket is shut (`deadlines.py`), whatever
-was blocked on it (a connect, a send, a head or chunk-size line or trailers sent a byte at
-a time, a body, an answer that said `Connection: close`), and the request fails (TooSlow),
-not tried again; a connection that stays silent for `timeout` is a timeout, tried again if
-time is left.
+was blocked on it (a connect, a TLS handshake, a send, a head or chunk-size line or
+trailers sent a byte at a time, a body, an answer that said `Connection: close`), and the
+request fails (TooSlow), not tried again; a connection that stays silent for `timeout` is
+a timeout, tried again if time is left. The endpoint's name is looked up, and each of its
+addresses tried, within that deadline (`http_pool.py`, `resolver.py`).
+
 A GET reads at most the caller's `limit` plus one byte before it refuses the object
-(TooLarge); an object's answer must announce its length and no answer may be an interim 1xx
-(Malformed: S3 sends neither); an error's body is read up to ERROR_BODY_BYTES, and only an
-S3 error code of plain characters is taken from it; response heads are bounded by
+(TooLarge); an object's answer must announce its length and no answer may be an interim
+1xx (Malformed: S3 sends neither); an error's body is read up to ERROR_BODY_BYTES, and only
+an S3 error code of plain characters is taken from it; response heads are bounded by
 `http.client` (64 KiB a line, 100 lines)."""
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from services.storage.deadlines import WATCHDOG, Deadline
 from services.storage.http_pool import ConnectionPool
@@ -247,14 +250,11 @@ class S3Requests:
         pool = self._pool
         conn.response_class = _Response
         if conn.sock is None:
-            # Until it is made there is no socket to shut: the connect's own timeout is
-            # what is left of the deadline.
-            conn.timeout = min(pool.timeout, max(deadline.at - time.monotonic(), 0.001))
             try:
-                conn.connect()
+                pool.connect(conn, deadline.at, partial(WATCHDOG.arm, deadline))
             except OSError as exc:
                 raise _CannotConnect(exc) from None
-            if conn.sock is None or not WATCHDOG.arm(deadline, conn.sock):
+            if deadline.fired:
                 raise TimeoutError("connected past the deadline")
         headers = self._signer.headers(method, pool.host, path, query, extra)
         if body is not None:

@@ -6,6 +6,7 @@ waits for one no longer than that either."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ import pytest
 
 from services.errors import StorageError, StorageUnavailable
 from services.storage import s3
-from services.storage.http_pool import PoolBusy
+from services.storage.http_pool import ConnectionPool, PoolBusy
 from services.storage.s3_requests import (
     ATTEMPTS,
     ERROR_BODY_BYTES,
@@ -23,6 +24,7 @@ from services.storage.s3_requests import (
     Malformed,
     S3Requests,
     TooSlow,
+    Unreachable,
 )
 from services.storage.sigv4 import Signer
 from tests.unit.services.storage.fake_s3 import FakeS3, Handler, error_body
@@ -214,6 +216,60 @@ def test_a_trickled_body_after_connection_close_ends_at_the_deadline(
     assert isinstance(outcome, TooSlow), outcome
     assert took < _allowed(limit=4096) + 0.2, took
     assert len(fake.seen) == 1
+
+
+def test_each_address_of_the_endpoint_gets_only_what_is_left_of_the_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name with five addresses that each drop the attempt (no SYN-ACK ever comes): the
+    connect ends at the request's deadline, not five timeouts later."""
+    timeout = 0.2
+    tried: list[tuple[str, float | None]] = []
+
+    def addresses(host: str, port: int, *_args: object, **_kwargs: object) -> object:
+        assert host == "s3.hostile.test"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (f"192.0.2.{n}", port))
+                for n in range(1, 6)]
+
+    def dropped(sock: socket.socket, address: tuple[str, int]) -> None:
+        tried.append((address[0], sock.gettimeout()))
+        time.sleep(sock.gettimeout() or 0)
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(socket, "getaddrinfo", addresses)
+    monkeypatch.setattr(socket.socket, "connect", dropped)
+    requests = S3Requests(ConnectionPool("http://s3.hostile.test:9000", 1, timeout),
+                          Signer("AK", "SK", "us-east-1"), "b",
+                          min_read_bytes_per_second=RATE, sleep=lambda _s: None)
+    outcome, took = _timed(lambda: requests.send("HEAD", "k"))
+    allowed = timeout + ERROR_BODY_BYTES / RATE
+    assert isinstance(outcome, (TooSlow, Unreachable)), outcome
+    assert took < allowed + 0.1, (took, tried)
+    assert sum(given or 0 for _, given in tried) <= allowed + 0.01, tried
+
+
+def test_a_name_that_is_not_resolved_in_time_ends_the_request_at_its_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`getaddrinfo` cannot be interrupted: the request stops waiting for it."""
+    timeout = 0.2
+    released = threading.Event()
+    lookups: list[str] = []
+
+    def slow(host: str, *_args: object, **_kwargs: object) -> object:
+        lookups.append(host)
+        released.wait(2)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    requests = S3Requests(ConnectionPool("http://s3.slow-dns.test", 1, timeout),
+                          Signer("AK", "SK", "us-east-1"), "b",
+                          min_read_bytes_per_second=RATE, sleep=lambda _s: None)
+    try:
+        outcome, took = _timed(lambda: requests.send("HEAD", "k"))
+    finally:
+        released.set()
+    assert isinstance(outcome, (TooSlow, Unreachable)), outcome
+    assert took < timeout + ERROR_BODY_BYTES / RATE + 0.1, took
+    assert lookups == ["s3.slow-dns.test"]
 
 
 def test_attempts_each_failed_just_before_the_deadline_share_one_deadline(
