@@ -25,9 +25,9 @@ addresses tried, within that deadline (`http_pool.py`, `resolver.py`).
 
 A GET reads at most the caller's `limit` plus one byte before it refuses the object
 (TooLarge); an object's answer must announce its length and no answer may be an interim
-1xx (Malformed: S3 sends neither); an error's body is read up to ERROR_BODY_BYTES, and only
-an S3 error code of plain characters is taken from it; response heads are bounded by
-`http.client` (64 KiB a line, 100 lines)."""
+1xx (Malformed: S3 sends neither); an answer's head (status line and headers) may take
+HEAD_BYTES (Malformed past it, read no further); an error's body is read up to
+ERROR_BODY_BYTES, and only an S3 error code of plain characters is taken from it."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from typing import BinaryIO
 
 from services.storage.deadlines import WATCHDOG, Deadline
 from services.storage.http_pool import ConnectionPool
@@ -48,6 +49,10 @@ log = logging.getLogger(__name__)
 
 ATTEMPTS = 4
 ERROR_BODY_BYTES = 4096
+HEAD_BYTES = 16 << 10
+"""The most an answer's head (its status line and headers) may take; S3's take under 2 KiB.
+`http.client` alone allows 100 lines of 64 KiB, and holds about twice what it read while it
+parses them: some 11 MiB for one answer."""
 MAX_BACKOFF_SECONDS = 20.0
 _PIECE = 1 << 20
 _TRANSIENT_STATUS = frozenset({500, 502, 503, 504})
@@ -115,10 +120,38 @@ class Answer:
     """A successful GET's object."""
 
 
+class _HeadReader:
+    """What `http.client` reads an answer's head through: its lines, HEAD_BYTES of them in
+    all at most (Malformed past that), nothing read beyond."""
+
+    __slots__ = ("_left", "_readline")
+
+    def __init__(self, fp: BinaryIO) -> None:
+        self._readline = fp.readline
+        self._left = HEAD_BYTES
+
+    def readline(self, _limit: int = -1) -> bytes:
+        # `http.client` asks for a line of up to 64 KiB + 1: never more than is left here.
+        line = self._readline(self._left + 1)
+        self._left -= len(line)
+        if self._left < 0:
+            raise Malformed(f"a head of more than {HEAD_BYTES} bytes")
+        return line
+
+
 class _Response(http.client.HTTPResponse):
-    """Refuses an interim (1xx) answer, which `http.client` would skip over for as long as
-    they come (100) or take as the final answer (the others, whose real answer would then
-    be read as the next request's). Cairn sends no `Expect`: S3 sends none."""
+    """Bounds the answer's head (HEAD_BYTES), and refuses an interim (1xx) answer, which
+    `http.client` would skip over for as long as they come (100) or take as the final answer
+    (the others, whose real answer would then be read as the next request's). Cairn sends
+    no `Expect`: S3 sends none."""
+
+    def begin(self) -> None:
+        fp = self.fp
+        self.fp = _HeadReader(fp)  # type: ignore[assignment]
+        try:
+            super().begin()
+        finally:
+            self.fp = fp
 
     def _read_status(self) -> tuple[str, int, str]:
         version, status, reason = super()._read_status()  # type: ignore[misc]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -216,6 +217,43 @@ def test_a_trickled_body_after_connection_close_ends_at_the_deadline(
     assert isinstance(outcome, TooSlow), outcome
     assert took < _allowed(limit=4096) + 0.2, took
     assert len(fake.seen) == 1
+
+
+@pytest.mark.parametrize("lines", [1, 100])
+def test_a_head_past_its_bound_is_refused_unread_in_bounded_memory(
+        fake: FakeS3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: int) -> None:
+    """`http.client` alone takes 100 header lines of 64 KiB, and holds about twice that
+    while parsing them (11 MiB an answer, for each request in flight)."""
+    monkeypatch.setattr(s3, "ConnectionPool", lambda *_a: fake.pool(size=1, timeout=TIMEOUT))
+    bucket = s3.Bucket(fake.settings(tmp_path, timeout_seconds=TIMEOUT,
+                                     min_read_bytes_per_second=RATE))
+    line = b"X-Filler: " + b"a" * (60 << 10) + b"\r\n"
+    written: list[int] = []
+
+    def huge_head(handler: Handler) -> None:
+        total = 0
+        try:
+            handler.wfile.write(b"HTTP/1.1 404 Not Found\r\n")
+            for _ in range(lines):
+                total += handler.wfile.write(line)
+            handler.wfile.write(b"Content-Length: 0\r\n\r\n")
+        except OSError:
+            pass
+        written.append(total)
+        handler.close_connection = True
+
+    fake.replies.append(huge_head)
+    tracemalloc.start()
+    try:
+        with pytest.raises(StorageError, match=r"a head of more than 16384 bytes, which S3 "
+                                               r"never sends"):
+            bucket.size("k")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        bucket.close()
+    assert peak < 1 << 20, peak
+    assert len(fake.seen) == 1  # not tried again
 
 
 def test_each_address_of_the_endpoint_gets_only_what_is_left_of_the_deadline(
