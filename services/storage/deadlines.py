@@ -8,40 +8,42 @@ A request costs one heap push and two short lock holds, no thread or timer of it
 worker sends thousands of requests per GiB. A request that ends in time is only marked
 done; the thread drops such entries when it next wakes, which is at the earliest
 deadline still pending, so it wakes about once per deadline's length, not once per
-request."""
+request.
+
+A deadline holds the socket itself, never the connection that made it: `http.client` drops
+a connection's socket (`conn.sock = None`) as soon as an answer says `Connection: close` or
+is HTTP/1.0, while that answer's body is still read from the socket. A request has no socket
+while it waits for a connection or resolves the endpoint's name: its deadline is armed with
+each socket as it is made (`arm`), before anything blocks on it, and one that has already
+fired shuts that socket at once."""
 
 from __future__ import annotations
 
 import contextlib
 import heapq
 import itertools
+import logging
 import os
 import socket
 import threading
 import time
-from typing import Protocol
 
-
-class _HasSocket(Protocol):
-    sock: socket.socket | None
+log = logging.getLogger(__name__)
 
 
 class Deadline:
-    """One request's: `fired` once its socket was shut for it."""
+    """One request's: `fired` once it passed (its socket, if it had one, shut)."""
 
-    __slots__ = ("_conn", "_live", "at", "fired")
+    __slots__ = ("_live", "_sock", "at", "fired")
 
-    def __init__(self, at: float, conn: _HasSocket) -> None:
+    def __init__(self, at: float, sock: socket.socket | None) -> None:
         self.at = at
         self.fired = False
-        self._conn: _HasSocket | None = conn
+        self._sock = sock
         self._live = True
 
 
-def _shut(conn: _HasSocket | None) -> None:
-    sock = conn.sock if conn is not None else None
-    if sock is None:  # still connecting: `connect` has its own timeout, the caller checks
-        return
+def _shut(sock: socket.socket) -> None:
     # The plain socket's shutdown, also under TLS: SSLSocket's own drops its SSL object,
     # which a thread reading it at this moment may be using. An OSError: closed meanwhile.
     with contextlib.suppress(OSError):
@@ -65,9 +67,10 @@ class Watchdog:
         self._done = 0
         self._thread: threading.Thread | None = None
 
-    def watch(self, conn: _HasSocket, at: float) -> Deadline:
-        """Shuts `conn`'s socket down at `at` (`time.monotonic`) unless `end` comes first."""
-        deadline = Deadline(at, conn)
+    def watch(self, at: float, sock: socket.socket | None = None) -> Deadline:
+        """Shuts `sock` (or the socket `arm` gives it later) down at `at` (`time.monotonic`)
+        unless `end` comes first."""
+        deadline = Deadline(at, sock)
         with self._cond:
             entry = (at, next(self._order), deadline)
             heapq.heappush(self._heap, entry)
@@ -79,13 +82,25 @@ class Watchdog:
                 self._cond.notify()
         return deadline
 
+    def arm(self, deadline: Deadline, sock: socket.socket) -> bool:
+        """Makes `sock` the one shut at `deadline` (in place of any before it). False when
+        the deadline has already passed: `sock` is shut now, and nothing should wait on
+        it."""
+        with self._cond:
+            if deadline.fired:
+                _shut(sock)
+                return False
+            if deadline._live:
+                deadline._sock = sock
+            return True
+
     def end(self, deadline: Deadline) -> bool:
         """Stops watching (the socket is not shut after this returns); whether the
         deadline had passed, its socket shut. Idempotent."""
         with self._cond:
             if deadline._live:
                 deadline._live = False
-                deadline._conn = None
+                deadline._sock = None
                 self._done += 1
                 if self._done > self._COMPACT_AFTER and self._done * 2 > len(self._heap):
                     self._heap = [entry for entry in self._heap if entry[2]._live]
@@ -103,11 +118,21 @@ class Watchdog:
                     if deadline._live:
                         deadline._live = False
                         deadline.fired = True
-                        _shut(deadline._conn)
-                        deadline._conn = None
+                        sock, deadline._sock = deadline._sock, None
+                        if sock is not None:  # none yet: `arm` shuts it when it comes
+                            self._fire(sock)
                     else:
                         self._done -= 1
                 self._cond.wait(heap[0][0] - now if heap else None)
+
+    @staticmethod
+    def _fire(sock: socket.socket) -> None:
+        # Whatever goes wrong with one socket, the thread goes on: every later deadline of
+        # the process depends on it, and nothing would tell that it had stopped.
+        try:
+            _shut(sock)
+        except Exception:
+            log.exception("a request's socket could not be shut at its deadline")
 
 
 WATCHDOG = Watchdog()

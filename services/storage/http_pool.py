@@ -3,18 +3,27 @@ the threads of a worker (an object target's uploads and downloads in flight).
 
 Nothing is taken from the environment: no proxy variables (`http.client` reads none), and
 TLS verifies the endpoint's certificate and name against the CA bundle botocore uses by
-default (certifi's), never one named by `SSL_CERT_FILE` or `AWS_CA_BUNDLE`."""
+default (certifi's), never one named by `SSL_CERT_FILE` or `AWS_CA_BUNDLE`.
+
+Connections are opened here (`connect`), never by `http.client` (`socket.create_connection`
+gives each address the name resolves to the whole timeout, and makes the socket where no
+deadline can reach it): each step within the request's deadline."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import select
+import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
 import certifi
+
+from services.storage.resolver import RESOLVER, Address
 
 
 def _dropped(conn: http.client.HTTPConnection) -> bool:
@@ -84,10 +93,58 @@ class ConnectionPool:
             raise
 
     def _new(self) -> http.client.HTTPConnection:
-        if self._context is not None:
-            return http.client.HTTPSConnection(self.hostname, self.port, timeout=self.timeout,
-                                               context=self._context)
-        return http.client.HTTPConnection(self.hostname, self.port, timeout=self.timeout)
+        conn = http.client.HTTPConnection(self.hostname, self.port, timeout=self.timeout)
+        conn.auto_open = 0  # `connect` opens it, or nothing does
+        return conn
+
+    def connect(self, conn: http.client.HTTPConnection, until: float,
+                arm: Callable[[socket.socket], bool]) -> None:
+        """Opens `conn` (TLS included, for https) by `until` (`time.monotonic`) at most: the
+        name looked up within that, then each of its addresses in turn, each given what is
+        left (no more than `timeout`). `arm` is given each socket before anything waits on
+        it (the request's deadline shuts it), and says False once that deadline has passed.
+        OSError (TimeoutError among them) when no address connected in time."""
+        sock = self._open(until, arm)
+        try:
+            if self._context is not None:
+                # The handshake on the TLS socket the deadline holds: wrapping detaches the
+                # plain one, which shuts nothing after that.
+                sock = self._context.wrap_socket(sock, server_hostname=self.hostname,
+                                                 do_handshake_on_connect=False)
+                if not arm(sock):
+                    raise TimeoutError("the request's deadline passed before TLS began")
+                sock.settimeout(min(self.timeout, max(until - time.monotonic(), 0.001)))
+                sock.do_handshake()
+            sock.settimeout(self.timeout)
+        except BaseException:
+            sock.close()
+            raise
+        conn.sock = sock
+
+    def _open(self, until: float, arm: Callable[[socket.socket], bool]) -> socket.socket:
+        failure: OSError = TimeoutError("the request's deadline passed before a connection "
+                                        "was made")
+        for family, kind, proto, _, address in self._addresses(until):
+            left = until - time.monotonic()
+            sock = socket.socket(family, kind, proto)
+            if left <= 0 or not arm(sock):
+                sock.close()
+                break
+            try:
+                sock.settimeout(min(self.timeout, left))
+                sock.connect(address)
+            except OSError as exc:
+                sock.close()
+                failure = exc
+                continue
+            if family in (socket.AF_INET, socket.AF_INET6):  # as http.client does
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return sock
+        raise failure
+
+    def _addresses(self, until: float) -> Sequence[Address]:
+        return RESOLVER.addresses(self.hostname, self.port, until)
 
     def give(self, conn: http.client.HTTPConnection, *, reusable: bool) -> None:
         try:

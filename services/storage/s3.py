@@ -16,9 +16,9 @@ Whoever holds the bucket or the endpoint can answer a read with anything, of any
 any pace: every read names the most its object can legitimately be, and a longer answer is
 refused (DataCorrupt, naming the object) without the rest of it being read, as is a
 listing's page longer than `page_limit` (StorageError); and every
-request, from its connection to its answer's last byte, must end within `timeout_seconds`
-plus what it sends and may receive at `min_read_bytes_per_second`, or its connection is
-shut and it fails (StorageUnavailable)."""
+request, from its connection to its answer's last byte and its retries included, must end
+within `timeout_seconds` plus what it sends and may receive at `min_read_bytes_per_second`,
+or its connection is shut and it fails (StorageUnavailable)."""
 
 from __future__ import annotations
 

@@ -11,17 +11,23 @@ transient codes; each after rand(0, 1) x min(scale x 2^(attempt - 1), 20) s, the
 for throttling and 50 ms otherwise. Never after another 4xx. (`x-amz-retry-after` is not
 honoured: the endpoint does not decide how long a worker waits.)
 
-Whoever answers for the endpoint is not trusted (docs/security.md). Each attempt has one
-deadline, from before it waits for a pooled connection to its answer's last byte:
-`timeout` plus what it sends and may receive (a GET's `limit`, else ERROR_BODY_BYTES) at
-`min_read_bytes_per_second`. When it passes the socket is shut (`deadlines.py`), whatever
-was blocked on it (a connect, a send, a head or chunk-size line or trailers sent a byte at
-a time, a body), and the request fails (TooSlow), not tried again; a connection that stays
-silent for `timeout` is a timeout, tried again. A GET reads at most the caller's `limit`
-plus one byte before it refuses the object (TooLarge); an object's answer must announce its
-length and no answer may be an interim 1xx (Malformed: S3 sends neither); an error's body
-is read up to ERROR_BODY_BYTES, and only an S3 error code of plain characters is taken
-from it; response heads are bounded by `http.client` (64 KiB a line, 100 lines)."""
+Whoever answers for the endpoint is not trusted (docs/security.md). A request has one
+deadline, its attempts and the backoffs between them included, from before it waits for a
+pooled connection to its answer's last byte: `timeout` plus what it sends and may receive
+(a GET's `limit`, else ERROR_BODY_BYTES) at `min_read_bytes_per_second`. Another attempt
+starts only with at least half of that time left (its backoff cut short to leave it), and
+ends at the same deadline. When it passes the socket is shut (`deadlines.py`), whatever
+was blocked on it (a connect, a TLS handshake, a send, a head or chunk-size line or
+trailers sent a byte at a time, a body, an answer that said `Connection: close`), and the
+request fails (TooSlow), not tried again; a connection that stays silent for `timeout` is
+a timeout, tried again if time is left. The endpoint's name is looked up, and each of its
+addresses tried, within that deadline (`http_pool.py`, `resolver.py`).
+
+A GET reads at most the caller's `limit` plus one byte before it refuses the object
+(TooLarge); an object's answer must announce its length and no answer may be an interim
+1xx (Malformed: S3 sends neither); an answer's head (status line and headers) may take
+HEAD_BYTES (Malformed past it, read no further); an error's body is read up to
+ERROR_BODY_BYTES, and only an S3 error code of plain characters is taken from it."""
 
 from __future__ import annotations
 
@@ -32,6 +38,8 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
+from typing import BinaryIO
 
 from services.storage.deadlines import WATCHDOG, Deadline
 from services.storage.http_pool import ConnectionPool
@@ -41,6 +49,10 @@ log = logging.getLogger(__name__)
 
 ATTEMPTS = 4
 ERROR_BODY_BYTES = 4096
+HEAD_BYTES = 16 << 10
+"""The most an answer's head (its status line and headers) may take; S3's take under 2 KiB.
+`http.client` alone allows 100 lines of 64 KiB, and holds about twice what it read while it
+parses them: some 11 MiB for one answer."""
 MAX_BACKOFF_SECONDS = 20.0
 _PIECE = 1 << 20
 _TRANSIENT_STATUS = frozenset({500, 502, 503, 504})
@@ -108,10 +120,38 @@ class Answer:
     """A successful GET's object."""
 
 
+class _HeadReader:
+    """What `http.client` reads an answer's head through: its lines, HEAD_BYTES of them in
+    all at most (Malformed past that), nothing read beyond."""
+
+    __slots__ = ("_left", "_readline")
+
+    def __init__(self, fp: BinaryIO) -> None:
+        self._readline = fp.readline
+        self._left = HEAD_BYTES
+
+    def readline(self, _limit: int = -1) -> bytes:
+        # `http.client` asks for a line of up to 64 KiB + 1: never more than is left here.
+        line = self._readline(self._left + 1)
+        self._left -= len(line)
+        if self._left < 0:
+            raise Malformed(f"a head of more than {HEAD_BYTES} bytes")
+        return line
+
+
 class _Response(http.client.HTTPResponse):
-    """Refuses an interim (1xx) answer, which `http.client` would skip over for as long as
-    they come (100) or take as the final answer (the others, whose real answer would then
-    be read as the next request's). Cairn sends no `Expect`: S3 sends none."""
+    """Bounds the answer's head (HEAD_BYTES), and refuses an interim (1xx) answer, which
+    `http.client` would skip over for as long as they come (100) or take as the final answer
+    (the others, whose real answer would then be read as the next request's). Cairn sends
+    no `Expect`: S3 sends none."""
+
+    def begin(self) -> None:
+        fp = self.fp
+        self.fp = _HeadReader(fp)  # type: ignore[assignment]
+        try:
+            super().begin()
+        finally:
+            self.fp = fp
 
     def _read_status(self) -> tuple[str, int, str]:
         version, status, reason = super()._read_status()  # type: ignore[misc]
@@ -168,17 +208,24 @@ class S3Requests:
 
     def _send(self, method: str, path: str, query: str, headers: Mapping[str, str] | None,
               body: memoryview | None, limit: int | None, *, whole: bool) -> Answer:
+        """Attempts of the request until one answers for good or its time runs out: one
+        deadline for them all, from now (`until`), `allowed` seconds (`_pause`)."""
         shown = f"{path}?{query}" if query else path
+        sent = body.nbytes if body is not None else 0
+        allowed = self._pool.timeout + (
+            sent + (ERROR_BODY_BYTES if limit is None else limit)) / self._min_rate
+        until = time.monotonic() + allowed
         for attempt in range(1, ATTEMPTS + 1):
             try:
-                answer = self._once(method, path, query, headers, body, limit, whole)
+                answer = self._once(method, path, query, headers, body, limit, whole, until,
+                                    allowed)
             except (_CannotConnect, OSError, http.client.HTTPException) as exc:
                 cause = exc.cause if isinstance(exc, _CannotConnect) else exc
                 log.info("S3 %s %s: attempt %d of %d failed: %r", method, shown, attempt,
                          ATTEMPTS, cause)
-                if attempt == ATTEMPTS:
+                if attempt == ATTEMPTS or not self._pause(
+                        backoff(attempt, throttled=False), until, allowed):
                     raise Unreachable(isinstance(exc, _CannotConnect), _reason(cause)) from None
-                self._sleep(backoff(attempt, throttled=False))
                 continue
             throttled = answer.status == 429 or answer.code in _THROTTLING_CODES
             if attempt == ATTEMPTS or not (throttled or answer.status in _TRANSIENT_STATUS
@@ -186,21 +233,29 @@ class S3Requests:
                 return answer
             log.info("S3 %s %s: attempt %d of %d answered %d %s", method, shown, attempt,
                      ATTEMPTS, answer.status, answer.code)
-            self._sleep(backoff(attempt, throttled))
+            if not self._pause(backoff(attempt, throttled), until, allowed):
+                return answer
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _pause(self, seconds: float, until: float, allowed: float) -> bool:
+        """Waits `seconds` (at most) before another attempt, which must have half the
+        request's `allowed` time left before `until`, or is not made (False): an endpoint
+        that fails each attempt just before the deadline gets only one."""
+        spare = until - time.monotonic() - allowed / 2
+        if spare < 0:
+            return False
+        self._sleep(min(seconds, spare))
+        return True
+
     def _once(self, method: str, path: str, query: str, headers: Mapping[str, str] | None,
-              body: memoryview | None, limit: int | None, whole: bool) -> Answer:
-        """One attempt, within its deadline from before it waits for a connection to after
-        its answer's last byte: `timeout` plus what it sends and may receive at
-        `min_read_bytes_per_second` (TooSlow past it, not tried again)."""
+              body: memoryview | None, limit: int | None, whole: bool, until: float,
+              allowed: float) -> Answer:
+        """One attempt, ended at the request's deadline `until` (`time.monotonic`) from
+        before it waits for a connection to after its answer's last byte (TooSlow past it,
+        not tried again; `allowed`: the request's time in all)."""
         pool = self._pool
-        sent = body.nbytes if body is not None else 0
-        allowed = pool.timeout + (
-            sent + (ERROR_BODY_BYTES if limit is None else limit)) / self._min_rate
-        until = time.monotonic() + allowed
         conn = pool.take(until)
-        deadline = WATCHDOG.watch(conn, until)
+        deadline = WATCHDOG.watch(until, conn.sock)
         reusable = False
         try:
             try:
@@ -228,11 +283,8 @@ class S3Requests:
         pool = self._pool
         conn.response_class = _Response
         if conn.sock is None:
-            # Until it is made there is no socket to shut: the connect's own timeout is
-            # what is left of the deadline.
-            conn.timeout = min(pool.timeout, max(deadline.at - time.monotonic(), 0.001))
             try:
-                conn.connect()
+                pool.connect(conn, deadline.at, partial(WATCHDOG.arm, deadline))
             except OSError as exc:
                 raise _CannotConnect(exc) from None
             if deadline.fired:

@@ -2,24 +2,32 @@
 no network address): it keeps objects in a dict (PUT, conditional with `If-None-Match: *`,
 GET, HEAD, DELETE, and ListObjectsV2 of bucket `b`, paged), checks nothing of the
 signature, and answers a test's scripted replies first. It counts the connections it
-accepted and the most it held open at once."""
+accepted and the most it held open at once. With `tls`, it speaks HTTPS as `s3.test`, under
+a certificate of its own that its pools trust."""
 
 from __future__ import annotations
 
-import http.client
+import datetime
 import json
 import socket
 import socketserver
+import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote_plus, unquote, urlsplit
 from xml.sax.saxutils import escape
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
 from services.settings import S3Settings
 from services.storage.http_pool import ConnectionPool
+from services.storage.resolver import Address
 
 Reply = Callable[["Handler"], None]
 
@@ -88,6 +96,8 @@ class Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.do_handshake()
         super().setup()
         fake = self.server.fake
         with fake.lock:
@@ -116,35 +126,51 @@ class _Server(socketserver.ThreadingUnixStreamServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that hung up on an answer it refused
 
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = super().get_request()
+        if self.fake.tls is not None:  # the handshake in the handler's thread, not here
+            sock = self.fake.tls.wrap_socket(sock, server_side=True,
+                                             do_handshake_on_connect=False)
+        return sock, address
 
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("s3.test", 80, timeout=timeout)
-        self.path = path
 
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(self.path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
+def _certificate(directory: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A server's context for `s3.test`, and a client's that trusts it (and nothing else)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "s3.test")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("s3.test")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256()))
+    cert_file, key_file = directory / "s3.crt", directory / "s3.key"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert_file, key_file)
+    return server, ssl.create_default_context(cafile=str(cert_file))
 
 
 class UnixPool(ConnectionPool):
-    """A ConnectionPool whose connections reach the fake's socket."""
+    """A ConnectionPool whose connections reach the fake's socket: its name "resolves" to
+    the socket's path, and the pool's own `connect` opens it."""
 
     socket_path = ""
 
-    def _new(self) -> http.client.HTTPConnection:
-        return _UnixConnection(self.socket_path, self.timeout)
+    def _addresses(self, until: float) -> Sequence[Address]:
+        return [(socket.AF_UNIX, socket.SOCK_STREAM, 0, "", self.socket_path)]
 
 
 class FakeS3:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, tls: bool = False) -> None:
         self.path = str(directory / "s3.sock")
+        self.tls, self._trusting = _certificate(directory) if tls else (None, None)
         self.objects: dict[str, bytes] = {}
         self.replies: list[Reply] = []
         self.seen: list[tuple[str, str, dict[str, str]]] = []
@@ -181,8 +207,10 @@ class FakeS3:
                 + "</ListBucketResult>").encode()
 
     def pool(self, size: int = 4, timeout: float = 5.0) -> UnixPool:
-        pool = UnixPool("http://s3.test", size, timeout)
+        pool = UnixPool(f"{'https' if self.tls else 'http'}://s3.test", size, timeout)
         pool.socket_path = self.path
+        if self._trusting is not None:
+            pool._context = self._trusting
         return pool
 
     def settings(self, directory: Path, **changes: Any) -> S3Settings:

@@ -6,8 +6,10 @@ waits for one no longer than that either."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,10 +17,18 @@ import pytest
 
 from services.errors import StorageError, StorageUnavailable
 from services.storage import s3
-from services.storage.http_pool import PoolBusy
-from services.storage.s3_requests import ERROR_BODY_BYTES, Malformed, S3Requests, TooSlow
+from services.storage.http_pool import ConnectionPool, PoolBusy
+from services.storage.s3_requests import (
+    ATTEMPTS,
+    ERROR_BODY_BYTES,
+    Answer,
+    Malformed,
+    S3Requests,
+    TooSlow,
+    Unreachable,
+)
 from services.storage.sigv4 import Signer
-from tests.unit.services.storage.fake_s3 import FakeS3, Handler
+from tests.unit.services.storage.fake_s3 import FakeS3, Handler, error_body
 
 TIMEOUT = 0.1
 RATE = 1 << 20
@@ -189,3 +199,154 @@ def test_the_bucket_tells_each_of_these_as_cairns_error(
             bucket._pool.give(held, reusable=False)
     finally:
         bucket.close()
+
+
+@pytest.mark.parametrize(("head", "kind"), [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 4096\r\nConnection: close\r\n\r\n", "object"),
+    (b"HTTP/1.0 200 OK\r\nContent-Length: 4096\r\n\r\n", "object"),
+    (b"HTTP/1.1 403 Forbidden\r\nContent-Length: 4000\r\nConnection: close\r\n\r\n", "error"),
+])
+def test_a_trickled_body_after_connection_close_ends_at_the_deadline(
+        fake: FakeS3, head: bytes, kind: str) -> None:
+    """`http.client` drops the connection's socket as soon as an answer says it will close
+    (HTTP/1.0 by default) and reads its body from the socket all the same: the deadline
+    shuts the socket, not whatever the connection holds."""
+    sent: list[int] = []
+    fake.replies.append(lambda handler: _drip(handler, head, b"x", sent))
+    outcome, took = _timed(lambda: _requests(fake).send("GET", "k", limit=4096))
+    assert isinstance(outcome, TooSlow), outcome
+    assert took < _allowed(limit=4096) + 0.2, took
+    assert len(fake.seen) == 1
+
+
+@pytest.mark.parametrize("lines", [1, 100])
+def test_a_head_past_its_bound_is_refused_unread_in_bounded_memory(
+        fake: FakeS3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: int) -> None:
+    """`http.client` alone takes 100 header lines of 64 KiB, and holds about twice that
+    while parsing them (11 MiB an answer, for each request in flight)."""
+    monkeypatch.setattr(s3, "ConnectionPool", lambda *_a: fake.pool(size=1, timeout=TIMEOUT))
+    bucket = s3.Bucket(fake.settings(tmp_path, timeout_seconds=TIMEOUT,
+                                     min_read_bytes_per_second=RATE))
+    line = b"X-Filler: " + b"a" * (60 << 10) + b"\r\n"
+    written: list[int] = []
+
+    def huge_head(handler: Handler) -> None:
+        total = 0
+        try:
+            handler.wfile.write(b"HTTP/1.1 404 Not Found\r\n")
+            for _ in range(lines):
+                total += handler.wfile.write(line)
+            handler.wfile.write(b"Content-Length: 0\r\n\r\n")
+        except OSError:
+            pass
+        written.append(total)
+        handler.close_connection = True
+
+    fake.replies.append(huge_head)
+    tracemalloc.start()
+    try:
+        with pytest.raises(StorageError, match=r"a head of more than 16384 bytes, which S3 "
+                                               r"never sends"):
+            bucket.size("k")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        bucket.close()
+    assert peak < 1 << 20, peak
+    assert len(fake.seen) == 1  # not tried again
+
+
+def test_each_address_of_the_endpoint_gets_only_what_is_left_of_the_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name with five addresses that each drop the attempt (no SYN-ACK ever comes): the
+    connect ends at the request's deadline, not five timeouts later."""
+    timeout = 0.2
+    tried: list[tuple[str, float | None]] = []
+
+    def addresses(host: str, port: int, *_args: object, **_kwargs: object) -> object:
+        assert host == "s3.hostile.test"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (f"192.0.2.{n}", port))
+                for n in range(1, 6)]
+
+    def dropped(sock: socket.socket, address: tuple[str, int]) -> None:
+        tried.append((address[0], sock.gettimeout()))
+        time.sleep(sock.gettimeout() or 0)
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(socket, "getaddrinfo", addresses)
+    monkeypatch.setattr(socket.socket, "connect", dropped)
+    requests = S3Requests(ConnectionPool("http://s3.hostile.test:9000", 1, timeout),
+                          Signer("AK", "SK", "us-east-1"), "b",
+                          min_read_bytes_per_second=RATE, sleep=lambda _s: None)
+    outcome, took = _timed(lambda: requests.send("HEAD", "k"))
+    allowed = timeout + ERROR_BODY_BYTES / RATE
+    assert isinstance(outcome, (TooSlow, Unreachable)), outcome
+    assert took < allowed + 0.1, (took, tried)
+    assert sum(given or 0 for _, given in tried) <= allowed + 0.01, tried
+
+
+def test_a_name_that_is_not_resolved_in_time_ends_the_request_at_its_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`getaddrinfo` cannot be interrupted: the request stops waiting for it."""
+    timeout = 0.2
+    released = threading.Event()
+    lookups: list[str] = []
+
+    def slow(host: str, *_args: object, **_kwargs: object) -> object:
+        lookups.append(host)
+        released.wait(2)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    requests = S3Requests(ConnectionPool("http://s3.slow-dns.test", 1, timeout),
+                          Signer("AK", "SK", "us-east-1"), "b",
+                          min_read_bytes_per_second=RATE, sleep=lambda _s: None)
+    try:
+        outcome, took = _timed(lambda: requests.send("HEAD", "k"))
+    finally:
+        released.set()
+    assert isinstance(outcome, (TooSlow, Unreachable)), outcome
+    assert took < timeout + ERROR_BODY_BYTES / RATE + 0.1, took
+    assert lookups == ["s3.slow-dns.test"]
+
+
+def test_attempts_each_failed_just_before_the_deadline_share_one_deadline(
+        fake: FakeS3) -> None:
+    """Each attempt's head trickles until just before its deadline, then says 503
+    SlowDown: retried as it is, four attempts would take four deadlines."""
+    timeout = 0.3
+    allowed = timeout + ERROR_BODY_BYTES / RATE
+    body = error_body("SlowDown")
+
+    def slow_down(handler: Handler) -> None:
+        started = time.monotonic()
+        handler.wfile.write(b"HTTP/1.1 503 Slow Down\r\n")
+        while time.monotonic() - started < 0.85 * allowed:
+            handler.wfile.write(b"X-Pad: y\r\n")
+            time.sleep(0.01)
+        handler.wfile.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    fake.replies += [slow_down] * ATTEMPTS
+    requests = S3Requests(fake.pool(timeout=timeout), Signer("AK", "SK", "us-east-1"), "b",
+                          min_read_bytes_per_second=RATE, sleep=lambda _s: None)
+    outcome, took = _timed(lambda: requests.send("DELETE", "k"))
+    assert isinstance(outcome, Answer), outcome
+    assert outcome.code == "SlowDown"
+    assert took < 1.2 * allowed, took
+    assert len(fake.seen) == 1
+
+
+def test_throttling_answered_at_once_is_still_tried_four_times_within_the_deadline(
+        fake: FakeS3) -> None:
+    """Legitimate throttling keeps its attempts: each backoff is cut short to leave the next
+    attempt half the request's time, never skipped for it."""
+    timeout = 0.2
+    allowed = timeout + ERROR_BODY_BYTES / RATE
+    fake.replies += [lambda handler: handler.answer(503, error_body("SlowDown"))] * 3
+    slept: list[float] = []
+    requests = S3Requests(fake.pool(timeout=timeout), Signer("AK", "SK", "us-east-1"), "b",
+                          min_read_bytes_per_second=RATE, sleep=slept.append)
+    assert requests.send("DELETE", "k").status == 204
+    assert len(fake.seen) == ATTEMPTS
+    assert len(slept) == ATTEMPTS - 1
+    assert all(0 <= seconds <= allowed / 2 for seconds in slept), slept

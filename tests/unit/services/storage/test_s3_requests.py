@@ -5,6 +5,8 @@ tenant nothing the endpoint said."""
 
 from __future__ import annotations
 
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -245,3 +247,63 @@ def test_proxy_variables_are_not_followed(bucket: s3.Bucket,
         monkeypatch.setenv(name, "http://127.0.0.1:9")
     bucket.put("k", b"v")  # a connect to the proxy would fail the unit tier
     assert bucket.get("k", limit=1) == b"v"
+
+
+def test_objects_go_and_come_back_over_tls_on_one_kept_alive_connection(
+        tmp_path: Path) -> None:
+    """The pool opens its connections itself, the TLS handshake included, checking the
+    endpoint's certificate and name."""
+    fake = FakeS3(tmp_path, tls=True)
+    try:
+        requests = _requests(fake.pool())
+        blob = memoryview(b"sealed chunk" * 100)
+        assert requests.send("PUT", "k", blob).status == 200
+        answer = requests.send("GET", "k", limit=len(blob))
+        assert answer.body == blob
+        assert requests.send("HEAD", "k").length == len(blob)
+        assert fake.accepted == 1
+
+        stranger = fake.pool()
+        stranger._context = ssl.create_default_context()  # trusts no certificate of the fake's
+        with pytest.raises(Unreachable) as raised:
+            _requests(stranger).send("HEAD", "k")
+        assert raised.value.connecting
+    finally:
+        fake.close()
+
+
+def test_a_tls_handshake_trickled_by_the_endpoint_ends_at_the_deadline(tmp_path: Path) -> None:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(tmp_path / "s3.sock"))
+    listener.listen()
+    trickled: list[float] = []
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        started = time.monotonic()
+        try:
+            conn.recv(4096)  # its ClientHello
+            conn.sendall(b"\x16\x03\x03\x40\x00")  # a handshake record of 16 KiB, then...
+            while time.monotonic() - started < 2:
+                conn.sendall(b"\x00")
+                time.sleep(0.01)
+        except OSError:
+            pass
+        trickled.append(time.monotonic() - started)
+        conn.close()
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    pool = UnixPool("https://s3.test", 1, 0.1)
+    pool.socket_path = str(tmp_path / "s3.sock")
+    started = time.monotonic()
+    try:
+        with pytest.raises((TooSlow, Unreachable)):
+            _requests(pool).send("HEAD", "k")
+        took = time.monotonic() - started
+        server.join(3)
+    finally:
+        listener.close()
+    assert took < 0.1 + ERROR_BODY_BYTES / (1 << 20) + 0.2, took
+    assert trickled, "the endpoint never finished"
+    assert trickled[0] < 1, trickled  # it was hung up on
