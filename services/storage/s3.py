@@ -23,6 +23,7 @@ shut and it fails (StorageUnavailable)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 from collections.abc import Iterator
 
@@ -232,6 +233,12 @@ class Bucket:
         asked = self._key(prefix)
         limit = page_limit(keys)
         token: str | None = None
+        # S3 lists each key once, in strictly increasing order, and never gives a
+        # continuation token twice: an answer that does otherwise (tokens that cycle A, B,
+        # A..., keys repeated or going back) is not the store's, and could page for ever.
+        # The tokens are remembered by digest: one may be as long as its page.
+        tokens: set[bytes] = set()
+        last = ""
         while True:
             params = [("list-type", "2"), ("prefix", asked), ("max-keys", str(keys)),
                       ("encoding-type", "url")]
@@ -248,11 +255,19 @@ class Bucket:
                 page = s3_listing.parse(answer.body, asked)
             except NotAListing as exc:
                 raise self._not_a_listing(what, str(exc)) from None
+            for stored in page.objects:
+                if stored.key <= last:
+                    raise self._not_a_listing(
+                        what, f"the key {stored.key!r} after {last!r} (not in key order, "
+                        "or twice)")
+                last = stored.key
             yield page
             if page.next_token is None:
                 return
-            if page.next_token == token:  # as botocore's paginator: no endless loop
-                raise self._not_a_listing(what, "the same continuation token twice")
+            seen = hashlib.blake2b(page.next_token.encode(), digest_size=16).digest()
+            if seen in tokens:
+                raise self._not_a_listing(what, "a continuation token given before")
+            tokens.add(seen)
             token = page.next_token
 
     def _not_a_listing(self, what: str, why: str) -> StorageError:
