@@ -219,10 +219,19 @@ class Bucket:
         return bool(next(self._pages(prefix, 1)).objects)
 
     def list(self, prefix: str = "") -> Iterator[StoredObject]:
-        """Every object under `<target prefix>/<prefix>`, in key order, paged."""
+        """Every object under `<target prefix>/<prefix>`, in key order, paged; but one
+        whose key holds a control character (or another character that does not print),
+        which Cairn never writes and whoever can write the bucket can: logged, escaped,
+        and left out, so that such a name reaches neither Cairn's logs nor its callers and
+        stops no listing (`holds_any` still counts it)."""
         strip = len(self.settings.prefix) + 1
         for page in self._pages(prefix, LIST_PAGE_KEYS):
             for stored in page.objects:
+                if not stored.key.isprintable():
+                    log.warning("S3 bucket %s holds %r, which is not a name Cairn writes: "
+                                "left out of its listings, left alone", self.settings.bucket,
+                                stored.key)
+                    continue
                 yield StoredObject(stored.key[strip:], stored.size, stored.modified)
 
     def _pages(self, prefix: str, keys: int) -> Iterator[Page]:

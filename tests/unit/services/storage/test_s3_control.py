@@ -186,6 +186,23 @@ def test_keys_repeated_or_out_of_order_are_refused(
         list(bucket.list())
 
 
+def test_a_key_with_control_characters_is_left_out_and_logged_escaped(
+        bucket: s3.Bucket, fake: FakeS3, caplog: pytest.LogCaptureFixture) -> None:
+    planted = b"p/manifests/..%2F..%2Fx/a%0Ab%00%1B%5B2J"
+    fake.replies.append(_reply(  # type: ignore[arg-type]
+        LISTING + b"<EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
+        + b"".join(b"<Contents><Key>" + key + b"</Key><Size>1</Size><LastModified>"
+                   b"2026-11-27T13:00:00Z</LastModified></Contents>"
+                   for key in (planted, b"p/manifests/a", b"p/manifests/b"))
+        + b"</ListBucketResult>"))
+    assert [stored.key for stored in bucket.list()] == ["manifests/a", "manifests/b"]
+    assert "'p/manifests/../../x/a\\nb\\x00\\x1b[2J'" in caplog.text
+    assert "\n" not in caplog.text.strip() and "\x1b" not in caplog.text
+    # It is still an object: a target holding only it does not hold nothing.
+    fake.replies.append(_page([planted], None))  # type: ignore[arg-type]
+    assert bucket.holds_any("manifests/")
+
+
 def test_a_refused_listing_is_told_as_before(bucket: s3.Bucket, fake: FakeS3) -> None:
     fake.replies.append(lambda handler: handler.answer(403, error_body("AccessDenied")))
     with pytest.raises(StorageUnavailable, match=r"refused listing manifests/ .*AccessDenied"):
