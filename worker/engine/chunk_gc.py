@@ -81,12 +81,14 @@ def _is_chunk_name(name: str) -> bool:
 
 def sweep(store: ChunkStore, marked: dict[str, set[str]], cutoff: datetime, *,
           stats: SweepStats | None = None,
-          before_delete: Callable[[], None] | None = None) -> SweepStats:
+          before_delete: Callable[[], None] | None = None,
+          deadline: float | None = None) -> SweepStats:
     """Deletes the unmarked chunks last written before `cutoff` (timezone-aware).
     `before_delete` is called before each deletion (a caller holding a lease checks it
-    there, and raises to stop)."""
+    there, and raises to stop). `deadline` (monotonic): the listing of the chunks is
+    refused past it (StorageError), the sweep stopped where it was."""
     stats = stats if stats is not None else SweepStats()
-    for stored in store.backend.list(CHUNKS):
+    for stored in store.backend.list(CHUNKS, deadline=deadline):
         parts = stored.key.split("/")
         if len(parts) != 4 or not _is_chunk_name(parts[3]) or not parts[1].isprintable() \
                 or chunk_key(parts[1], parts[3]) != stored.key:

@@ -172,6 +172,18 @@ def test_tokens_that_cycle_end_the_listing(bucket: s3.Bucket, fake: FakeS3) -> N
     assert len(fake.seen) == 3
 
 
+def test_a_listing_that_pages_past_its_deadline_is_refused(
+        bucket: s3.Bucket, fake: FakeS3) -> None:
+    # Pages without keys, each with a new token: no key repeats, no token; they could come
+    # for ever.
+    fake.replies += [_page([], b"t%d" % n) for n in range(5000)]  # type: ignore[misc]
+    started = time.monotonic()
+    with pytest.raises(StorageError, match="not a listing Cairn takes"):
+        list(bucket.list(deadline=started + 0.2))
+    assert time.monotonic() - started < 0.5
+    assert 1 < len(fake.seen) < 5000
+
+
 @pytest.mark.parametrize("pages", [
     [[b"p/a", b"p/a"]],  # twice on one page
     [[b"p/b", b"p/a"]],  # going back
@@ -197,7 +209,8 @@ def test_a_key_with_control_characters_is_left_out_and_logged_escaped(
         + b"</ListBucketResult>"))
     assert [stored.key for stored in bucket.list()] == ["manifests/a", "manifests/b"]
     assert "'p/manifests/../../x/a\\nb\\x00\\x1b[2J'" in caplog.text
-    assert "\n" not in caplog.text.strip() and "\x1b" not in caplog.text
+    assert "\n" not in caplog.text.strip()
+    assert "\x1b" not in caplog.text
     # It is still an object: a target holding only it does not hold nothing.
     fake.replies.append(_page([planted], None))  # type: ignore[arg-type]
     assert bucket.holds_any("manifests/")

@@ -81,7 +81,8 @@ def _page(keys: list[str], token: str | None) -> object:
 def test_the_collection_frees_what_no_manifest_names(target: Target) -> None:
     stats = chunk_gc.collect(target.store, {RP: 2 * KiB}, AFTER_EVERYTHING)
     assert (stats.manifests, stats.chunks_deleted, stats.strangers) == (1, 1, 0)
-    assert target.holds(target.kept) and not target.holds(target.freed)
+    assert target.holds(target.kept)
+    assert not target.holds(target.freed)
 
 
 @pytest.mark.parametrize("pages", [
@@ -112,10 +113,12 @@ def test_names_under_manifests_that_are_not_cairns_are_left_alone_and_stop_nothi
     stats = chunk_gc.collect(target.store, {RP: 2 * KiB}, AFTER_EVERYTHING)
     # The two names holding a line feed never leave the listing; the rest are strangers.
     assert (stats.manifests, stats.chunks_deleted, stats.strangers) == (1, 1, 4)
-    assert target.holds(target.kept) and not target.holds(target.freed)
+    assert target.holds(target.kept)
+    assert not target.holds(target.freed)
     assert all(target.holds(key) for key in planted)
     assert "'manifests/project-a/junk'" in caplog.text
-    assert "a\nb" not in caplog.text and f"{OTHER_RP}\n" not in caplog.text
+    assert "a\nb" not in caplog.text
+    assert f"{OTHER_RP}\n" not in caplog.text
 
 
 def test_a_manifest_named_as_cairns_that_does_not_open_stops_the_sweep(
