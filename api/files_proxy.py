@@ -106,7 +106,8 @@ class FileAnswer(Response):
     """The file service's answer, relayed. Decides nothing until it is sent: then it gives
     its request's slot back, takes one of its project's file requests (or answers 429),
     asks the file service (or answers 503) and streams what it answers, status and body as
-    they are (its errors are the house envelope already)."""
+    they are (its errors are the house envelope already; an error that is not JSON is its
+    server's, not its own, and is answered as the service unavailable, 503)."""
 
     def __init__(self, service: FileService, project: str, path: str,
                  params: list[tuple[str, str]], headers: dict[str, str]) -> None:
@@ -171,6 +172,13 @@ class FileAnswer(Response):
                 await self._unavailable(f"{type(exc).__name__}: {exc}", scope, receive, send)
                 return
             try:
+                if upstream.status >= 400 and not _json(upstream.headers):
+                    # Not cairn-files' own error (those are the house envelope) but its
+                    # server's: uvicorn over its connection limit answers a plain-text 503
+                    # with no Retry-After; the client gets the envelope and when to retry.
+                    await self._unavailable(f"HTTP {upstream.status} that is not JSON",
+                                            scope, receive, send)
+                    return
                 await send({"type": "http.response.start", "status": upstream.status,
                             "headers": [(name, value) for name, value in upstream.headers
                                         if name.decode("latin-1") in ANSWER_HEADERS]})
@@ -197,6 +205,13 @@ class FileAnswer(Response):
     @staticmethod
     async def _refuse(exc: CairnError, scope: Scope, receive: Receive, send: Send) -> None:
         await render_error(exc)(scope, receive, send)
+
+
+def _json(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether the answer says its body is JSON."""
+    return any(name == b"content-type"
+               and value.split(b";", 1)[0].strip().lower() == b"application/json"
+               for name, value in headers)
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -258,6 +258,12 @@ class Settings(BaseSettings):
     object_gc_interval_seconds: float = Field(default=86400.0, gt=0)
     """How often each object target's unreferenced chunks are collected."""
 
+    object_gc_max_seconds: float = Field(default=21600.0, gt=0)
+    """The longest one collection of an object target may take: its listings not over by
+    then are refused and it stops where it is, nothing swept if its mark had not ended (a
+    sweep stopped part way has deleted only chunks no manifest names). What bounds how long
+    an endpoint that pages for ever holds a worker and the target's exclusive lease."""
+
     object_gc_grace_seconds: float = Field(default=3600.0, ge=0)
     """A chunk no manifest names is deleted only once it is this old: the margin for a
     backup whose lease on the target lapsed (a worker stalled) without its job ending."""

@@ -63,8 +63,10 @@ class ChunkBackend(Protocol):
     def holds_any(self, prefix: str) -> bool:
         """Whether any blob's key starts with `prefix`."""
 
-    def list(self, prefix: str = "") -> Iterator[StoredObject]:
-        """Every blob whose key starts with `prefix`, in key order."""
+    def list(self, prefix: str = "", *, deadline: float | None = None) -> Iterator[StoredObject]:
+        """Every blob whose key starts with `prefix`, in key order. `deadline`: a
+        `time.monotonic()` by which the listing must have ended; one still going then is
+        StorageError (whoever holds the storage can make a listing that never ends)."""
 
     def close(self) -> None:
         """Gives back what the client holds (connections)."""

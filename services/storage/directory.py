@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import secrets
+import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -148,10 +149,11 @@ class Directory:
         with closing(self._listing(prefix, _is_blob)) as found:
             return next(found, None) is not None
 
-    def list(self, prefix: str = "") -> Iterator[StoredObject]:
+    def list(self, prefix: str = "", *, deadline: float | None = None) -> Iterator[StoredObject]:
         """Every file whose key starts with `prefix`, in key order; no temporary file, and
         nothing that is not a regular file (logged, left alone)."""
-        return self._listing(prefix, _is_blob)
+        listing = self._listing(prefix, _is_blob)
+        return listing if deadline is None else _until(listing, deadline, self.root)
 
     def close(self) -> None:
         """Nothing is held between calls."""
@@ -261,6 +263,16 @@ class Directory:
         return DataCorrupt(f"the file {key} of the directory target at {self.root} is {size}, "
                            f"more than the {limit} it can legitimately hold: it was replaced "
                            "or appended to outside Cairn")
+
+
+def _until(listing: Generator[StoredObject, None, None], deadline: float, root: Path
+           ) -> Iterator[StoredObject]:
+    with closing(listing):
+        for stored in listing:
+            if time.monotonic() > deadline:
+                raise StorageError(f"the listing of the directory target at {root} did not "
+                                   "end by its deadline")
+            yield stored
 
 
 def _is_blob(name: str) -> bool:

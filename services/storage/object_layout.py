@@ -35,6 +35,8 @@ def checkpoint_key(project_id: str, restore_point_id: str) -> str:
 
 def manifest_owner(key: str) -> tuple[str, str] | None:
     """(project, restore point id) of a manifest's key; None for a key Cairn does not name
-    so."""
-    match = _MANIFEST.match(key)
-    return (match.group(1), match.group(2)) if match else None
+    so (a project's id holds no control character; nothing follows the restore point's,
+    not even a line feed)."""
+    match = _MANIFEST.fullmatch(key)
+    return (match.group(1), match.group(2)) if match and match.group(1).isprintable() \
+        else None

@@ -23,7 +23,9 @@ or its connection is shut and it fails (StorageUnavailable)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
+import time
 from collections.abc import Iterator
 
 from typing_extensions import Buffer
@@ -217,22 +219,41 @@ class Bucket:
         """Whether any object lies under `<target prefix>/<prefix>` (one listing of one key)."""
         return bool(next(self._pages(prefix, 1)).objects)
 
-    def list(self, prefix: str = "") -> Iterator[StoredObject]:
-        """Every object under `<target prefix>/<prefix>`, in key order, paged."""
+    def list(self, prefix: str = "", *, deadline: float | None = None) -> Iterator[StoredObject]:
+        """Every object under `<target prefix>/<prefix>`, in key order, paged; but one
+        whose key holds a control character (or another character that does not print),
+        which Cairn never writes and whoever can write the bucket can: logged, escaped,
+        and left out, so that such a name reaches neither Cairn's logs nor its callers and
+        stops no listing (`holds_any` still counts it)."""
         strip = len(self.settings.prefix) + 1
-        for page in self._pages(prefix, LIST_PAGE_KEYS):
+        for page in self._pages(prefix, LIST_PAGE_KEYS, deadline):
             for stored in page.objects:
+                if not stored.key.isprintable():
+                    log.warning("S3 bucket %s holds %r, which is not a name Cairn writes: "
+                                "left out of its listings, left alone", self.settings.bucket,
+                                stored.key)
+                    continue
                 yield StoredObject(stored.key[strip:], stored.size, stored.modified)
 
-    def _pages(self, prefix: str, keys: int) -> Iterator[Page]:
+    def _pages(self, prefix: str, keys: int, deadline: float | None = None) -> Iterator[Page]:
         """ListObjectsV2's pages of at most `keys` keys under `prefix`, each answer read up
         to `page_limit(keys)` bytes (a longer one is refused unread) within the request's
-        deadline, and parsed with every DTD refused (`s3_listing.py`)."""
+        deadline, and parsed with every DTD refused (`s3_listing.py`); no page is asked for
+        after `deadline` (monotonic): pages without keys, each with a new token, could
+        otherwise come for ever."""
         what = f"listing {prefix or 'the target'}"
         asked = self._key(prefix)
         limit = page_limit(keys)
         token: str | None = None
+        # S3 lists each key once, in strictly increasing order, and never gives a
+        # continuation token twice: an answer that does otherwise (tokens that cycle A, B,
+        # A..., keys repeated or going back) is not the store's, and could page for ever.
+        # The tokens are remembered by digest: one may be as long as its page.
+        tokens: set[bytes] = set()
+        last = ""
         while True:
+            if deadline is not None and time.monotonic() > deadline:
+                raise self._not_a_listing(what, "pages past the listing's deadline")
             params = [("list-type", "2"), ("prefix", asked), ("max-keys", str(keys)),
                       ("encoding-type", "url")]
             if token is not None:
@@ -248,11 +269,19 @@ class Bucket:
                 page = s3_listing.parse(answer.body, asked)
             except NotAListing as exc:
                 raise self._not_a_listing(what, str(exc)) from None
+            for stored in page.objects:
+                if stored.key <= last:
+                    raise self._not_a_listing(
+                        what, f"the key {stored.key!r} after {last!r} (not in key order, "
+                        "or twice)")
+                last = stored.key
             yield page
             if page.next_token is None:
                 return
-            if page.next_token == token:  # as botocore's paginator: no endless loop
-                raise self._not_a_listing(what, "the same continuation token twice")
+            seen = hashlib.blake2b(page.next_token.encode(), digest_size=16).digest()
+            if seen in tokens:
+                raise self._not_a_listing(what, "a continuation token given before")
+            tokens.add(seen)
             token = page.next_token
 
     def _not_a_listing(self, what: str, why: str) -> StorageError:

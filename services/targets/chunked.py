@@ -12,14 +12,19 @@ what the format lets every such kind do; the kind's module says only its name an
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from functools import partial
 from typing import ClassVar, Protocol, runtime_checkable
 
+from sqlalchemy import func, select
+
 from services.db import Database
+from services.errors import StorageError
+from services.records.restore_points import RestorePoint
 from services.settings import ChunkFormatSettings
 from services.storage import data_keys
-from services.storage.chunk_backend import ChunkBackend
+from services.storage.chunk_backend import ChunkBackend, StoredObject
 from services.storage.object_layout import DATA_KEY, MANIFESTS, manifest_key, manifest_owner
 from services.targets.base import Target
 from services.targets.scans import Finding, OrphanScan, gone
@@ -66,6 +71,40 @@ def holds_its_key(db: Database, backend: ChunkBackend, target: ChunkTarget) -> b
     return wrong is None
 
 
+MANIFESTS_MARGIN = 1000
+"""Manifests a target may hold beyond one per restore point row, plus a tenth of those
+rows (`listed_manifests`)."""
+
+
+def manifests_bound(db: Database, target: str) -> int:
+    """The most objects a listing of `target`'s manifests may name: one per restore point
+    Cairn's database has recorded on it, in any state (a manifest is only ever written for
+    such a row, and rows are never deleted), a tenth more and MANIFESTS_MARGIN besides
+    (strangers, a database restored from a somewhat older dump)."""
+    with db.session() as session:
+        rows = session.scalar(select(func.count()).select_from(RestorePoint).where(
+            RestorePoint.target == target)) or 0
+    return rows + rows // 10 + MANIFESTS_MARGIN
+
+
+def listed_manifests(db: Database, backend: ChunkBackend, target: str, *,
+                     deadline: float | None = None) -> Iterator[StoredObject]:
+    """`backend.list(MANIFESTS)`, refused (StorageError, before the object past it is
+    given) once it names more than `manifests_bound`: what a caller keeping the listing
+    holds is bounded by Cairn's records, not by what the storage's holder lists."""
+    bound = manifests_bound(db, target)
+    for count, stored in enumerate(backend.list(MANIFESTS, deadline=deadline), 1):
+        if count > bound:
+            log.warning("target %s lists more than %d manifests: refused", target, bound)
+            raise StorageError(
+                f"target {target!r} lists more manifests than the {bound} Cairn can have "
+                "written there (one per restore point it records on the target, a tenth and "
+                f"{MANIFESTS_MARGIN} more): objects under manifests/ were put there outside "
+                "Cairn, or the database is older than the target; nothing is collected "
+                "until that is seen to")
+        yield stored
+
+
 def scan_manifests(scan: OrphanScan, target: str, where: str, backend: ChunkBackend) -> None:
     """Manifests whose restore point is gone (a backup whose undo could not reach the
     target, a delete that removed the row's data but crashed before the manifest) keep
@@ -83,7 +122,7 @@ def scan_manifests(scan: OrphanScan, target: str, where: str, backend: ChunkBack
             f"back ({data_keys.GUIDE})"))
     elsewhere = wrong is not None and backend.size(DATA_KEY) is None
     manifests: dict[str, tuple[tuple[str, str], datetime]] = {}
-    for stored in backend.list(MANIFESTS):
+    for stored in listed_manifests(scan.db, backend, target):
         owner = manifest_owner(stored.key)
         if owner is not None:
             manifests[stored.key] = (owner, stored.modified)

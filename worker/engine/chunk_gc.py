@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from services.storage.chunk_backend import StoredObject
-from services.storage.object_layout import CHUNKS, MANIFESTS, chunk_key
+from services.storage.object_layout import CHUNKS, MANIFESTS, chunk_key, manifest_owner
 from worker.engine.chunk_store import UNSIZED_IMAGE_BYTES, ChunkStore
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,8 @@ class SweepStats:
     chunks_deleted: int = 0
     bytes_deleted: int = 0
     strangers: int = 0
-    """Objects under chunks/ whose names are not Cairn chunk names: left alone, reported."""
+    """Objects under chunks/ or manifests/ whose names are not the names Cairn gives its
+    chunks and manifests: left alone, reported."""
     restore_points_read: set[str] = field(default_factory=set)
     """The restore points whose manifests the mark read (each opened with the store's key)."""
 
@@ -47,16 +48,25 @@ def mark(store: ChunkStore, image_sizes: Mapping[str, int], stats: SweepStats | 
     its image as Cairn's records give it, which bounds what is read of its manifest; one
     no row sizes is read up to UNSIZED_IMAGE_BYTES or the largest image given, whichever
     is larger (its chunks must still be marked, or the sweep would take them). A manifest
-    longer than its bound stops the collection (DataCorrupt naming it) before anything is
-    swept."""
+    longer than its bound, or one that does not open, stops the collection (DataCorrupt
+    naming it) before anything is swept.
+
+    An object under manifests/ whose name is not one Cairn gives a manifest
+    (`manifest_owner`: a project, then a restore point's id) is not Cairn's: no backup
+    wrote it, so no chunk it could name is one a restore point needs. It is left alone
+    and reported, as a stranger among the chunks is; it does not stop the collection,
+    which whoever can write the target could otherwise stop for good."""
     stats = stats if stats is not None else SweepStats()
     marked: dict[str, set[str]] = into if into is not None else {}
     largest = max([UNSIZED_IMAGE_BYTES, *image_sizes.values()])
     for stored in manifests if manifests is not None else store.backend.list(MANIFESTS):
-        parts = stored.key.split("/")
-        if len(parts) != 3:
+        owner = manifest_owner(stored.key)
+        if owner is None:
+            stats.strangers += 1
+            log.warning("object %r under the target's manifests is not a Cairn manifest; "
+                        "left alone", stored.key)
             continue
-        _, project_id, restore_point_id = parts
+        project_id, restore_point_id = owner
         manifest = store.read_manifest(project_id, restore_point_id,
                                        image_sizes.get(restore_point_id, largest))
         marked.setdefault(project_id, set()).update(manifest.names())
@@ -71,17 +81,19 @@ def _is_chunk_name(name: str) -> bool:
 
 def sweep(store: ChunkStore, marked: dict[str, set[str]], cutoff: datetime, *,
           stats: SweepStats | None = None,
-          before_delete: Callable[[], None] | None = None) -> SweepStats:
+          before_delete: Callable[[], None] | None = None,
+          deadline: float | None = None) -> SweepStats:
     """Deletes the unmarked chunks last written before `cutoff` (timezone-aware).
     `before_delete` is called before each deletion (a caller holding a lease checks it
-    there, and raises to stop)."""
+    there, and raises to stop). `deadline` (monotonic): the listing of the chunks is
+    refused past it (StorageError), the sweep stopped where it was."""
     stats = stats if stats is not None else SweepStats()
-    for stored in store.backend.list(CHUNKS):
+    for stored in store.backend.list(CHUNKS, deadline=deadline):
         parts = stored.key.split("/")
-        if len(parts) != 4 or not _is_chunk_name(parts[3]) \
+        if len(parts) != 4 or not _is_chunk_name(parts[3]) or not parts[1].isprintable() \
                 or chunk_key(parts[1], parts[3]) != stored.key:
             stats.strangers += 1
-            log.warning("object %s under the target's chunks is not a Cairn chunk; left alone",
+            log.warning("object %r under the target's chunks is not a Cairn chunk; left alone",
                         stored.key)
             continue
         _, project_id, _, name = parts

@@ -21,6 +21,7 @@ mark read their manifests with it (their tags prove the key)."""
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
 from sqlalchemy import select
@@ -31,7 +32,7 @@ from services.limits import target_leases
 from services.metrics import events
 from services.records.restore_points import RestorePoint
 from services.storage import data_keys, key_records
-from services.storage.object_layout import MANIFESTS
+from services.targets.chunked import listed_manifests
 from worker.engine import chunk_gc
 from worker.managers.object_stores import open_store
 from worker.runtime import Runtime
@@ -71,17 +72,24 @@ def _collect(rt: Runtime, target: str, grace_seconds: float | None,
             "nothing is collected (a sweep would take their chunks). Put their key back "
             f"({data_keys.GUIDE})", target=target)
     grace = rt.settings.object_gc_grace_seconds if grace_seconds is None else grace_seconds
+    # Whoever holds the storage decides what its listings hold and how long they go on: the
+    # manifests kept here are bounded by Cairn's records, and the whole collection (the
+    # exclusive lease's part included) by its time.
+    deadline = time.monotonic() + rt.settings.object_gc_max_seconds
     stats = chunk_gc.SweepStats()
-    first = list(store.backend.list(MANIFESTS))
+    first = list(listed_manifests(rt.db, store.backend, target, deadline=deadline))
     marked = chunk_gc.mark(store, image_sizes(rt, target), stats, manifests=first)
     with target_leases.held(rt.db, target, f"gc:{rt.name}", exclusive=True,
                             ttl_seconds=rt.settings.lease_seconds,
                             wait_seconds=wait_seconds) as lease:
         seen = set(first)
         chunk_gc.mark(store, image_sizes(rt, target), stats, into=marked,
-                      manifests=[m for m in store.backend.list(MANIFESTS) if m not in seen])
+                      manifests=[m for m in listed_manifests(rt.db, store.backend, target,
+                                                             deadline=deadline)
+                                 if m not in seen])
         cutoff = utcnow() - timedelta(seconds=grace)
-        chunk_gc.sweep(store, marked, cutoff, stats=stats, before_delete=lease.ensure)
+        chunk_gc.sweep(store, marked, cutoff, stats=stats, before_delete=lease.ensure,
+                       deadline=deadline)
     key_records.stamp_restore_points(rt.db, target, stats.restore_points_read,
                                      store.key.fingerprint)
     log.info("garbage collection of %s: %d manifests, %d chunks, %d deleted (%d bytes), "

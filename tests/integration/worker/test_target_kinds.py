@@ -349,6 +349,7 @@ def test_a_collection_beside_a_backup_never_deletes_a_chunk_the_backup_names(
     exists; then the manifest names the chunk."""
     target = collected_target
     project = f"gc-race-{uuid.uuid4().hex[:8]}"
+    race_rp = str(uuid.uuid4())  # a restore point id as Cairn's: a manifest named so is marked
     rt = _runtime(stack)
     backend = targets.chunked(stack.settings, target).backend()
     store = open_store(stack.settings, rt.db, target, create=True)
@@ -377,7 +378,7 @@ def test_a_collection_beside_a_backup_never_deletes_a_chunk_the_backup_names(
             looked_up.set()
             assert gc_started.wait(30)
             time.sleep(2.0)  # the collection has marked and waits for the lease
-            store.write_manifest(project, "race-rp", ObjectManifest(MiB, MiB, {0: name}))
+            store.write_manifest(project, race_rp, ObjectManifest(MiB, MiB, {0: name}))
 
     def collection() -> None:
         gc_started.set()
@@ -395,10 +396,10 @@ def test_a_collection_beside_a_backup_never_deletes_a_chunk_the_backup_names(
         assert not sweeper.is_alive()
         assert result["stats"] is not None
         assert backend.size(key) is not None, "the collection deleted a chunk a manifest names"
-        manifest = store.read_manifest(project, "race-rp", MiB)
+        manifest = store.read_manifest(project, race_rp, MiB)
         assert store.get_chunk(codec, project, manifest.chunks[0], 0, MiB) == data
     finally:
-        store.delete_manifest(project, "race-rp")
+        store.delete_manifest(project, race_rp)
         backend.delete(key)
         backend.close()
         _close(rt)

@@ -523,6 +523,20 @@ def test_a_file_service_down_is_503_with_retry_after(stack: Stack) -> None:
     assert "CAIRN_FILES_URL" in unconfigured.json()["error"]["message"]
 
 
+@pytest.mark.parametrize(("status", "content_type"), [
+    (503, "text/plain; charset=utf-8"),  # uvicorn past its connection limit, as it says it
+    (500, "text/plain; charset=utf-8"), (400, "text/html"), (502, None)])
+def test_an_error_of_the_file_services_server_is_the_envelope_with_retry_after(
+        stack: Stack, status: int, content_type: str | None) -> None:
+    stack.upstream(lambda request: _answer(
+        status, b"Service Unavailable",
+        {"Content-Type": content_type} if content_type else {}))
+    answer = _get(stack, f"/v1/restore-points/{stack.rp}/files", [])
+    assert answer.status == 503
+    assert answer.json()["error"]["code"] == "file_service_unavailable"
+    assert answer.headers["retry-after"]
+
+
 def test_a_range_with_a_control_character_does_not_reach_the_file_service(
         stack: Stack) -> None:
     """Header values are written into the file service's request as they are: one holding

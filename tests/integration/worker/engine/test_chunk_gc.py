@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -19,7 +20,15 @@ from worker.engine import chunk_gc, object_copy, object_download
 from worker.engine.chunk_store import ChunkStore, ObjectManifest
 
 MiB = 1 << 20
-SIZES = {f"rp{n}": 24 * MiB for n in (1, 2, 3)}
+
+
+def rp_id(label: str) -> str:
+    """The id of the restore point a test calls `label`: a uuid, as Cairn's are (a
+    manifest under any other name is not Cairn's, and marks nothing)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, label))
+
+
+SIZES = {rp_id(f"rp{n}"): 24 * MiB for n in (1, 2, 3)}
 """The image sizes Cairn's rows would give the manifests' reads."""
 
 
@@ -41,7 +50,7 @@ def _chain(io: rados.Ioctx, name: str, store: ChunkStore) -> dict[str, ObjectMan
         with rbd.Image(io, name, snapshot=f"s{n}", read_only=True) as image:
             manifest = object_copy.upload(image, store, "p1", base=base,
                                           since=f"s{n - 1}" if n > 1 else None)
-        store.write_manifest("p1", f"rp{n}", manifest)
+        store.write_manifest("p1", rp_id(f"rp{n}"), manifest)
         manifests[f"rp{n}"] = base = manifest
     return manifests
 
@@ -61,7 +70,7 @@ def test_deleting_restore_points_in_any_order_releases_exactly_the_unreferenced_
     assert _stored_names(bucket) == set().union(*(m.names() for m in manifests.values()))
     remaining = dict(manifests)
     for rp in order:
-        store.delete_manifest("p1", rp)
+        store.delete_manifest("p1", rp_id(rp))
         del remaining[rp]
         stats = chunk_gc.collect(store, SIZES, _future())
         expected = set().union(*(m.names() for m in remaining.values()))
@@ -99,9 +108,10 @@ def test_chunks_are_kept_per_project_and_strangers_are_left_alone(
         image.create_snap("s1")
     with rbd.Image(volumes_pool, name, snapshot="s1", read_only=True) as image:
         for project in ("p1", "p2"):
-            store.write_manifest(project, "rp", object_copy.upload(image, store, project))
+            store.write_manifest(project, rp_id("rp"),
+                                 object_copy.upload(image, store, project))
     bucket.put("chunks/p1/zz/not-a-chunk", b"someone else's")
-    store.delete_manifest("p2", "rp")
+    store.delete_manifest("p2", rp_id("rp"))
     stats = chunk_gc.collect(store, SIZES, _future())
     # p2's copies go although p1's manifest names the same data: names are per project.
     assert (stats.chunks_deleted, stats.chunks_referenced, stats.strangers) == (2, 2, 1)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -99,6 +100,11 @@ def test_a_listing_gives_what_starts_with_the_prefix_in_key_order(root: Path) ->
     assert backend.holds_any("manifests/")
     assert backend.holds_any("chunks/q/")
     assert not backend.holds_any("chunks/r/")
+    # A listing still going at its deadline is refused, where it is.
+    assert len(list(backend.list(deadline=time.monotonic() + 60))) == len(keys)
+    listing = backend.list(deadline=time.monotonic() - 1)
+    with pytest.raises(StorageError, match="did not end by its deadline"):
+        next(listing)
 
 
 def test_a_write_killed_before_its_rename_leaves_no_blob_and_its_file_is_found(

@@ -155,6 +155,67 @@ def test_a_token_given_twice_ends_the_listing(bucket: s3.Bucket, fake: FakeS3) -
     assert len(fake.seen) == 2
 
 
+def _page(keys: list[bytes], token: bytes | None) -> object:
+    more = (b"<IsTruncated>true</IsTruncated><NextContinuationToken>" + token
+            + b"</NextContinuationToken>") if token else b"<IsTruncated>false</IsTruncated>"
+    return _reply(LISTING + more + b"".join(
+        b"<Contents><Key>" + key + b"</Key><Size>1</Size><LastModified>2026-11-27T13:00:00Z"
+        b"</LastModified></Contents>" for key in keys) + b"</ListBucketResult>")
+
+
+def test_tokens_that_cycle_end_the_listing(bucket: s3.Bucket, fake: FakeS3) -> None:
+    # A, B, A, B...: never the same token twice in a row, and new keys on every page.
+    fake.replies += [_page([b"p/k%03d" % n], b"AB"[n % 2:n % 2 + 1])  # type: ignore[misc]
+                     for n in range(50)]
+    with pytest.raises(StorageError, match="not a listing Cairn takes"):
+        list(bucket.list())
+    assert len(fake.seen) == 3
+
+
+def test_a_listing_that_pages_past_its_deadline_is_refused(
+        bucket: s3.Bucket, fake: FakeS3) -> None:
+    # Pages without keys, each with a new token: no key repeats, no token; they could come
+    # for ever.
+    fake.replies += [_page([], b"t%d" % n) for n in range(5000)]  # type: ignore[misc]
+    started = time.monotonic()
+    with pytest.raises(StorageError, match="not a listing Cairn takes"):
+        list(bucket.list(deadline=started + 0.2))
+    assert time.monotonic() - started < 0.5
+    assert 1 < len(fake.seen) < 5000
+
+
+@pytest.mark.parametrize("pages", [
+    [[b"p/a", b"p/a"]],  # twice on one page
+    [[b"p/b", b"p/a"]],  # going back
+    [[b"p/a", b"p/b"], [b"p/b"]],  # twice, across pages
+    [[b"p/a", b"p/c"], [b"p/b", b"p/d"]],  # back, across pages
+])
+def test_keys_repeated_or_out_of_order_are_refused(
+        bucket: s3.Bucket, fake: FakeS3, pages: list[list[bytes]]) -> None:
+    fake.replies += [_page(keys, b"t%d" % n if n < len(pages) - 1 else None)  # type: ignore[misc]
+                     for n, keys in enumerate(pages)]
+    with pytest.raises(StorageError, match="not a listing Cairn takes"):
+        list(bucket.list())
+
+
+def test_a_key_with_control_characters_is_left_out_and_logged_escaped(
+        bucket: s3.Bucket, fake: FakeS3, caplog: pytest.LogCaptureFixture) -> None:
+    planted = b"p/manifests/..%2F..%2Fx/a%0Ab%00%1B%5B2J"
+    fake.replies.append(_reply(  # type: ignore[arg-type]
+        LISTING + b"<EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
+        + b"".join(b"<Contents><Key>" + key + b"</Key><Size>1</Size><LastModified>"
+                   b"2026-11-27T13:00:00Z</LastModified></Contents>"
+                   for key in (planted, b"p/manifests/a", b"p/manifests/b"))
+        + b"</ListBucketResult>"))
+    assert [stored.key for stored in bucket.list()] == ["manifests/a", "manifests/b"]
+    assert "'p/manifests/../../x/a\\nb\\x00\\x1b[2J'" in caplog.text
+    assert "\n" not in caplog.text.strip()
+    assert "\x1b" not in caplog.text
+    # It is still an object: a target holding only it does not hold nothing.
+    fake.replies.append(_page([planted], None))  # type: ignore[arg-type]
+    assert bucket.holds_any("manifests/")
+
+
 def test_a_refused_listing_is_told_as_before(bucket: s3.Bucket, fake: FakeS3) -> None:
     fake.replies.append(lambda handler: handler.answer(403, error_body("AccessDenied")))
     with pytest.raises(StorageUnavailable, match=r"refused listing manifests/ .*AccessDenied"):

@@ -45,7 +45,8 @@ def test_object_names_lead_back_to_their_project_and_restore_point() -> None:
     assert manifest_owner(manifest_key("p1", rp)) == ("p1", rp)
     # Names Cairn does not give are nobody's it knows: never judged, never removed.
     for stranger in ("manifests/p1/rp-1", f"manifests/p1/{rp}.bak", f"manifests/{rp}",
-                     f"chunks/p1/{rp}", f"manifests/p1/sub/{rp}"):
+                     f"chunks/p1/{rp}", f"manifests/p1/sub/{rp}", f"manifests/p1/{rp}\n",
+                     f"manifests/p\n1/{rp}", f"manifests/p\x1b1/{rp}"):
         assert manifest_owner(stranger) is None, stranger
 
 
