@@ -28,6 +28,7 @@ from api.errors import AnswerCut, render_error
 from api.files_upstream import Endpoint, Upstream, UpstreamBroken
 from api.gate import RELEASE_SLOT
 from services.errors import CairnError, FileServiceUnavailable, TooManyRequests
+from services.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +47,13 @@ CONNECT_SECONDS = 3.0
 take within this is a service down, and the client learns it (503) rather than waits."""
 
 READ_SECONDS = 60.0
-"""The longest the file service may be silent: its own deadlines are shorter (a parser call
-10 s, a search 20 s, a session's start a few s), so this is reached only when it hangs."""
+"""The longest the file service may be silent, at the least: a parser call takes 10 s at
+most, a session's start a few s. Its longer work (a search, the walks of an archive's
+paths, a versions request) answers by its own deadline, which the relay waits past by
+READ_MARGIN_SECONDS (`FileService.read_seconds`): a versions request that meets its
+deadline gives its partial answer, not the relay's 503."""
+
+READ_MARGIN_SECONDS = 15.0
 
 RETRY_AFTER_SECONDS = 1
 """A project at its bound of file requests: one of them ends soon (a listing), or not (a
@@ -62,13 +68,33 @@ class FileService:
     """One process's client of the file service: its connections and the per-project
     bound of requests relayed at once."""
 
-    def __init__(self, url: str | None, token: str | None, *, per_project: int) -> None:
+    def __init__(self, url: str | None, token: str | None, *, per_project: int,
+                 longest_work_seconds: float = 0.0) -> None:
         self.url = url.rstrip("/") if url else None
         self.endpoint = Endpoint(self.url) if self.url else None
         self.token = token
         self.per_project = per_project
+        self.longest_work_seconds = longest_work_seconds
         self._connections: asyncio.Semaphore | None = None
         self._open: dict[str, int] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> FileService:
+        # Without the token cairn-files would refuse every request: the file routes answer
+        # 503 (not configured) rather than pass its 401 on as if the tenant's token were
+        # wrong.
+        token = settings.files_token
+        return cls(settings.files_url if token else None,
+                   token.get_secret_value() if token else None,
+                   per_project=settings.api_file_requests_per_project,
+                   longest_work_seconds=max(settings.files_versions_seconds,
+                                            settings.files_archive_walk_seconds,
+                                            settings.files_search_seconds))
+
+    @property
+    def read_seconds(self) -> float:
+        """How long the file service may be silent before the relay gives up on it."""
+        return max(READ_SECONDS, self.longest_work_seconds + READ_MARGIN_SECONDS)
 
     def connections(self) -> asyncio.Semaphore:
         """Made on first use, inside the server's event loop."""
@@ -167,7 +193,7 @@ class FileAnswer(Response):
             try:
                 upstream = await Upstream.open(
                     service.endpoint, self.path, self.params, headers,
-                    connect_seconds=CONNECT_SECONDS, read_seconds=READ_SECONDS)
+                    connect_seconds=CONNECT_SECONDS, read_seconds=service.read_seconds)
             except (OSError, TimeoutError, UpstreamBroken) as exc:
                 await self._unavailable(f"{type(exc).__name__}: {exc}", scope, receive, send)
                 return

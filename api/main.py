@@ -133,12 +133,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                       sign_outs=app.state.portal_sign_outs, cookie=app.state.portal_cookie,
                       trusted_proxies=settings.api_trusted_proxies)
     app.state.cinder = gateway_for(settings.keystone, settings.cinder)
-    # Without the token cairn-files would refuse every request: the file routes answer 503
-    # (not configured) rather than pass its 401 on as if the tenant's token were wrong.
-    app.state.files = FileService(
-        settings.files_url if settings.files_token else None,
-        settings.files_token.get_secret_value() if settings.files_token else None,
-        per_project=settings.api_file_requests_per_project)
+    app.state.files = FileService.from_settings(settings)
     app.state.fleet = fleet_registry(app.state.db, settings, app.state.clock)
     errors.install(app)
     idempotency.install(app)

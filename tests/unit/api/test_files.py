@@ -597,7 +597,7 @@ def test_nothing_is_parsed_once_the_head_is_refused() -> None:
 def test_a_status_line_that_never_ends_is_503_at_the_heads_deadline(
         stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each byte comes well within the read timeout; the head as a whole has one too."""
-    monkeypatch.setattr(files_proxy, "READ_SECONDS", 0.3)
+    monkeypatch.setattr(files_proxy.FileService, "read_seconds", property(lambda _self: 0.3))
     stack.trickle(Trickle(b"HTTP/1.1 200 ", b"O", 300, 0.01))  # 3 s of a reason phrase
 
     async def timed() -> tuple[Answer, float]:
@@ -612,6 +612,20 @@ def test_a_status_line_that_never_ends_is_503_at_the_heads_deadline(
     assert answer.status == 503
     # Before: each byte restarted the 0.3 s wait, the answer came when the service hung up.
     assert took < 1.5, took
+
+
+def test_the_relay_waits_past_the_file_services_own_longest_deadline(
+        stack: Stack) -> None:
+    """A versions request, an archive's walks or a search that meets its own deadline
+    answers then (partly): the relay must still be listening, not answer 503 first."""
+    settings = stack.app.state.settings.model_copy(update={"files_versions_seconds": 300.0})
+    assert files_proxy.FileService.from_settings(settings).read_seconds >= 310
+    settings = stack.app.state.settings
+    longest = max(settings.files_versions_seconds, settings.files_archive_walk_seconds,
+                  settings.files_search_seconds)
+    assert files_proxy.FileService.from_settings(settings).read_seconds >= longest + 10
+    assert files_proxy.FileService(None, None, per_project=1).read_seconds == \
+        files_proxy.READ_SECONDS
 
 
 def test_a_download_streams_outside_the_slots_within_its_projects_bound(
