@@ -84,7 +84,15 @@ foreground() {
 background() {
     local name=$1; shift
     began[$name]=$(now)
-    ( "$@" ) >"$run/$name.log" 2>&1 &
+    rm -f "$run/$name.status"
+    # The step writes its own exit status, which `finish` believes over `wait`'s: a step
+    # finished early (check, unit) is waited for many minutes later, and by then its pid
+    # may have been reused by another child of this shell (pid_max 32768 wraps within a
+    # run), which drops the status bash kept for it: `wait` answers 127, "not a child"
+    # (runs 25, 27 and 28, each for a step whose every command had succeeded).
+    # (A trap, not `"$@" || rc=$?`: that would turn errexit off inside the step, and a
+    # check whose ruff failed would pass on mypy's status.)
+    ( trap "echo \$? >'$run/$name.status'" EXIT; "$@" ) >"$run/$name.log" 2>&1 &
     pid[$name]=$!
 }
 
@@ -92,6 +100,9 @@ background() {
 finish() {
     local name=$1 rc=0
     wait "${pid[$name]}" || rc=$?
+    if [ -s "$run/$name.status" ]; then
+        rc=$(<"$run/$name.status")
+    fi
     local took; took=$(seconds_since "${began[$name]}")
     echo "=== $name ($took s$([ "$rc" = 0 ] || echo ", FAILED with status $rc"))"
     cat "$run/$name.log"
