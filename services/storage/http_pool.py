@@ -7,7 +7,13 @@ default (certifi's), never one named by `SSL_CERT_FILE` or `AWS_CA_BUNDLE`.
 
 Connections are opened here (`connect`), never by `http.client` (`socket.create_connection`
 gives each address the name resolves to the whole timeout, and makes the socket where no
-deadline can reach it): each step within the request's deadline."""
+deadline can reach it): each step within the request's deadline.
+
+A connection idle for more than IDLE_SECONDS is closed rather than reused: the middleboxes
+between a worker and its endpoint (NAT, firewalls, load balancers) forget idle flows after a
+while, often without telling either end, and a request sent on such a flow meets silence
+until its timeout. A request that meets silence anyway is sent again on a new connection
+(`s3_requests.py`, `take(fresh=True)`)."""
 
 from __future__ import annotations
 
@@ -24,6 +30,14 @@ from urllib.parse import urlsplit
 import certifi
 
 from services.storage.resolver import RESOLVER, Address
+
+IDLE_SECONDS = 15.0
+"""The longest a connection is kept idle for reuse. Below what endpoints keep an idle
+connection open (AWS S3 about 20 s, RGW's beast front end 65 s, nginx 75 s), so a
+connection is rarely reused just as its server closes it; and far below what middleboxes
+keep an idle flow (AWS NAT gateways 350 s, Azure's load balancers 4 min, Linux conntrack
+5 days), so a flow one dropped silently is not met. Reconnecting after 15 s idle costs a
+handshake a worker busy with a backup never pays: its connections are busy back to back."""
 
 
 def _dropped(conn: http.client.HTTPConnection) -> bool:
@@ -46,9 +60,10 @@ class ConnectionPool:
     """Connections to `endpoint` (`scheme://host[:port]`). `take` waits while `size` are
     taken, until its caller's deadline at most; `give` hands one back for reuse, or closes
     it when its answer was not read to the end (its next answer would be the rest of
-    this one)."""
+    this one). A connection idle for more than `idle_seconds` is closed, not reused."""
 
-    def __init__(self, endpoint: str, size: int, timeout: float) -> None:
+    def __init__(self, endpoint: str, size: int, timeout: float, *,
+                 idle_seconds: float = IDLE_SECONDS) -> None:
         parts = urlsplit(endpoint)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"endpoint {endpoint!r} is not an http or https URL")
@@ -65,23 +80,40 @@ class ConnectionPool:
         self.size = size
         self._context = ssl.create_default_context(cafile=certifi.where()) \
             if self.https else None
-        self._idle: list[http.client.HTTPConnection] = []
+        self.idle_seconds = idle_seconds
+        self._idle: list[tuple[float, http.client.HTTPConnection]] = []
+        """Connections given back, each with when (`time.monotonic`), the latest last."""
         self._slots = threading.BoundedSemaphore(size)
         self._lock = threading.Lock()
         self._closed = False
 
-    def take(self, until: float | None = None) -> http.client.HTTPConnection:
+    def take(self, until: float | None = None, *,
+             fresh: bool = False) -> http.client.HTTPConnection:
         """A connection, waiting for one to come free until `until` (`time.monotonic`) at
-        most (PoolBusy then); None: as long as it takes."""
+        most (PoolBusy then); None: as long as it takes. The latest given back, unless it
+        has been idle too long (then every idle one has: all are closed) or was closed by
+        its peer; `fresh`: a new one, an idle one closed in its place (the pool never holds
+        more than `size`)."""
         if not self._slots.acquire(
                 timeout=None if until is None else max(0.0, until - time.monotonic())):
             raise PoolBusy(f"no connection of {self.size} came free in time")
         try:
             while True:
+                closing: list[tuple[float, http.client.HTTPConnection]] = []
+                conn = None
                 with self._lock:
                     if self._closed:
                         raise ConnectionError("the connection pool is closed")
-                    conn = self._idle.pop() if self._idle else None
+                    if not self._idle:
+                        pass
+                    elif fresh:
+                        closing.append(self._idle.pop())
+                    elif time.monotonic() - self._idle[-1][0] > self.idle_seconds:
+                        closing, self._idle = self._idle, []
+                    else:
+                        conn = self._idle.pop()[1]
+                for _, old in closing:
+                    old.close()
                 if conn is None:
                     return self._new()
                 if not _dropped(conn):
@@ -150,7 +182,7 @@ class ConnectionPool:
         try:
             with self._lock:
                 if reusable and not self._closed and conn.sock is not None:
-                    self._idle.append(conn)
+                    self._idle.append((time.monotonic(), conn))
                     return
             conn.close()
         finally:
@@ -160,5 +192,5 @@ class ConnectionPool:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-        for conn in idle:
+        for _, conn in idle:
             conn.close()
