@@ -15,6 +15,7 @@ from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -260,10 +261,12 @@ class Settings(BaseSettings):
     """How often each object target's unreferenced chunks are collected."""
 
     object_gc_max_seconds: float = Field(default=21600.0, gt=0)
-    """The longest one collection of an object target may take: its listings not over by
-    then are refused and it stops where it is, nothing swept if its mark had not ended (a
-    sweep stopped part way has deleted only chunks no manifest names). What bounds how long
-    an endpoint that pages for ever holds a worker and the target's exclusive lease."""
+    """The longest one collection of an object or directory target may take: after it no
+    listing's page is asked for, no manifest read and no chunk deleted, and it stops where
+    it is, nothing swept if its mark had not ended (a sweep stopped part way has deleted
+    only chunks no manifest names). The worker and the target's exclusive lease are so held
+    at most one request past it: the one then under way, within its own deadline (an
+    object target's `timeout_seconds` and its bytes at `min_read_bytes_per_second`)."""
 
     object_gc_grace_seconds: float = Field(default=3600.0, ge=0)
     """A chunk no manifest names is deleted only once it is this old: the margin for a
@@ -385,6 +388,14 @@ class Settings(BaseSettings):
     orphan_grace_seconds: float = Field(default=3600.0, ge=0)
     """An object no row owns is removed only once it is this old: a job that is making it
     now always has its row first, and this is the margin on top."""
+
+    orphan_scan_target_seconds: float = Field(default=60.0, gt=0)
+    """The longest the orphan scan of one object or directory target may take (its listing
+    of manifests and what it removes): one not over by then is stopped, reported (the
+    scheduler's log, `GET /v1/orphans` `errors`) with nothing on it flagged, and the scan
+    goes on to the other targets. The scan runs in cairn-scheduler's tick: whoever holds a
+    target's storage could otherwise stop every scheduled backup with a listing that never
+    ends (docs/security.md, the bucket holder's table)."""
 
     orphan_dry_run: bool = False
     """Only log what the orphan reconciler would remove and flag (GET /v1/orphans lists it
@@ -759,6 +770,7 @@ class Settings(BaseSettings):
                     raise ValueError(f"targets {both} are named both in {one} and in "
                                      f"{other}; a target's name must say which one it is")
         _check_directories(self.directory_targets)
+        _check_buckets(self.object_targets)
         configured = sorted([*self.backup_targets, *self.object_targets,
                              *self.directory_targets])
         if self.default_backup_target and self.default_backup_target not in configured:
@@ -816,6 +828,38 @@ def _check_directories(directories: dict[str, DirectoryTargetSettings]) -> None:
                     f"directory targets {one!r} ({first.path}) and {other!r} "
                     f"({second.path}) overlap: each target needs a directory of its own, "
                     "neither inside the other")
+
+
+def _check_buckets(buckets: dict[str, ObjectTargetSettings]) -> None:
+    """Two object targets under one prefix of one bucket, or one's prefix inside the
+    other's, are refused as directory targets that overlap are: each would take the other's
+    manifests and chunks for its own, or for garbage. Endpoints are compared as URLs (the
+    scheme and host in any case, a default port, a trailing slash): two names of one
+    store are not seen, and are the operator's to keep apart."""
+    named = sorted(buckets.items())
+    for n, (one, first) in enumerate(named):
+        for other, second in named[n + 1:]:
+            if _endpoint(first.endpoint) != _endpoint(second.endpoint) \
+                    or first.bucket != second.bucket:
+                continue
+            inner, outer = sorted((first.prefix, second.prefix), key=len, reverse=True)
+            if inner == outer or inner.startswith(outer + "/"):
+                raise ValueError(
+                    f"object targets {one!r} (prefix {first.prefix!r}) and {other!r} "
+                    f"(prefix {second.prefix!r}) overlap in bucket {first.bucket!r} of "
+                    f"{first.endpoint}: each target needs a prefix of its own, neither "
+                    "inside the other")
+
+
+def _endpoint(url: str) -> tuple[str, str, int | None, str]:
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    default = {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").rstrip("."), port or default, parts.path.rstrip("/")
 
 
 def _check_keystone_ids(admin_projects: list[str]) -> None:

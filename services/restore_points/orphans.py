@@ -69,7 +69,8 @@ class OrphanReconciler:
         """Find (and with `apply`, act on) what no row owns; objects younger than `grace`
         are left for a later run."""
         now = now or datetime.now(UTC)
-        scan = OrphanScan(self.db, self.clusters, Report(applied=apply), apply, now - grace)
+        scan = OrphanScan(self.db, self.clusters, Report(applied=apply), apply, now - grace,
+                          self.settings.orphan_scan_target_seconds)
         # Targets that keep their data at one location (two RBD targets on one pool) are
         # scanned once, together: each judges the others' restore points as its own.
         places: dict[str, list[targets.Target]] = {}
@@ -78,7 +79,7 @@ class OrphanReconciler:
         for location, sharing in sorted(places.items()):
             try:
                 sharing[0].scan_orphans(scan, {target.name for target in sharing})
-            except Exception as exc:  # one unreachable cluster or store stops no other
+            except Exception as exc:  # one unreachable or endless store stops no other
                 log.warning("orphan scan of %s failed", location, exc_info=True)
                 scan.failed(location, exc)
         for scanner, label in ((self._source_snapshots, "source snapshots"),

@@ -63,10 +63,15 @@ class ChunkBackend(Protocol):
     def holds_any(self, prefix: str) -> bool:
         """Whether any blob's key starts with `prefix`."""
 
-    def list(self, prefix: str = "", *, deadline: float | None = None) -> Iterator[StoredObject]:
+    def list(self, prefix: str = "", *, deadline: float, most: int | None = None
+             ) -> Iterator[StoredObject]:
         """Every blob whose key starts with `prefix`, in key order. `deadline`: a
         `time.monotonic()` by which the listing must have ended; one still going then is
-        StorageError (whoever holds the storage can make a listing that never ends)."""
+        StorageError (whoever holds the storage can make a listing that never ends). It has
+        no default, so that no caller can forget it. `most`: the most blobs the caller
+        counts on (a bounded listing): a backend that pages asks for no more pages than
+        those and a margin (`s3.LIST_PAGES_MARGIN`), StorageError past it, so that pages
+        without keys cannot go on to the deadline for nothing."""
 
     def close(self) -> None:
         """Gives back what the client holds (connections)."""

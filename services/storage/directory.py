@@ -149,11 +149,13 @@ class Directory:
         with closing(self._listing(prefix, _is_blob)) as found:
             return next(found, None) is not None
 
-    def list(self, prefix: str = "", *, deadline: float | None = None) -> Iterator[StoredObject]:
+    def list(self, prefix: str = "", *, deadline: float, most: int | None = None
+             ) -> Iterator[StoredObject]:
         """Every file whose key starts with `prefix`, in key order; no temporary file, and
-        nothing that is not a regular file (logged, left alone)."""
-        listing = self._listing(prefix, _is_blob)
-        return listing if deadline is None else _until(listing, deadline, self.root)
+        nothing that is not a regular file (logged, left alone). Refused (StorageError)
+        once an entry comes past `deadline`; `most` asks nothing of a walk, which has no
+        pages (a file system cannot make one list nothing for ever)."""
+        return _until(self._listing(prefix, _is_blob), deadline, self.root)
 
     def close(self) -> None:
         """Nothing is held between calls."""
@@ -177,10 +179,11 @@ class Directory:
             raise StorageUnavailable(f"the directory target's path {self.root} is not "
                                      f"writable by this process (uid {os.geteuid()})")
 
-    def temporaries(self) -> Iterator[StoredObject]:
+    def temporaries(self, *, deadline: float) -> Iterator[StoredObject]:
         """The temporary files of writes that never finished (their process was killed
-        between its write and its rename), anywhere under the directory."""
-        return self._listing("", _is_temporary)
+        between its write and its rename), anywhere under the directory; refused
+        (StorageError) once an entry comes past `deadline`, as `list` is."""
+        return _until(self._listing("", _is_temporary), deadline, self.root)
 
     def remove_temporary(self, key: str) -> None:
         """Removes one of `temporaries()`; refuses any other key."""

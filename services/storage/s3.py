@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import logging
 import time
+from collections import deque
 from collections.abc import Iterator
 
 from typing_extensions import Buffer
@@ -59,6 +60,16 @@ _NO_CONDITIONS = {"501", "NotImplemented", "400", "InvalidArgument", "InvalidReq
 
 LIST_PAGE_KEYS = 1000
 """Keys a listing's page asks for (S3's most)."""
+
+LIST_PAGES_MARGIN = 100
+"""Pages a bounded listing (`list(most=...)`) may ask for beyond the `most // LIST_PAGE_KEYS`
+its keys fill: room for names Cairn never writes (about 100,000 of them), and the most
+pages without keys an endpoint can make it ask for."""
+
+LIST_TOKENS_KEPT = 1024
+"""The continuation tokens a listing remembers (by digest), to refuse one given again: the
+last ones only, so that what a listing holds does not grow with its pages. A longer cycle
+is ended by the listing's deadline, or a bounded listing's page cap."""
 
 
 def page_limit(keys: int) -> int:
@@ -219,14 +230,18 @@ class Bucket:
         """Whether any object lies under `<target prefix>/<prefix>` (one listing of one key)."""
         return bool(next(self._pages(prefix, 1)).objects)
 
-    def list(self, prefix: str = "", *, deadline: float | None = None) -> Iterator[StoredObject]:
-        """Every object under `<target prefix>/<prefix>`, in key order, paged; but one
+    def list(self, prefix: str = "", *, deadline: float, most: int | None = None
+             ) -> Iterator[StoredObject]:
+        """Every object under `<target prefix>/<prefix>`, in key order, paged, refused
+        (StorageError) once it asks for a page past `deadline` (monotonic) or, given `most`,
+        for more than `most // LIST_PAGE_KEYS + LIST_PAGES_MARGIN` pages; but one
         whose key holds a control character (or another character that does not print),
         which Cairn never writes and whoever can write the bucket can: logged, escaped,
         and left out, so that such a name reaches neither Cairn's logs nor its callers and
         stops no listing (`holds_any` still counts it)."""
         strip = len(self.settings.prefix) + 1
-        for page in self._pages(prefix, LIST_PAGE_KEYS, deadline):
+        pages = None if most is None else most // LIST_PAGE_KEYS + LIST_PAGES_MARGIN
+        for page in self._pages(prefix, LIST_PAGE_KEYS, deadline, pages):
             for stored in page.objects:
                 if not stored.key.isprintable():
                     log.warning("S3 bucket %s holds %r, which is not a name Cairn writes: "
@@ -235,12 +250,14 @@ class Bucket:
                     continue
                 yield StoredObject(stored.key[strip:], stored.size, stored.modified)
 
-    def _pages(self, prefix: str, keys: int, deadline: float | None = None) -> Iterator[Page]:
+    def _pages(self, prefix: str, keys: int, deadline: float | None = None,
+               pages: int | None = None) -> Iterator[Page]:
         """ListObjectsV2's pages of at most `keys` keys under `prefix`, each answer read up
         to `page_limit(keys)` bytes (a longer one is refused unread) within the request's
         deadline, and parsed with every DTD refused (`s3_listing.py`); no page is asked for
-        after `deadline` (monotonic): pages without keys, each with a new token, could
-        otherwise come for ever."""
+        after `deadline` (monotonic), nor more than `pages` of them: pages without keys,
+        each with a new token, could otherwise come for ever. (`holds_any` alone gives no
+        deadline: it asks for one page.)"""
         what = f"listing {prefix or 'the target'}"
         asked = self._key(prefix)
         limit = page_limit(keys)
@@ -248,12 +265,19 @@ class Bucket:
         # S3 lists each key once, in strictly increasing order, and never gives a
         # continuation token twice: an answer that does otherwise (tokens that cycle A, B,
         # A..., keys repeated or going back) is not the store's, and could page for ever.
-        # The tokens are remembered by digest: one may be as long as its page.
+        # The tokens are remembered by digest (one may be as long as its page), the last
+        # LIST_TOKENS_KEPT only: a longer cycle ends at the deadline or the page cap.
+        recent: deque[bytes] = deque()
         tokens: set[bytes] = set()
         last = ""
+        asked_for = 0
         while True:
             if deadline is not None and time.monotonic() > deadline:
                 raise self._not_a_listing(what, "pages past the listing's deadline")
+            if pages is not None and asked_for >= pages:
+                raise self._not_a_listing(
+                    what, f"more than the {pages} pages Cairn can have written there")
+            asked_for += 1
             params = [("list-type", "2"), ("prefix", asked), ("max-keys", str(keys)),
                       ("encoding-type", "url")]
             if token is not None:
@@ -281,6 +305,9 @@ class Bucket:
             seen = hashlib.blake2b(page.next_token.encode(), digest_size=16).digest()
             if seen in tokens:
                 raise self._not_a_listing(what, "a continuation token given before")
+            if len(recent) == LIST_TOKENS_KEPT:
+                tokens.discard(recent.popleft())
+            recent.append(seen)
             tokens.add(seen)
             token = page.next_token
 

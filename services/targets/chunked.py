@@ -12,7 +12,8 @@ what the format lets every such kind do; the kind's module says only its name an
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from functools import partial
 from typing import ClassVar, Protocol, runtime_checkable
@@ -75,6 +76,9 @@ MANIFESTS_MARGIN = 1000
 """Manifests a target may hold beyond one per restore point row, plus a tenth of those
 rows (`listed_manifests`)."""
 
+STRANGERS_LOGGED = 10
+"""Names not Cairn's that a listing of manifests logs one by one; the rest are counted."""
+
 
 def manifests_bound(db: Database, target: str) -> int:
     """The most objects a listing of `target`'s manifests may name: one per restore point
@@ -87,13 +91,29 @@ def manifests_bound(db: Database, target: str) -> int:
     return rows + rows // 10 + MANIFESTS_MARGIN
 
 
-def listed_manifests(db: Database, backend: ChunkBackend, target: str, *,
-                     deadline: float | None = None) -> Iterator[StoredObject]:
-    """`backend.list(MANIFESTS)`, refused (StorageError, before the object past it is
-    given) once it names more than `manifests_bound`: what a caller keeping the listing
-    holds is bounded by Cairn's records, not by what the storage's holder lists."""
+def listed_manifests(db: Database, backend: ChunkBackend, target: str, *, deadline: float,
+                     stranger: Callable[[], None] = lambda: None) -> Iterator[StoredObject]:
+    """The objects of `backend.list(MANIFESTS)` named as Cairn names a manifest
+    (`manifest_owner`: a project, then a restore point's id), refused (StorageError, before
+    the one past it is given) once they are more than `manifests_bound`: what a caller
+    keeping the listing holds is bounded by Cairn's records, not by what the storage's
+    holder lists. Any other name is not Cairn's (no backup wrote it, no chunk it could
+    name is one a restore point needs): counted (`stranger` is called), logged escaped
+    (the first STRANGERS_LOGGED), neither given nor kept, nor counted against the bound,
+    so that planted names stop no collection. The listing is refused past `deadline`
+    (monotonic), and asks for no more pages than the bound fills and a margin
+    (`ChunkBackend.list`'s `most`): beyond about 100,000 strangers, it is refused too."""
     bound = manifests_bound(db, target)
-    for count, stored in enumerate(backend.list(MANIFESTS, deadline=deadline), 1):
+    count = strangers = 0
+    for stored in backend.list(MANIFESTS, deadline=deadline, most=bound):
+        if manifest_owner(stored.key) is None:
+            strangers += 1
+            stranger()
+            if strangers <= STRANGERS_LOGGED:
+                log.warning("object %r under the manifests of target %s is not a Cairn "
+                            "manifest; left alone", stored.key, target)
+            continue
+        count += 1
         if count > bound:
             log.warning("target %s lists more than %d manifests: refused", target, bound)
             raise StorageError(
@@ -103,16 +123,24 @@ def listed_manifests(db: Database, backend: ChunkBackend, target: str, *,
                 "Cairn, or the database is older than the target; nothing is collected "
                 "until that is seen to")
         yield stored
+    if strangers > STRANGERS_LOGGED:
+        log.warning("target %s holds %d objects under its manifests that are not Cairn "
+                    "manifests (the first %d logged); left alone", target, strangers,
+                    STRANGERS_LOGGED)
 
 
-def scan_manifests(scan: OrphanScan, target: str, where: str, backend: ChunkBackend) -> None:
+def scan_manifests(scan: OrphanScan, target: str, where: str, backend: ChunkBackend, *,
+                   deadline: float) -> None:
     """Manifests whose restore point is gone (a backup whose undo could not reach the
     target, a delete that removed the row's data but crashed before the manifest) keep
     their chunks from garbage collection for ever: removed after the grace. Chunks are the
     collector's (`object_gc`): it frees what no manifest names. A target without the key
     Cairn stored there is not where its data is (pointed elsewhere, or the key removed): its
     restore points are not flagged for manifests missing there. `where`: how findings name
-    the target's root."""
+    the target's root. `deadline` (monotonic, the target's share of the scan,
+    `OrphanScan.target_deadline`): the listing is refused past it, and no manifest is
+    removed after it; the scan then fails (StorageError, the reconciler reports it) having
+    flagged nothing."""
     listed_from = datetime.now(UTC)
     wrong = data_keys.problem(scan.db, backend, target)
     if wrong is not None:
@@ -122,10 +150,15 @@ def scan_manifests(scan: OrphanScan, target: str, where: str, backend: ChunkBack
             f"back ({data_keys.GUIDE})"))
     elsewhere = wrong is not None and backend.size(DATA_KEY) is None
     manifests: dict[str, tuple[tuple[str, str], datetime]] = {}
-    for stored in listed_manifests(scan.db, backend, target):
-        owner = manifest_owner(stored.key)
-        if owner is not None:
-            manifests[stored.key] = (owner, stored.modified)
+    try:
+        for stored in listed_manifests(scan.db, backend, target, deadline=deadline):
+            owner = manifest_owner(stored.key)
+            if owner is not None:
+                manifests[stored.key] = (owner, stored.modified)
+    except StorageError as exc:
+        if time.monotonic() > deadline:
+            raise scan.out_of_time(target) from exc
+        raise
     rows = scan.rows(rp_id for (_, rp_id), _ in manifests.values())
     for key, ((project_id, rp_id), modified) in sorted(manifests.items()):
         if modified >= scan.cutoff:
@@ -142,6 +175,8 @@ def scan_manifests(scan: OrphanScan, target: str, where: str, backend: ChunkBack
         if why is None and (row.target != target or row.project_id != project_id):
             why = f"restore point {rp_id} belongs to another target or project"
         if why is not None:
+            if time.monotonic() > deadline:
+                raise scan.out_of_time(target)
             scan.act(Finding("remove", "manifest", f"{where}/{key}", why, rp_id),
                      partial(backend.delete, key))
     for rp in scan.available({target}, listed_from):

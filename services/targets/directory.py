@@ -56,10 +56,12 @@ class DirectoryTarget(ChunkKind, Configured[DirectoryTargetSettings]):
     def scan_orphans(self, scan: OrphanScan, sharing: set[str]) -> None:
         """Its manifests, as every chunk-format target's (`chunked.scan_manifests`), and
         the temporary files of writes whose process was killed before it renamed them:
-        removed once older than the grace (a write under way is never that old)."""
+        removed once older than the grace (a write under way is never that old). Both
+        within the target's time (`OrphanScan.target_deadline`)."""
         directory = self.backend()
-        scan_manifests(scan, self.name, self.location, directory)
-        for left in directory.temporaries():
+        deadline = scan.target_deadline()
+        scan_manifests(scan, self.name, self.location, directory, deadline=deadline)
+        for left in directory.temporaries(deadline=deadline):
             if left.modified >= scan.cutoff:
                 continue
             scan.act(Finding("remove", "temporary file", f"{self.location}/{left.key}",

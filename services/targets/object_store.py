@@ -61,7 +61,8 @@ class ObjectStoreTarget(ChunkKind, Configured[ObjectTargetSettings]):
         """Its manifests, as every chunk-format target's (`chunked.scan_manifests`)."""
         bucket = self.backend()
         try:
-            scan_manifests(scan, self.name, self.location, bucket)
+            scan_manifests(scan, self.name, self.location, bucket,
+                           deadline=scan.target_deadline())
         finally:
             bucket.close()
 

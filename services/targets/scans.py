@@ -6,6 +6,7 @@ reconciler (`services/restore_points/orphans.py`) runs the scans and the source 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -14,6 +15,7 @@ from typing import Literal
 from sqlalchemy import select
 
 from services.db import Database
+from services.errors import StorageError
 from services.records.restore_points import RestorePoint
 from services.records.volumes import Volume
 from services.status import RESTORE_POINT_TRANSITIONS, RestorePointStatus, guarded_update
@@ -70,13 +72,31 @@ def gone(row: Row | None) -> str | None:
 @dataclass
 class OrphanScan:
     """One run of the reconciler: what it found so far, whether it acts (`apply`), and
-    the time before which an object is old enough to be judged (`cutoff`)."""
+    the time before which an object is old enough to be judged (`cutoff`), and the time
+    each target's scan may take (`target_seconds`, CAIRN_ORPHAN_SCAN_TARGET_SECONDS)."""
 
     db: Database
     clusters: CephClusters
     report: Report
     apply: bool
     cutoff: datetime
+    target_seconds: float
+
+    def target_deadline(self) -> float:
+        """When a target's scan starting now must have ended (`time.monotonic()`): whoever
+        holds its storage can make a listing go on for ever, and the scan runs in the
+        scheduler's tick."""
+        return time.monotonic() + self.target_seconds
+
+    def out_of_time(self, target: str) -> StorageError:
+        """What a target's scan that ran out of its time fails with (the reconciler reports
+        it and goes on to the other targets)."""
+        log.warning("orphan scan of target %s did not end within %.0f s: stopped", target,
+                    self.target_seconds)
+        return StorageError(
+            f"the orphan scan of target {target!r} did not end within {self.target_seconds:.0f}"
+            " s (CAIRN_ORPHAN_SCAN_TARGET_SECONDS): stopped where it was, nothing on it "
+            "flagged; a store that slow, or one that lists for ever, is not scanned")
 
     def note(self, finding: Finding) -> None:
         """A finding that is only reported: nothing is done about it."""

@@ -8,6 +8,7 @@ race bench (`bench/object_key_race.py`)."""
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from collections.abc import Iterator
@@ -126,7 +127,7 @@ def object_workers(stack: Stack, targets: list[str], *, endpoint: str | None = N
         for prefix in prefixes.values():
             bucket = Bucket(rgw.settings(prefix))
             try:
-                for stored in list(bucket.list()):
+                for stored in list(bucket.list(deadline=math.inf)):
                     bucket.delete(stored.key)
             finally:
                 bucket.close()

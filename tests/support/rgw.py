@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,7 +43,7 @@ def scratch_bucket() -> Iterator[Bucket]:
     try:
         yield bucket
     finally:
-        for stored in list(bucket.list()):
+        for stored in list(bucket.list(deadline=math.inf)):
             bucket.delete(stored.key)
         bucket.close()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 import signal
@@ -366,7 +367,7 @@ def stop_stack(stack: Stack) -> None:
             continue
         bucket = Bucket(settings)
         try:
-            for stored in list(bucket.list()):
+            for stored in list(bucket.list(deadline=math.inf)):
                 bucket.delete(stored.key)
         finally:
             bucket.close()

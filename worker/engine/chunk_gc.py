@@ -9,15 +9,23 @@ What this module does not decide is when a sweep may run beside backups: a backu
 decide to reuse a chunk the mark found unreferenced (its lookup found it in the store), and
 the sweep would then delete a chunk the backup's manifest is about to name. The caller
 keeps sweeps and backups of one target apart with leases (ADR 0007,
-`worker/managers/object_gc.py`)."""
+`worker/managers/object_gc.py`).
+
+Both are bounded by a deadline (monotonic, the caller's `object_gc_max_seconds`): the mark
+reads no manifest after it, and the sweep deletes no chunk after it (nor asks for a page of
+chunks); either then raises StorageError. A mark so stopped leaves nothing to sweep; a sweep
+so stopped has deleted only unmarked chunks. Past the deadline, at most the one request
+then under way goes on (a page, a manifest's read, a delete), within its own deadline."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from services.errors import StorageError
 from services.storage.chunk_backend import StoredObject
 from services.storage.object_layout import CHUNKS, MANIFESTS, chunk_key, manifest_owner
 from worker.engine.chunk_store import UNSIZED_IMAGE_BYTES, ChunkStore
@@ -40,8 +48,18 @@ class SweepStats:
     """The restore points whose manifests the mark read (each opened with the store's key)."""
 
 
+def _in_time(deadline: float, doing: str) -> None:
+    if time.monotonic() > deadline:
+        log.warning("garbage collection ran out of its time (CAIRN_OBJECT_GC_MAX_SECONDS) "
+                    "before %s: stopped", doing)
+        raise StorageError(
+            f"the garbage collection ran out of its time (CAIRN_OBJECT_GC_MAX_SECONDS) before "
+            f"{doing}: stopped there (a mark so stopped sweeps nothing; a sweep so stopped "
+            "has deleted only chunks no manifest names)")
+
+
 def mark(store: ChunkStore, image_sizes: Mapping[str, int], stats: SweepStats | None = None,
-         *, manifests: Iterable[StoredObject] | None = None,
+         *, deadline: float, manifests: Iterable[StoredObject] | None = None,
          into: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
     """Project -> names of the chunks its manifests name, over every manifest stored (or
     those of `manifests`, added to `into`). `image_sizes`: restore point id -> the size of
@@ -55,11 +73,16 @@ def mark(store: ChunkStore, image_sizes: Mapping[str, int], stats: SweepStats | 
     (`manifest_owner`: a project, then a restore point's id) is not Cairn's: no backup
     wrote it, so no chunk it could name is one a restore point needs. It is left alone
     and reported, as a stranger among the chunks is; it does not stop the collection,
-    which whoever can write the target could otherwise stop for good."""
+    which whoever can write the target could otherwise stop for good.
+
+    `deadline` (monotonic): no manifest is read after it (StorageError), nor is the
+    listing of manifests (when it is this one's) asked for a page."""
     stats = stats if stats is not None else SweepStats()
     marked: dict[str, set[str]] = into if into is not None else {}
     largest = max([UNSIZED_IMAGE_BYTES, *image_sizes.values()])
-    for stored in manifests if manifests is not None else store.backend.list(MANIFESTS):
+    listed = manifests if manifests is not None \
+        else store.backend.list(MANIFESTS, deadline=deadline)
+    for stored in listed:
         owner = manifest_owner(stored.key)
         if owner is None:
             stats.strangers += 1
@@ -67,6 +90,7 @@ def mark(store: ChunkStore, image_sizes: Mapping[str, int], stats: SweepStats | 
                         "left alone", stored.key)
             continue
         project_id, restore_point_id = owner
+        _in_time(deadline, f"reading the manifest {stored.key}")
         manifest = store.read_manifest(project_id, restore_point_id,
                                        image_sizes.get(restore_point_id, largest))
         marked.setdefault(project_id, set()).update(manifest.names())
@@ -82,11 +106,12 @@ def _is_chunk_name(name: str) -> bool:
 def sweep(store: ChunkStore, marked: dict[str, set[str]], cutoff: datetime, *,
           stats: SweepStats | None = None,
           before_delete: Callable[[], None] | None = None,
-          deadline: float | None = None) -> SweepStats:
+          deadline: float) -> SweepStats:
     """Deletes the unmarked chunks last written before `cutoff` (timezone-aware).
     `before_delete` is called before each deletion (a caller holding a lease checks it
-    there, and raises to stop). `deadline` (monotonic): the listing of the chunks is
-    refused past it (StorageError), the sweep stopped where it was."""
+    there, and raises to stop). `deadline` (monotonic): no chunk is deleted, nor page of
+    the chunks' listing asked for, after it (StorageError), the sweep stopped where it
+    was."""
     stats = stats if stats is not None else SweepStats()
     for stored in store.backend.list(CHUNKS, deadline=deadline):
         parts = stored.key.split("/")
@@ -105,13 +130,16 @@ def sweep(store: ChunkStore, marked: dict[str, set[str]], cutoff: datetime, *,
         else:
             if before_delete is not None:
                 before_delete()
+            _in_time(deadline, f"deleting {stored.key}")
             store.backend.delete(stored.key)
             stats.chunks_deleted += 1
             stats.bytes_deleted += stored.size
     return stats
 
 
-def collect(store: ChunkStore, image_sizes: Mapping[str, int], cutoff: datetime) -> SweepStats:
-    """Mark, then sweep."""
+def collect(store: ChunkStore, image_sizes: Mapping[str, int], cutoff: datetime, *,
+            deadline: float) -> SweepStats:
+    """Mark, then sweep, both by `deadline`."""
     stats = SweepStats()
-    return sweep(store, mark(store, image_sizes, stats), cutoff, stats=stats)
+    return sweep(store, mark(store, image_sizes, stats, deadline=deadline), cutoff,
+                 stats=stats, deadline=deadline)

@@ -8,6 +8,15 @@ more are deleted, never one a backup running at the same time may name.
 4. Sweep: delete the unmarked chunks written before the grace cutoff, checking the lease
    before each deletion.
 
+The whole collection has `object_gc_max_seconds` from its start: no page of a listing is
+asked for, no manifest read and no chunk deleted after that (StorageError; stopped before
+or in its marks, nothing is swept). The exclusive lease is so given back at most one
+request after that time: the page, manifest read or delete then under way, within its own
+deadline (an object target's: `timeout_seconds` and its bytes at
+`min_read_bytes_per_second`; a directory target's reads have none, docs/operations.md).
+Waiting for the lease counts too: a collection that waited past its time marks nothing
+more and sweeps nothing.
+
 A target whose key is lost while it holds data is not collected (TargetKeyMissing: every
 manifest would be unreadable), nor one whose bucket holds another key than Cairn's database
 records, or whose available restore points were sealed with another key than the target's
@@ -77,13 +86,19 @@ def _collect(rt: Runtime, target: str, grace_seconds: float | None,
     # exclusive lease's part included) by its time.
     deadline = time.monotonic() + rt.settings.object_gc_max_seconds
     stats = chunk_gc.SweepStats()
-    first = list(listed_manifests(rt.db, store.backend, target, deadline=deadline))
-    marked = chunk_gc.mark(store, image_sizes(rt, target), stats, manifests=first)
+
+    def stranger() -> None:
+        stats.strangers += 1
+
+    first = list(listed_manifests(rt.db, store.backend, target, deadline=deadline,
+                                  stranger=stranger))
+    marked = chunk_gc.mark(store, image_sizes(rt, target), stats, deadline=deadline,
+                           manifests=first)
     with target_leases.held(rt.db, target, f"gc:{rt.name}", exclusive=True,
                             ttl_seconds=rt.settings.lease_seconds,
                             wait_seconds=wait_seconds) as lease:
         seen = set(first)
-        chunk_gc.mark(store, image_sizes(rt, target), stats, into=marked,
+        chunk_gc.mark(store, image_sizes(rt, target), stats, deadline=deadline, into=marked,
                       manifests=[m for m in listed_manifests(rt.db, store.backend, target,
                                                              deadline=deadline)
                                  if m not in seen])

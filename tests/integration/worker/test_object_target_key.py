@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import subprocess
 from collections.abc import Iterator
@@ -412,7 +413,8 @@ def test_a_target_pointed_at_an_empty_prefix_gets_no_new_key_and_flags_nothing(
     assert made["status"] == "succeeded", made
     bucket = keyed.bucket("moved")
     try:
-        held = {stored.key: rgw.stored(bucket, stored.key) for stored in bucket.list()}
+        held = {stored.key: rgw.stored(bucket, stored.key)
+                for stored in bucket.list(deadline=math.inf)}
         for key in held:
             bucket.delete(key)
 
@@ -420,7 +422,8 @@ def test_a_target_pointed_at_an_empty_prefix_gets_no_new_key_and_flags_nothing(
         assert refused["status"] == "failed", "a new key was made where the target's was"
         assert refused["error"]["code"] == "target_key_missing", refused
         assert "points at another bucket and prefix" in refused["error"]["message"], refused
-        assert list(bucket.list()) == [], "something was written to the empty prefix"
+        assert list(bucket.list(deadline=math.inf)) == [], \
+            "something was written to the empty prefix"
         # The orphan scan of this target alone (what an applied scan would act on).
         alone = _alone(keyed, "moved")
         clusters = CephClusters(alone)

@@ -54,3 +54,27 @@ def test_the_operator_key_is_64_hex_digits_or_nothing_is_read(tmp_path: Path) ->
             operator_key(_settings(object_key_file=key))
     with pytest.raises(StorageUnavailable, match="cannot read"):
         operator_key(_settings(object_key_file=tmp_path / "missing"))
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ({}, {}),  # one bucket, one prefix (the default "cairn")
+    ({"prefix": "cairn"}, {"prefix": "cairn/inner"}),
+    ({"prefix": "a/b/c"}, {"prefix": "a"}),
+    ({"endpoint": "http://127.0.0.1:1"}, {"endpoint": "HTTP://127.0.0.1:1/"}),
+    ({"endpoint": "https://s3.example.net"}, {"endpoint": "https://S3.example.net:443"}),
+])
+def test_two_object_targets_under_one_prefix_or_one_inside_the_other_are_refused(
+        first: dict[str, str], second: dict[str, str]) -> None:
+    with pytest.raises(ValidationError, match=r"overlap in bucket 'b'.*each target needs a "
+                                              r"prefix of its own"):
+        _settings(object_targets={"a": {**S3, **first}, "b": {**S3, **second}})
+
+
+@pytest.mark.parametrize("second", [
+    {"prefix": "cairn-2"},  # a prefix that only starts with the other's name
+    {"bucket": "other"},
+    {"endpoint": "http://127.0.0.1:2"},
+])
+def test_object_targets_apart_in_prefix_bucket_or_endpoint_are_taken(
+        second: dict[str, str]) -> None:
+    assert len(_settings(object_targets={"a": S3, "b": {**S3, **second}}).object_targets) == 2

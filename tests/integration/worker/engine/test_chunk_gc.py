@@ -4,6 +4,7 @@ the chunks no remaining manifest names; fresh and foreign objects stay."""
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -56,7 +57,7 @@ def _chain(io: rados.Ioctx, name: str, store: ChunkStore) -> dict[str, ObjectMan
 
 
 def _stored_names(bucket: Bucket) -> set[str]:
-    return {stored.key.rsplit("/", 1)[1] for stored in bucket.list("chunks/")}
+    return {stored.key.rsplit("/", 1)[1] for stored in bucket.list("chunks/", deadline=math.inf)}
 
 
 @pytest.mark.parametrize("order", list(itertools.permutations(["rp1", "rp2", "rp3"])))
@@ -72,7 +73,7 @@ def test_deleting_restore_points_in_any_order_releases_exactly_the_unreferenced_
     for rp in order:
         store.delete_manifest("p1", rp_id(rp))
         del remaining[rp]
-        stats = chunk_gc.collect(store, SIZES, _future())
+        stats = chunk_gc.collect(store, SIZES, _future(), deadline=math.inf)
         expected = set().union(*(m.names() for m in remaining.values()))
         assert _stored_names(bucket) == expected
         assert stats.chunks_referenced == len(expected)
@@ -93,7 +94,8 @@ def test_a_chunk_newer_than_the_cutoff_stays_though_no_manifest_names_it(
         image.create_snap("s1")
     with rbd.Image(volumes_pool, name, snapshot="s1", read_only=True) as image:
         in_flight = object_copy.upload(image, store, "p1")  # no manifest written yet
-    stats = chunk_gc.collect(store, SIZES, datetime.now(UTC) - timedelta(minutes=5))
+    stats = chunk_gc.collect(store, SIZES, datetime.now(UTC) - timedelta(minutes=5),
+                             deadline=math.inf)
     assert (stats.chunks_deleted, stats.chunks_too_new) == (0, 2)
     assert _stored_names(bucket) == in_flight.names()
 
@@ -112,7 +114,7 @@ def test_chunks_are_kept_per_project_and_strangers_are_left_alone(
                                  object_copy.upload(image, store, project))
     bucket.put("chunks/p1/zz/not-a-chunk", b"someone else's")
     store.delete_manifest("p2", rp_id("rp"))
-    stats = chunk_gc.collect(store, SIZES, _future())
+    stats = chunk_gc.collect(store, SIZES, _future(), deadline=math.inf)
     # p2's copies go although p1's manifest names the same data: names are per project.
     assert (stats.chunks_deleted, stats.chunks_referenced, stats.strangers) == (2, 2, 1)
     assert bucket.get("chunks/p1/zz/not-a-chunk", limit=MiB) == b"someone else's"

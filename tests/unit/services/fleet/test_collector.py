@@ -29,7 +29,8 @@ SETTINGS = Settings(auth_strategy="noauth", environment="development",
                     clusters={"ceph-a": {"conf": "/etc/ceph/ceph.conf"}},
                     backup_targets={"local": {"cluster": "ceph-a", "pool": "backups"},
                                     "slow": {"cluster": "ceph-a", "pool": "b2", "max_jobs": 1}},
-                    object_targets={"s3": {**S3, "max_jobs": 3}, "s3-idle": S3},
+                    object_targets={"s3": {**S3, "max_jobs": 3},
+                                    "s3-idle": {**S3, "prefix": "idle"}},
                     max_jobs_per_target=4)
 
 

@@ -6,6 +6,7 @@ it was with boto3 (412 is "already there", a store that refuses the condition is
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -59,7 +60,7 @@ def test_listings_page_across_continuation_tokens(bucket: s3.Bucket, fake: FakeS
         fake.objects["/b/p/" + quote(name, safe="/~")] = b"x" * (len(name) % 7)
     fake.objects["/b/other/chunks/p/0000"] = b"not this target's"
     fake.seen.clear()
-    listed = list(bucket.list("chunks/"))
+    listed = list(bucket.list("chunks/", deadline=math.inf))
     assert [stored.key for stored in listed] == names[:-1]
     assert [stored.size for stored in listed] == [len(name) % 7 for name in names[:-1]]
     assert listed[0].modified == datetime(2026, 11, 27, 13, tzinfo=UTC)
@@ -70,8 +71,9 @@ def test_listings_page_across_continuation_tokens(bucket: s3.Bucket, fake: FakeS
     assert "continuation-token" in pages[1]
     assert "continuation-token" in pages[2]
     # Keys come url-encoded (encoding-type=url) and are given back as stored.
-    assert [stored.key for stored in bucket.list("manifests/")] == ["manifests/p/rp 1+a"]
-    assert [stored.key for stored in bucket.list()] == names
+    assert [stored.key for stored in bucket.list("manifests/", deadline=math.inf)] == [
+        "manifests/p/rp 1+a"]
+    assert [stored.key for stored in bucket.list(deadline=math.inf)] == names
     assert bucket.holds_any("manifests/")
     assert not bucket.holds_any("keys/")
     assert "max-keys=1&" in fake.seen[-1][1]
@@ -106,7 +108,7 @@ def test_a_listing_answered_past_its_bound_is_refused_unread(
     for _ in range(2):
         with pytest.raises(StorageError, match="listing the target with something that is "
                                                "not a listing"):
-            list(bucket.list())
+            list(bucket.list(deadline=math.inf))
     deadline = time.monotonic() + 5
     while len(sent) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -125,7 +127,7 @@ def test_a_listing_with_a_doctype_or_entity_is_refused(
         bucket: s3.Bucket, fake: FakeS3, body: bytes) -> None:
     fake.replies.append(_reply(body))  # type: ignore[arg-type]
     with pytest.raises(StorageError, match="not a listing Cairn takes"):
-        list(bucket.list())
+        list(bucket.list(deadline=math.inf))
     with pytest.raises(NotAListing):
         parse(body, "p/")
 
@@ -151,7 +153,7 @@ def test_a_token_given_twice_ends_the_listing(bucket: s3.Bucket, fake: FakeS3) -
                    b"</NextContinuationToken></ListBucketResult>")
     fake.replies += [again, again, again]  # type: ignore[list-item]
     with pytest.raises(StorageError, match="not a listing"):
-        list(bucket.list())
+        list(bucket.list(deadline=math.inf))
     assert len(fake.seen) == 2
 
 
@@ -168,7 +170,7 @@ def test_tokens_that_cycle_end_the_listing(bucket: s3.Bucket, fake: FakeS3) -> N
     fake.replies += [_page([b"p/k%03d" % n], b"AB"[n % 2:n % 2 + 1])  # type: ignore[misc]
                      for n in range(50)]
     with pytest.raises(StorageError, match="not a listing Cairn takes"):
-        list(bucket.list())
+        list(bucket.list(deadline=math.inf))
     assert len(fake.seen) == 3
 
 
@@ -195,7 +197,7 @@ def test_keys_repeated_or_out_of_order_are_refused(
     fake.replies += [_page(keys, b"t%d" % n if n < len(pages) - 1 else None)  # type: ignore[misc]
                      for n, keys in enumerate(pages)]
     with pytest.raises(StorageError, match="not a listing Cairn takes"):
-        list(bucket.list())
+        list(bucket.list(deadline=math.inf))
 
 
 def test_a_key_with_control_characters_is_left_out_and_logged_escaped(
@@ -207,7 +209,8 @@ def test_a_key_with_control_characters_is_left_out_and_logged_escaped(
                    b"2026-11-27T13:00:00Z</LastModified></Contents>"
                    for key in (planted, b"p/manifests/a", b"p/manifests/b"))
         + b"</ListBucketResult>"))
-    assert [stored.key for stored in bucket.list()] == ["manifests/a", "manifests/b"]
+    assert [stored.key for stored in bucket.list(deadline=math.inf)] == [
+        "manifests/a", "manifests/b"]
     assert "'p/manifests/../../x/a\\nb\\x00\\x1b[2J'" in caplog.text
     assert "\n" not in caplog.text.strip()
     assert "\x1b" not in caplog.text
@@ -296,3 +299,30 @@ def test_the_buckets_check_is_a_bounded_listing_of_one_key(
     with pytest.raises(StorageUnavailable):
         bucket.check()
     assert time.monotonic() - started < 1.0
+
+
+def test_a_bounded_listing_asks_for_no_more_pages_than_its_bound_fills_and_a_margin(
+        bucket: s3.Bucket, fake: FakeS3) -> None:
+    # Pages without keys, each with a new token, answered at once: with no cap they would
+    # go on to the deadline (a minute and more of requests) for nothing.
+    fake.replies += [_page([], b"t%d" % n) for n in range(5000)]  # type: ignore[misc]
+    with pytest.raises(StorageError, match="not a listing Cairn takes"):
+        list(bucket.list(deadline=math.inf, most=2500))
+    assert len(fake.seen) == 2500 // s3.LIST_PAGE_KEYS + s3.LIST_PAGES_MARGIN
+
+
+def test_a_listing_remembers_only_its_last_tokens(
+        bucket: s3.Bucket, fake: FakeS3, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What it holds does not grow with its pages: a token given again within the last
+    # LIST_TOKENS_KEPT is refused; a longer cycle is ended by the page cap (or deadline).
+    monkeypatch.setattr(s3, "LIST_TOKENS_KEPT", 4)
+    fake.replies += [_page([], b"t%d" % (n % 4)) for n in range(50)]  # type: ignore[misc]
+    with pytest.raises(StorageError, match="not a listing Cairn takes"):
+        list(bucket.list(deadline=math.inf))
+    assert len(fake.seen) == 5  # t0 t1 t2 t3, then t0 again
+    fake.replies.clear()
+    fake.seen.clear()
+    fake.replies += [_page([], b"t%d" % (n % 5)) for n in range(500)]  # type: ignore[misc]
+    with pytest.raises(StorageError, match="not a listing Cairn takes"):
+        list(bucket.list(deadline=math.inf, most=0))
+    assert len(fake.seen) == s3.LIST_PAGES_MARGIN

@@ -103,7 +103,7 @@ def test_the_orphan_scan_removes_a_deleted_points_manifest_and_old_temporary_fil
 
     report = Report(applied=True)
     target.scan_orphans(OrphanScan(db, None, report, True,  # type: ignore[arg-type]
-                                   datetime.now(UTC) + timedelta(minutes=1)), {"nfs"})
+                                   datetime.now(UTC) + timedelta(minutes=1), 60.0), {"nfs"})
     assert sorted((f.action, f.what, f.restore_point_id) for f in report.findings) == [
         ("remove", "manifest", deleted_id), ("remove", "temporary file", None)]
     assert report.errors == []

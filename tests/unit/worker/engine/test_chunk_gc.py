@@ -7,7 +7,9 @@ SQLite."""
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -79,7 +81,7 @@ def _page(keys: list[str], token: str | None) -> object:
 
 
 def test_the_collection_frees_what_no_manifest_names(target: Target) -> None:
-    stats = chunk_gc.collect(target.store, {RP: 2 * KiB}, AFTER_EVERYTHING)
+    stats = chunk_gc.collect(target.store, {RP: 2 * KiB}, AFTER_EVERYTHING, deadline=math.inf)
     assert (stats.manifests, stats.chunks_deleted, stats.strangers) == (1, 1, 0)
     assert target.holds(target.kept)
     assert not target.holds(target.freed)
@@ -98,7 +100,7 @@ def test_a_refused_listing_of_the_manifests_stops_the_collection_before_its_swee
     target.fake.replies += [_page(keys, token) for keys, token in pages]  # type: ignore[misc]
     target.fake.seen.clear()
     with pytest.raises(StorageError, match="not a listing Cairn takes"):
-        chunk_gc.collect(target.store, {RP: 2 * KiB}, AFTER_EVERYTHING)
+        chunk_gc.collect(target.store, {RP: 2 * KiB}, AFTER_EVERYTHING, deadline=math.inf)
     assert target.holds(target.freed)  # nothing swept
     assert len(target.fake.seen) <= 3
 
@@ -110,7 +112,7 @@ def test_names_under_manifests_that_are_not_cairns_are_left_alone_and_stop_nothi
                f"manifests/a\nb/{OTHER_RP}", f"manifests/project-a/{OTHER_RP}\n"]
     for key in planted:
         target.plant(key)
-    stats = chunk_gc.collect(target.store, {RP: 2 * KiB}, AFTER_EVERYTHING)
+    stats = chunk_gc.collect(target.store, {RP: 2 * KiB}, AFTER_EVERYTHING, deadline=math.inf)
     # The two names holding a line feed never leave the listing; the rest are strangers.
     assert (stats.manifests, stats.chunks_deleted, stats.strangers) == (1, 1, 4)
     assert target.holds(target.kept)
@@ -126,5 +128,37 @@ def test_a_manifest_named_as_cairns_that_does_not_open_stops_the_sweep(
     """Its chunks may be a restore point's: none may go while it cannot be read."""
     target.plant(manifest_key("project-b", OTHER_RP), b"not a sealed manifest")
     with pytest.raises(DataCorrupt, match=OTHER_RP):
-        chunk_gc.collect(target.store, {RP: 2 * KiB}, AFTER_EVERYTHING)
+        chunk_gc.collect(target.store, {RP: 2 * KiB}, AFTER_EVERYTHING, deadline=math.inf)
     assert target.holds(target.freed)
+
+
+def test_the_sweep_deletes_nothing_past_the_collections_deadline(target: Target) -> None:
+    # It looked at its time only when it asked for a page (1000 keys): every delete of the
+    # page was still made past it, the target's exclusive lease held for each.
+    for _ in range(5):
+        target.store.put_chunk("project-a", target.store.codec().seal_chunk(
+            "project-a", os.urandom(KiB)))
+    marked = chunk_gc.mark(target.store, {RP: 2 * KiB}, deadline=math.inf)
+    backend = target.store.backend
+    deleted: list[str] = []
+
+    def slow_delete(key: str) -> None:  # an endpoint answering each just inside its time
+        time.sleep(0.1)
+        deleted.append(key)
+
+    backend.delete = slow_delete  # type: ignore[method-assign]
+    with pytest.raises(StorageError, match="ran out of its time"):
+        chunk_gc.sweep(target.store, marked, AFTER_EVERYTHING,
+                       deadline=time.monotonic() + 0.05)
+    assert len(deleted) == 1  # the one under way at the deadline
+    assert target.kept not in deleted
+
+
+def test_the_mark_reads_no_manifest_past_the_collections_deadline(target: Target) -> None:
+    # An endpoint that changes a manifest's time makes the leased mark read every one again.
+    target.fake.seen.clear()
+    manifests = list(target.store.backend.list("manifests/", deadline=math.inf))
+    with pytest.raises(StorageError, match="ran out of its time"):
+        chunk_gc.mark(target.store, {RP: 2 * KiB}, manifests=manifests,
+                      deadline=time.monotonic() - 1)
+    assert [method for method, *_ in target.fake.seen] == ["GET"]  # the listing only
