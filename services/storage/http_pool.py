@@ -47,7 +47,11 @@ def _dropped(conn: http.client.HTTPConnection) -> bool:
     if sock is None:
         return True
     try:
-        return bool(select.select([sock], [], [], 0)[0])
+        # poll, not select: select refuses a descriptor past 1024, which a busy worker's
+        # sockets reach, and every idle connection then read as dropped.
+        poller = select.poll()
+        poller.register(sock, select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))
     except (OSError, ValueError):
         return True
 

@@ -4,12 +4,17 @@ request half its time, then it is sent again on a new connection, within the one
 
 from __future__ import annotations
 
+import fcntl
+import http.client
+import resource
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from services.storage import http_pool
 from services.storage.s3_requests import ERROR_BODY_BYTES, S3Requests, TooSlow, Unreachable
 from services.storage.sigv4 import Signer
 from tests.unit.services.storage.fake_s3 import FakeS3, Handler, UnixPool
@@ -82,3 +87,25 @@ def test_a_connection_idle_past_the_bound_is_not_reused(fake: FakeS3) -> None:
     pool.idle_seconds = 0.0
     assert requests.send("DELETE", "k").status == 204
     assert fake.accepted == 2
+
+
+def test_an_idle_connection_on_a_descriptor_past_1024_is_reused_while_alive() -> None:
+    """A busy worker's sockets pass descriptor 1024, where select() refuses: each idle
+    connection then read as dropped and none was ever reused."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 1100:
+        pytest.skip("this process may not open descriptors past 1100")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 2048), hard))
+    ours, peer = socket.socketpair()
+    high = fcntl.fcntl(ours.fileno(), fcntl.F_DUPFD, 1100)
+    ours.close()
+    conn = http.client.HTTPConnection("127.0.0.1")
+    conn.sock = socket.socket(fileno=high)
+    try:
+        assert conn.sock.fileno() >= 1024
+        assert not http_pool._dropped(conn)
+        peer.close()
+        assert http_pool._dropped(conn)
+    finally:
+        conn.sock.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
