@@ -5,7 +5,6 @@ sees anything."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,7 +14,13 @@ from api import http_protocol
 from api.http_protocol import ApiHttpProtocol
 from services.bounded_http import HttpBounds
 from services.settings import Settings
-from tests.unit.services.http_fakes import answering, connect, run, settle
+from tests.unit.services.http_fakes import (
+    answering,
+    connect,
+    run,
+    settle,
+    trickled_head,
+)
 
 SETTINGS = Settings(auth_strategy="noauth", environment="development",
                     api_max_header_bytes=2048, api_header_timeout_seconds=0.3,
@@ -55,17 +60,7 @@ def test_headers_past_the_bound_are_431_and_never_reach_the_application() -> Non
 
 
 def test_headers_sent_a_byte_at_a_time_are_408_at_the_deadline() -> None:
-    async def scenario() -> tuple[bytes, float]:
-        protocol, transport = connect(ApiHttpProtocol, answering)
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        for byte in b"GET /v1/plans HTTP/1.1\r\nHost: cairn\r\nX-Slow: " + b"s" * 100:
-            if transport.closed:
-                break
-            protocol.data_received(bytes([byte]))
-            await asyncio.sleep(0.01)
-        return bytes(transport.written), loop.time() - started
-
-    written, took = run(scenario)
+    written, took = trickled_head(
+        ApiHttpProtocol, b"GET /v1/plans HTTP/1.1\r\nHost: cairn\r\nX-Slow: " + b"s" * 100)
     assert written.startswith(b"HTTP/1.1 408 "), written[:80]
     assert took < 0.3 * 2

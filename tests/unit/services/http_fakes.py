@@ -89,3 +89,24 @@ async def settle() -> None:
 
 def run(scenario: Callable[[], Awaitable[Any]]) -> Any:
     return asyncio.run(scenario())  # type: ignore[arg-type]
+
+
+def trickled_head(protocol_class: type[BoundedHttpToolsProtocol], head: bytes
+                  ) -> tuple[bytes, float]:
+    """What a server of `protocol_class` wrote to a client sending `head` a byte every
+    10 ms (until the server closed the connection), and how long that took."""
+    async def scenario() -> tuple[bytes, float]:
+        protocol, transport = connect(protocol_class, answering)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        for byte in head:
+            if transport.closed:
+                break
+            protocol.data_received(bytes([byte]))
+            await asyncio.sleep(0.01)
+        return bytes(transport.written), loop.time() - started
+
+    written: bytes
+    took: float
+    written, took = run(scenario)
+    return written, took

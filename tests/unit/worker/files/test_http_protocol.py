@@ -13,7 +13,13 @@ import pytest
 
 from services.bounded_http import HttpBounds
 from services.settings import Settings
-from tests.unit.services.http_fakes import answering, connect, run, settle
+from tests.unit.services.http_fakes import (
+    answering,
+    connect,
+    run,
+    settle,
+    trickled_head,
+)
 from worker.files import http_protocol
 from worker.files.http_protocol import FilesHttpProtocol
 
@@ -83,18 +89,8 @@ def test_a_header_that_never_ends_is_cut_at_the_bound() -> None:
 
 
 def test_a_client_trickling_its_head_is_408_at_the_deadline() -> None:
-    async def scenario() -> tuple[bytes, float]:
-        protocol, transport = connect(FilesHttpProtocol, answering)
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        for byte in b"GET /healthz HTTP/1.1\r\nHost: cairn-files\r\nX-Slow: " + b"s" * 100:
-            if transport.closed:
-                break
-            protocol.data_received(bytes([byte]))
-            await asyncio.sleep(0.01)
-        return bytes(transport.written), loop.time() - started
-
-    written, took = run(scenario)
+    written, took = trickled_head(
+        FilesHttpProtocol, b"GET /healthz HTTP/1.1\r\nHost: cairn-files\r\nX-Slow: " + b"s" * 100)
     assert written.startswith(b"HTTP/1.1 408 "), written[:80]
     assert took < 0.3 * 2
 
