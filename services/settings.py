@@ -79,8 +79,7 @@ class S3Settings(BaseModel):
     `timeout_seconds` plus what it sends and the most its answer can hold at this rate (a
     4 MiB chunk: 64 s more at the default; a listing's page of 2 MiB, 32 s), waiting for a
     free connection, looking up the endpoint's name, connecting and every retry and its
-    backoff included (another attempt starts only with half that time left, or at once
-    on a new connection when a reused one has not begun its answer by then), or is
+    backoff included (another attempt starts only with half that time left), or is
     abandoned and fails its job. An endpoint that trickles its answers (a byte every few
     seconds passes every per-read timeout) holds a worker's thread no longer than that
     (docs/security.md, the bucket holder's table; tests/unit/services/storage/

@@ -23,14 +23,6 @@ request fails (TooSlow), not tried again; a connection that stays silent for `ti
 a timeout, tried again if time is left. The endpoint's name is looked up, and each of its
 addresses tried, within that deadline (`http_pool.py`, `resolver.py`).
 
-A reused connection may have been dropped by a middlebox without a word (`http_pool.py`
-closes those idle for long, which makes it rare, not impossible): a request sent on one
-meets silence. So on a reused connection an answer that has not begun within half the
-request's time (`timeout` at most) is taken for a dropped connection, and the request is
-sent again at once on a new connection with the time left, however little (once per
-request; it still ends at the one deadline). A small request (a HEAD, a DELETE) allowed
-`timeout` in all thus gives a reused connection `timeout` / 2 to begin its answer.
-
 A GET reads at most the caller's `limit` plus one byte before it refuses the object
 (TooLarge); an object's answer must announce its length and no answer may be an interim
 1xx (Malformed: S3 sends neither); an answer's head (status line and headers) may take
@@ -43,8 +35,6 @@ import http.client
 import logging
 import random
 import re
-import select
-import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -110,21 +100,6 @@ class Malformed(Exception):
     def __init__(self, what: str) -> None:
         super().__init__(what)
         self.what = what
-
-
-class _Silent(TimeoutError):
-    """A reused connection did not begin its answer in time: dropped, most likely."""
-
-
-def _answers_within(sock: socket.socket, seconds: float) -> bool:
-    """Whether `sock` has something to read (an answer, its close) within `seconds`. `poll`,
-    not `select`: a worker's sockets may be numbered past select's 1024."""
-    poller = select.poll()
-    poller.register(sock, select.POLLIN)
-    try:
-        return bool(poller.poll(seconds * 1000))
-    except OSError:
-        return True  # reading it says what went wrong
 
 
 class _CannotConnect(Exception):
@@ -240,20 +215,14 @@ class S3Requests:
         allowed = self._pool.timeout + (
             sent + (ERROR_BODY_BYTES if limit is None else limit)) / self._min_rate
         until = time.monotonic() + allowed
-        fresh = renewed = False
         for attempt in range(1, ATTEMPTS + 1):
             try:
                 answer = self._once(method, path, query, headers, body, limit, whole, until,
-                                    allowed, fresh)
-                fresh = False
+                                    allowed)
             except (_CannotConnect, OSError, http.client.HTTPException) as exc:
                 cause = exc.cause if isinstance(exc, _CannotConnect) else exc
                 log.info("S3 %s %s: attempt %d of %d failed: %r", method, shown, attempt,
                          ATTEMPTS, cause)
-                fresh = isinstance(exc, _Silent) and not renewed
-                if fresh and attempt < ATTEMPTS and until > time.monotonic():
-                    renewed = True  # at once, on a new connection, with what is left
-                    continue
                 if attempt == ATTEMPTS or not self._pause(
                         backoff(attempt, throttled=False), until, allowed):
                     raise Unreachable(isinstance(exc, _CannotConnect), _reason(cause)) from None
@@ -280,13 +249,12 @@ class S3Requests:
 
     def _once(self, method: str, path: str, query: str, headers: Mapping[str, str] | None,
               body: memoryview | None, limit: int | None, whole: bool, until: float,
-              allowed: float, fresh: bool) -> Answer:
+              allowed: float) -> Answer:
         """One attempt, ended at the request's deadline `until` (`time.monotonic`) from
         before it waits for a connection to after its answer's last byte (TooSlow past it,
-        not tried again; `allowed`: the request's time in all). `fresh`: on a new
-        connection."""
+        not tried again; `allowed`: the request's time in all)."""
         pool = self._pool
-        conn = pool.take(until, fresh=fresh)
+        conn = pool.take(until)
         deadline = WATCHDOG.watch(until, conn.sock)
         reusable = False
         try:
@@ -314,8 +282,7 @@ class S3Requests:
         can serve another request."""
         pool = self._pool
         conn.response_class = _Response
-        reused = conn.sock is not None
-        if not reused:
+        if conn.sock is None:
             try:
                 pool.connect(conn, deadline.at, partial(WATCHDOG.arm, deadline))
             except OSError as exc:
@@ -326,8 +293,6 @@ class S3Requests:
         if body is not None:
             headers["content-length"] = str(body.nbytes)
         conn.request(method, f"{path}?{query}" if query else path, body=body, headers=headers)
-        if reused and not _answers_within(conn.sock, min(pool.timeout, allowed / 2)):
-            raise _Silent("a reused connection did not begin its answer in time")
         response = conn.getresponse()
         length = response.length
         if method == "HEAD" or response.status == 204:
