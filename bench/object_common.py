@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import resource
 import subprocess
@@ -121,14 +122,14 @@ def fresh_store(prefix_tag: str, endpoint: str | None = None) -> Iterator[ChunkS
 def remove_prefix(prefix: str) -> None:
     bucket = Bucket(s3_settings(prefix))
     try:
-        for key in [stored.key for stored in bucket.list()]:
+        for key in [stored.key for stored in bucket.list(deadline=math.inf)]:
             bucket.delete(key)
     finally:
         bucket.close()
 
 
 def stored_bytes(store: ChunkStore) -> int:
-    return sum(stored.size for stored in store.backend.list("chunks/"))
+    return sum(stored.size for stored in store.backend.list("chunks/", deadline=math.inf))
 
 
 @dataclass
