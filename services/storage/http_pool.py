@@ -12,8 +12,7 @@ deadline can reach it): each step within the request's deadline.
 A connection idle for more than IDLE_SECONDS is closed rather than reused: the middleboxes
 between a worker and its endpoint (NAT, firewalls, load balancers) forget idle flows after a
 while, often without telling either end, and a request sent on such a flow meets silence
-until its timeout. A request that meets silence anyway is sent again on a new connection
-(`s3_requests.py`, `take(fresh=True)`)."""
+until its timeout."""
 
 from __future__ import annotations
 
@@ -91,13 +90,11 @@ class ConnectionPool:
         self._lock = threading.Lock()
         self._closed = False
 
-    def take(self, until: float | None = None, *,
-             fresh: bool = False) -> http.client.HTTPConnection:
+    def take(self, until: float | None = None) -> http.client.HTTPConnection:
         """A connection, waiting for one to come free until `until` (`time.monotonic`) at
         most (PoolBusy then); None: as long as it takes. The latest given back, unless it
         has been idle too long (then every idle one has: all are closed) or was closed by
-        its peer; `fresh`: a new one, an idle one closed in its place (the pool never holds
-        more than `size`)."""
+        its peer."""
         if not self._slots.acquire(
                 timeout=None if until is None else max(0.0, until - time.monotonic())):
             raise PoolBusy(f"no connection of {self.size} came free in time")
@@ -110,8 +107,6 @@ class ConnectionPool:
                         raise ConnectionError("the connection pool is closed")
                     if not self._idle:
                         pass
-                    elif fresh:
-                        closing.append(self._idle.pop())
                     elif time.monotonic() - self._idle[-1][0] > self.idle_seconds:
                         closing, self._idle = self._idle, []
                     else:
